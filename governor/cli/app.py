@@ -1,0 +1,46 @@
+"""Assembles the typer application from one module per command (or noun)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Optional
+
+import typer
+
+from governor._version import __version__
+from governor.cli.common import Annotated
+
+# Each module defines ``register(app)``; listed in the order ``--help`` shows them.
+COMMAND_MODULES = (
+    "governor.cli.devices",
+    "governor.cli.monitor",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"governor {__version__}")
+        raise typer.Exit()
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="governor",
+        help="Make GPUs do more work per joule: calibrate, tune and govern clocks.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @app.callback()
+    def _root(
+        version: Annotated[
+            Optional[bool],
+            typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+        ] = None,
+    ) -> None:
+        """Make GPUs do more work per joule: calibrate, tune and govern clocks."""
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(app)
+    return app

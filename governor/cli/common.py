@@ -1,0 +1,58 @@
+"""Helpers shared by the CLI commands: JSON output, errors, the common options."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+import typer
+
+try:  # Python 3.9+
+    from typing import Annotated
+except ImportError:  # pragma: no cover - Python 3.8
+    from typing_extensions import Annotated
+
+__all__ = ["Annotated", "DeviceOpt", "JsonOpt", "emit_json", "report_error", "to_jsonable"]
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+DeviceOpt = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        "-d",
+        envvar="GOVERNOR_DEVICE",
+        help="Device URI: auto, sim:NAME, replay:PATH, nvml:N, jetson, jtop, tegrastats.",
+    ),
+]
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn dataclasses, tuples, sets, numpy scalars and non-finite floats into plain JSON."""
+    if hasattr(value, "to_dict"):
+        return to_jsonable(value.to_dict())
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value) if isinstance(value, (set, frozenset)) else value
+        return [to_jsonable(v) for v in items]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return to_jsonable(value.item())
+    return value
+
+
+def emit_json(document: Any) -> None:
+    """Write one JSON document (or one JSON line) to stdout."""
+    sys.stdout.write(json.dumps(to_jsonable(document)) + "\n")
+    sys.stdout.flush()
+
+
+def report_error(message: str, wants_json: bool) -> None:
+    """One line on stderr, and ``{"error": ...}`` on stdout for --json callers."""
+    line = " ".join(str(message).split())
+    sys.stderr.write(f"governor: error: {line}\n")
+    if wants_json:
+        emit_json({"error": line})

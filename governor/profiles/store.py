@@ -1,0 +1,111 @@
+"""Where profiles live and how they are read and written.
+
+A profile is one JSON file per board, ``<board>.json``, looked up first in the user's data
+directory (``GOVERNOR_DATA_DIR``, default ``~/.local/share/governor/profiles``) and then in the
+shipped ``profiles/`` folder. Writes always go to the user's directory, atomically.
+
+Sections other than calibration (tile and block-size caches) are kept under ``"tuning"``:
+``{"tuning": {SECTION: {KEY: VALUE}}}``; :func:`get_tuning` and :func:`put_tuning` read and
+write one entry without touching the rest of the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from governor.errors import ProfileError
+from governor.paths import data_dir, shipped_profiles_dir
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "get_tuning",
+    "profile_paths",
+    "put_tuning",
+    "read_profile_file",
+    "user_profiles_dir",
+    "write_profile_file",
+]
+
+SCHEMA_VERSION = 1
+_BOARD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+def user_profiles_dir() -> Path:
+    return data_dir() / "profiles"
+
+
+def _check_board(board: str) -> str:
+    if not isinstance(board, str) or not _BOARD.match(board):
+        raise ProfileError(f"invalid board name {board!r} for a profile")
+    return board
+
+
+def profile_paths(board: str) -> List[Path]:
+    """Candidate files for ``board``, in lookup order (user's first, then shipped)."""
+    name = _check_board(board) + ".json"
+    return [user_profiles_dir() / name, shipped_profiles_dir() / name]
+
+
+def read_profile_file(path: Path) -> Dict[str, Any]:
+    """Parse one profile file.
+
+    Raises:
+        ProfileError: unreadable, not JSON, not an object, or of a newer schema.
+    """
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ProfileError(f"cannot read profile: {err.strerror or err}", path) from err
+    except ValueError as err:
+        raise ProfileError(f"corrupt profile (not JSON: {err})", path) from err
+    if not isinstance(doc, dict):
+        raise ProfileError("corrupt profile (not a JSON object)", path)
+    version = doc.get("schema_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ProfileError(
+            f"profile schema {version!r} is newer than this governor understands ({SCHEMA_VERSION})",
+            path,
+        )
+    return doc
+
+
+def write_profile_file(path: Path, doc: Dict[str, Any]) -> Path:
+    """Write ``doc`` to ``path`` atomically, pretty-printed. Returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = dict(doc)
+    doc.setdefault("schema_version", SCHEMA_VERSION)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=2, sort_keys=False)
+        fh.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def _load_first(board: str) -> Optional[Dict[str, Any]]:
+    for path in profile_paths(board):
+        if path.exists():
+            return read_profile_file(path)
+    return None
+
+
+def get_tuning(board: str, section: str, key: str) -> Optional[Any]:
+    """The cached tuning entry ``section/key`` for ``board``, or None if there is none."""
+    doc = _load_first(board)
+    if doc is None:
+        return None
+    return doc.get("tuning", {}).get(section, {}).get(key)
+
+
+def put_tuning(board: str, section: str, key: str, value: Any) -> Path:
+    """Store a tuning entry in the user's profile of ``board`` (created if needed)."""
+    user = profile_paths(board)[0]
+    doc = _load_first(board) or {"schema_version": SCHEMA_VERSION, "board": board}
+    doc.setdefault("tuning", {}).setdefault(section, {})[key] = value
+    return write_profile_file(user, doc)
