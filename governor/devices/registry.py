@@ -1,0 +1,125 @@
+"""Opening devices by URI, and discovering what is there.
+
+URIs: ``sim:<board>[?options]``, ``replay:<path>``, ``nvml:<index>``, ``jetson``, ``jtop``,
+``tegrastats``, and ``auto`` (real hardware first, then the simulated default board, saying
+so on the ``governor`` logger and in :func:`last_auto_note`).
+
+Backends live in a name table and are imported only when a URI names them, so opening a
+simulated board never imports pynvml and ``import governor`` imports nothing here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from governor.devices.base import Device
+from governor.errors import DeviceNotFoundError, GovernorError, InvalidRequestError
+
+__all__ = ["BACKENDS", "DeviceInfo", "list_devices", "open_device", "simulated_boards"]
+
+log = logging.getLogger("governor")
+
+# scheme -> (module, opener, discoverer or None). The opener takes what follows "scheme:".
+# Hardware backends add their row here; discovery order for ``auto`` follows AUTO_ORDER.
+BACKENDS: Dict[str, Tuple[str, str, Optional[str]]] = {
+    "sim": ("governor.devices.sim.device", "open_sim", None),
+    "replay": ("governor.devices.replay", "open_replay", None),
+}
+AUTO_ORDER: Tuple[str, ...] = ()  # hardware schemes probed by ``auto``, in order
+
+_auto_note: List[str] = []
+
+
+def _resolve(scheme: str, which: int) -> Callable[..., Any]:
+    module_name, opener, discover = BACKENDS[scheme]
+    name = opener if which == 0 else discover
+    module = importlib.import_module(module_name)
+    return getattr(module, name)  # type: ignore[arg-type]
+
+
+def simulated_boards() -> Tuple[str, ...]:
+    """Names usable as ``sim:<name>``."""
+    from governor.devices.sim.catalog import board_names
+
+    return board_names()
+
+
+def discover_hardware() -> List[str]:
+    """URIs of real devices that answer, in ``auto`` order (empty on a machine without GPUs)."""
+    found: List[str] = []
+    for scheme in AUTO_ORDER:
+        if BACKENDS[scheme][2] is None:
+            continue
+        try:
+            found.extend(_resolve(scheme, 1)())
+        except GovernorError as err:
+            log.debug("discovery of %s failed: %s", scheme, err)
+    return found
+
+
+def last_auto_note() -> Optional[str]:
+    """What ``auto`` decided the last time it fell back to a simulated board, if it did."""
+    return _auto_note[-1] if _auto_note else None
+
+
+def open_device(uri: str = "auto", **options: Any) -> Device:
+    """Open the device named by ``uri``.
+
+    Raises:
+        DeviceNotFoundError: unknown scheme, board or device.
+        InvalidRequestError: malformed URI or options.
+    """
+    if not isinstance(uri, str) or not uri.strip():
+        raise InvalidRequestError("a device URI is required, e.g. sim:agx-orin or nvml:0")
+    uri = uri.strip()
+    if uri == "auto":
+        hardware = discover_hardware()
+        if hardware:
+            return open_device(hardware[0], **options)
+        from governor.devices.sim.catalog import DEFAULT_BOARD
+
+        note = f"no GPU found: using the simulated board sim:{DEFAULT_BOARD}"
+        _auto_note.append(note)
+        log.warning(note)
+        return open_device(f"sim:{DEFAULT_BOARD}", **options)
+    scheme, sep, rest = uri.partition(":")
+    if scheme not in BACKENDS:
+        known = ", ".join(sorted(BACKENDS)) + ", auto"
+        raise DeviceNotFoundError(f"unknown device {uri!r}; device URIs start with {known}")
+    try:
+        opener = _resolve(scheme, 0)
+    except ImportError as err:  # a backend whose module is not installed
+        raise DeviceNotFoundError(f"the {scheme} backend is not available: {err}") from err
+    return opener(rest, **options)
+
+
+class DeviceInfo(Dict[str, Any]):
+    """One row of ``governor devices``: plain data for printing or JSON."""
+
+
+def describe(device: Device) -> DeviceInfo:
+    return DeviceInfo(
+        uri=device.uri,
+        name=device.identity.name,
+        kind=device.identity.kind,
+        model=device.identity.model,
+        identity=device.identity.to_dict(),
+        supported_clocks_mhz=list(device.supported_clocks_mhz()),
+        capabilities=device.capabilities.to_dict(),
+        can_control=device.control_permitted()
+        and any((device.capabilities.lock_gpu_clocks, device.capabilities.power_limit, device.capabilities.power_mode)),
+    )
+
+
+def list_devices(include_simulated: bool = False) -> List[DeviceInfo]:
+    """Describe every real device found (and, if asked, every simulated board)."""
+    uris = discover_hardware()
+    if include_simulated:
+        uris += [f"sim:{name}" for name in simulated_boards()]
+    rows = []
+    for uri in uris:
+        with open_device(uri) as device:
+            rows.append(describe(device))
+    return rows

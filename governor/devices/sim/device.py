@@ -1,0 +1,387 @@
+"""The simulated device: a board from the catalog, integrated over virtual (or wall) time.
+
+``sim:<board>`` opens one. Options go after ``?`` as ``key=value`` pairs joined by ``&``:
+
+- ``seed=N``           sensor noise seed (default 0; runs are reproducible)
+- ``realtime=1``       follow the wall clock (demos) instead of a virtual clock (tests)
+- ``noise=0``          turn sensor noise off
+- ``fail_rate=P``      each read fails with probability P (a TelemetryError)
+- ``stuck_after_s=T``  power sensors freeze after T s of device time
+- ``power_mode=NAME``  start in this power mode (Jetson boards; default: the fastest)
+- ``mem_clock=MHZ``    start at this memory clock (boards with several)
+
+Time moves only when someone sleeps on ``device.clock`` (virtual) or as the wall clock runs
+(``realtime=1``); every read first integrates the physics up to now: temperature with its
+time constant, power and the energy counter, work done by the running workload, and the
+firmware's power-limit throttling.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import random
+from typing import Deque, Dict, Optional, Tuple, Union
+from urllib.parse import parse_qsl
+
+from governor._version import __version__
+from governor.devices.base import (
+    Capabilities,
+    Device,
+    DeviceState,
+    Identity,
+    PowerLimitRange,
+    Rail,
+    Sample,
+)
+from governor.devices.journal import Journal
+from governor.devices.sim.catalog import get_board
+from governor.devices.sim.physics import BoardSpec, Workload
+from governor.errors import InvalidRequestError, TelemetryError
+from governor.timebase import Clock, VirtualClock, WallClock
+
+__all__ = ["SimDevice", "open_sim"]
+
+_FINE_STEP_S = 0.02  # integration step over the last seconds (sensor windows)
+_COARSE_STEP_S = 0.5  # before that (thermal time constants are >= 10 s)
+_HISTORY_S = 2.5  # how much fine history the averaging sensors may need
+
+_OPTIONS = {"seed", "realtime", "noise", "fail_rate", "stuck_after_s", "power_mode", "mem_clock"}
+
+
+def parse_options(text: str) -> Dict[str, str]:
+    options = dict(parse_qsl(text, keep_blank_values=True, strict_parsing=False)) if text else {}
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise InvalidRequestError(
+            f"unknown sim option(s) {', '.join(unknown)}; known: {', '.join(sorted(_OPTIONS))}"
+        )
+    return options
+
+
+def _float_option(options: Dict[str, str], key: str, default: float, lo: float, hi: float) -> float:
+    if key not in options:
+        return default
+    try:
+        value = float(options[key])
+    except ValueError:
+        raise InvalidRequestError(f"sim option {key}={options[key]!r} is not a number") from None
+    if not (lo <= value <= hi):
+        raise InvalidRequestError(f"sim option {key}={value:g} is outside {lo:g}..{hi:g}")
+    return value
+
+
+class SimDevice(Device):
+    """A simulated board (see module docstring). Also offers ``run_workload``/``stop_workload``
+    and ``work_done``, which the calibration and runtime layers use as the device's load."""
+
+    def __init__(
+        self,
+        board: BoardSpec,
+        *,
+        uri: Optional[str] = None,
+        clock: Optional[Clock] = None,
+        journal: Optional[Journal] = None,
+        seed: int = 0,
+        noise: bool = True,
+        fail_rate: float = 0.0,
+        stuck_after_s: Optional[float] = None,
+        power_mode: Optional[str] = None,
+        mem_clock_mhz: Optional[float] = None,
+    ) -> None:
+        self.board = board
+        uri = uri or f"sim:{board.name}"
+        datacenter = board.kind == "datacenter"
+        caps = Capabilities(
+            power=True,
+            energy_counter=board.energy_counter,
+            rails=True,
+            gpu_clock=True,
+            mem_clock=bool(board.mem_clocks_mhz),
+            temperature=True,
+            utilisation=True,
+            throttle_reasons=True,
+            lock_gpu_clocks=True,
+            lock_mem_clock=len(board.mem_clocks_mhz) > 1,
+            power_limit=datacenter and board.power_limit_range_w is not None,
+            power_mode=bool(board.power_modes),
+        )
+        identity = Identity(
+            uri=uri,
+            kind="sim",
+            name=f"{board.display_name} (simulated)",
+            model=board.name,
+            serial=f"SIM-{board.name}-{seed}",
+            uuid=f"SIM-{board.name}",
+            driver_version=f"governor-sim {__version__}",
+            l4t_version=None,
+        )
+        super().__init__(identity, caps, clock=clock or VirtualClock(), journal=journal)
+        self._rng_seed = int(seed)
+        self._noise = bool(noise) and board.noise_rel > 0
+        self._fail_rate = float(fail_rate)
+        self._fail_rng = random.Random(seed * 7919 + 1)
+        self._stuck_after_s = stuck_after_s
+        self._stuck_value: Optional[Tuple[float, Dict[str, float]]] = None
+        # settings
+        self._locked: Optional[Tuple[float, float]] = None
+        self._mem_locked: Optional[float] = None
+        if mem_clock_mhz is not None and mem_clock_mhz not in board.mem_clocks_mhz:
+            known = ", ".join(f"{m:g}" for m in board.mem_clocks_mhz) or "none"
+            raise InvalidRequestError(
+                f"memory clock {mem_clock_mhz:g} MHz is not supported by {board.name} (supported: {known})"
+            )
+        self._mem_clock = mem_clock_mhz if mem_clock_mhz is not None else board.default_mem_clock_mhz
+        self._power_limit_w = board.power_limit_w
+        if power_mode is not None and power_mode not in board.power_modes:
+            raise InvalidRequestError(
+                f"unknown power mode {power_mode!r} for {board.name}; known: {', '.join(board.power_modes)}"
+            )
+        self._power_mode = power_mode or board.default_power_mode
+        self._default_power_mode = self._power_mode
+        # physical state
+        self._workload: Optional[Workload] = None
+        self._t_s = self.clock.now_s()
+        self._t0_s = self._t_s
+        idle_clock = board.clocks_mhz[0]
+        self._temperature_c = board.steady_temperature_c(
+            board.steady_gpu_power_w(idle_clock, None, self._mem_clock)
+        )
+        self._energy_j = 0.0
+        self._work = 0.0
+        self._clock_mhz = idle_clock
+        self._throttled = False
+        self._power_w = board.gpu_power_w(idle_clock, self._temperature_c, None, self._mem_clock)
+        # (t_end_s, dt_s, power_w) of recent integration steps, for averaging sensors
+        self._history: Deque[Tuple[float, float, float]] = collections.deque()
+
+    # -- the load (used by calibration and the runtime) ---------------------------------
+    @property
+    def workload(self) -> Optional[Workload]:
+        return self._workload
+
+    def workloads(self) -> Tuple[str, ...]:
+        """Names of the board's workloads (``compute``, ``memory``, measured ones)."""
+        return tuple(self.board.workloads)
+
+    def run_workload(self, workload: Union[str, Workload]) -> Workload:
+        """Start running ``workload`` (a name from ``workloads()`` or a Workload) until stopped."""
+        if isinstance(workload, str):
+            if workload not in self.board.workloads:
+                raise InvalidRequestError(
+                    f"unknown workload {workload!r} on {self.board.name}; known: {', '.join(self.board.workloads)}"
+                )
+            workload = self.board.workloads[workload]
+        self._advance()
+        self._workload = workload
+        return workload
+
+    def stop_workload(self) -> None:
+        """Go idle."""
+        self._advance()
+        self._workload = None
+
+    def work_done(self) -> float:
+        """Units of work completed since the device was opened (fractional)."""
+        self._advance()
+        return self._work
+
+    def true_energy_j(self) -> float:
+        """The exact energy the GPU domain used since opening (J), for tests and benches."""
+        self._advance()
+        return self._energy_j
+
+    # -- description ----------------------------------------------------------------------
+    def _supported_clocks_mhz(self):
+        cap = self.board.max_clock_mhz(self._power_mode)
+        return [c for c in self.board.clocks_mhz if c <= cap + 1e-9]
+
+    def _supported_mem_clocks_mhz(self):
+        return self.board.mem_clocks_mhz
+
+    def power_limit_range(self) -> Optional[PowerLimitRange]:
+        if not self.capabilities.power_limit or self.board.power_limit_range_w is None:
+            return None
+        lo, hi = self.board.power_limit_range_w
+        return PowerLimitRange(lo, hi, self.board.power_limit_w)
+
+    def power_modes(self) -> Tuple[str, ...]:
+        return tuple(self.board.power_modes)
+
+    # -- physics over time ------------------------------------------------------------------
+    def _target_clock(self) -> Tuple[float, bool]:
+        board = self.board
+        top = board.max_clock_mhz(self._power_mode)
+        if self._workload is None:
+            return (self._locked[0] if self._locked else board.clocks_mhz[0]), False
+        wanted = min(self._locked[1], top) if self._locked else top
+        return board.throttled_clock_mhz(
+            wanted, self._temperature_c, self._workload, self._power_limit_w, self._mem_clock
+        )
+
+    def _step(self, dt: float) -> None:
+        board = self.board
+        clock, throttled = self._target_clock()
+        power = board.gpu_power_w(clock, self._temperature_c, self._workload, self._mem_clock)
+        self._clock_mhz, self._throttled, self._power_w = clock, throttled, power
+        self._energy_j += power * dt
+        if self._workload is not None:
+            self._work += dt / self._workload.time_per_unit_s(clock, self._mem_clock)
+        target = board.steady_temperature_c(power)
+        self._temperature_c += (target - self._temperature_c) * (1.0 - math.exp(-dt / board.thermal_tau_s))
+        self._t_s += dt
+        self._history.append((self._t_s, dt, power))
+
+    def _advance(self) -> None:
+        now = self.clock.now_s()
+        remaining = now - self._t_s
+        while remaining > 1e-12:
+            step = _COARSE_STEP_S if remaining > _HISTORY_S else min(_FINE_STEP_S, remaining)
+            self._step(step)
+            remaining = now - self._t_s
+        while self._history and self._history[0][0] < self._t_s - _HISTORY_S:
+            self._history.popleft()
+
+    def _average_power_w(self, t_end: float, window_s: float) -> float:
+        if window_s <= 0:
+            for end, dt, power in reversed(self._history):
+                if end - dt <= t_end + 1e-12:
+                    return power
+            return self._power_w
+        t_start = t_end - window_s
+        total = covered = 0.0
+        for end, dt, power in self._history:
+            overlap = min(end, t_end) - max(end - dt, t_start)
+            if overlap > 0:
+                total += power * overlap
+                covered += overlap
+        return total / covered if covered > 0 else self._power_w
+
+    def _noisy(self, value: float, key: int) -> float:
+        if not self._noise:
+            return value
+        rng = random.Random(hash((self._rng_seed, key)))
+        return value * (1.0 + rng.gauss(0.0, self.board.noise_rel))
+
+    # -- telemetry ----------------------------------------------------------------------------
+    def _read_sample(self) -> Sample:
+        self._advance()
+        board = self.board
+        if self._fail_rate and self._fail_rng.random() < self._fail_rate:
+            raise TelemetryError(f"{self.uri}: simulated sensor read failure")
+        now = self._t_s
+        # sensors refresh at their own rate; readings within one period are identical
+        period = 1.0 / board.refresh_hz
+        tick = math.floor((now - self._t0_s) / period + 1e-9)
+        t_refresh = self._t0_s + tick * period
+        if board.sensor == "nvml":
+            gpu_w = self._noisy(self._average_power_w(t_refresh, board.power_average_s), tick)
+        else:
+            gpu_w = self._noisy(self._average_power_w(t_refresh, 0.0), tick)
+        rails_w = board.rail_powers_w(gpu_w)
+        if self._stuck_after_s is not None and now - self._t0_s >= self._stuck_after_s:
+            if self._stuck_value is None:
+                self._stuck_value = (gpu_w, rails_w)
+            gpu_w, rails_w = self._stuck_value
+        rails = []
+        for spec in board.rails:
+            power = rails_w[spec.name]
+            if board.sensor == "ina3221":  # integer mV and mA, as hwmon reports them
+                volts = round(spec.voltage_v * 1000.0) / 1000.0
+                amps = round(power / volts * 1000.0) / 1000.0
+                rails.append(Rail(spec.name, volts * amps, spec.scope, volts, amps))
+            else:
+                rails.append(Rail(spec.name, power, spec.scope))
+        best = self._best_rail(rails)
+        reasons = set()
+        if self._workload is None:
+            reasons.add("idle")
+        if self._throttled:
+            reasons.add("sw_power_cap")
+        if self._locked and self._workload is not None:
+            reasons.add("clocks_setting")
+        temperature = round(self._temperature_c) if board.sensor == "nvml" else round(self._temperature_c * 2) / 2
+        return Sample(
+            t_s=now,
+            power_w=best.power_w if best else None,
+            power_scope=best.scope if best else None,
+            rails=tuple(rails),
+            energy_j=math.floor(self._energy_j * 1000.0) / 1000.0 if board.energy_counter else None,
+            gpu_clock_mhz=self._clock_mhz,
+            mem_clock_mhz=self._mem_clock,
+            temperature_c=float(temperature),
+            utilisation_pct=100.0 if self._workload is not None else 0.0,
+            throttle_reasons=frozenset(reasons),
+        )
+
+    def _best_rail(self, rails) -> Optional[Rail]:
+        """The narrowest rail that includes the GPU, else the board input."""
+        with_gpu = [
+            (len(spec.domains), rail)
+            for spec, rail in zip(self.board.rails, rails)
+            if "gpu" in spec.domains
+        ]
+        if with_gpu:
+            return min(with_gpu, key=lambda x: x[0])[1]
+        return rails[0] if rails else None
+
+    # -- settings -------------------------------------------------------------------------------
+    def _read_state(self) -> DeviceState:
+        return DeviceState(
+            gpu_clocks_mhz=self._locked,
+            mem_clock_mhz=self._mem_locked,
+            power_limit_w=self._power_limit_w if self.capabilities.power_limit else None,
+            power_mode=self._power_mode,
+        )
+
+    def _write_gpu_clocks(self, min_mhz: float, max_mhz: float) -> None:
+        self._advance()
+        self._locked = (min_mhz, max_mhz)
+
+    def _reset_gpu_clocks(self) -> None:
+        self._advance()
+        self._locked = None
+
+    def _write_mem_clock(self, clock_mhz: Optional[float]) -> None:
+        self._advance()
+        self._mem_locked = clock_mhz
+        self._mem_clock = clock_mhz if clock_mhz is not None else self.board.default_mem_clock_mhz
+
+    def _write_power_limit(self, power_w: float) -> None:
+        self._advance()
+        self._power_limit_w = power_w
+
+    def _write_power_mode(self, mode: str) -> None:
+        self._advance()
+        self._power_mode = mode
+        if self._locked:  # nvpmodel caps the clock range
+            top = self.board.max_clock_mhz(mode)
+            self._locked = (min(self._locked[0], top), min(self._locked[1], top))
+
+
+def open_sim(spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> SimDevice:
+    """Open ``sim:<board>[?options]`` (``spec`` is what follows ``sim:``)."""
+    name, _, query = spec.partition("?")
+    if not name:
+        raise InvalidRequestError("a simulated device needs a board name, e.g. sim:agx-orin")
+    board = get_board(name)
+    options = parse_options(query)
+    seed = int(_float_option(options, "seed", 0, 0, 2**31))
+    realtime = options.get("realtime", "0") not in ("", "0", "false", "no")
+    if clock is None:
+        clock = WallClock() if realtime else VirtualClock()
+    mem = options.get("mem_clock")
+    return SimDevice(
+        board,
+        uri=f"sim:{spec}",
+        clock=clock,
+        journal=journal,
+        seed=seed,
+        noise=options.get("noise", "1") not in ("0", "false", "no"),
+        fail_rate=_float_option(options, "fail_rate", 0.0, 0.0, 1.0),
+        stuck_after_s=_float_option(options, "stuck_after_s", math.inf, 0.0, math.inf)
+        if "stuck_after_s" in options
+        else None,
+        power_mode=options.get("power_mode"),
+        mem_clock_mhz=_float_option(options, "mem_clock", 0.0, 1.0, 1e6) if mem else None,
+    )

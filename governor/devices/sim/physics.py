@@ -1,0 +1,270 @@
+"""The physics of a simulated board: power, speed, temperature and throttling.
+
+Pure functions of a :class:`BoardSpec` and a :class:`Workload`; no time, no state. The
+simulated device (``device.py``) integrates them over (virtual) time.
+
+Power of the GPU domain at clock ``f`` (MHz) and temperature ``T`` (°C)::
+
+    P = S·(1 + λ·(T − T_amb))                 static power, leakage rising with temperature
+      + P_mem(f_mem) + w.mem_w                memory: background at its clock, traffic extra
+      + α·f·V(f)²·(w.a_stall + w.a_busy·u(f))  dynamic CMOS power, C_eff·f·V²
+
+    V(f) = 1 below the ridge clock, 1 + β·(f − f_ridge) above it (normalised voltage)
+    u(f) = (c/f) / t(f)                       the share of time the SMs compute
+
+Time per unit of work, a smooth roofline of a compute part and a memory part::
+
+    t(f) = (t_mem^k + (c/f)^k)^(1/k)          c in s·MHz (Mcycles), k ≥ 1 how sharply they overlap
+
+Temperature relaxes to ``T_amb + R·P`` with time constant ``τ``. When power would exceed the
+limit, firmware picks the highest clock that fits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Optional, Sequence, Tuple
+
+__all__ = ["BoardSpec", "RailSpec", "VoltageCurve", "Workload"]
+
+
+@dataclass(frozen=True)
+class VoltageCurve:
+    """Normalised core voltage: flat up to the ridge clock, rising linearly above it."""
+
+    ridge_mhz: float
+    beta_per_mhz: float
+
+    def __post_init__(self) -> None:
+        if not (self.ridge_mhz >= 0 and self.beta_per_mhz >= 0):
+            raise ValueError(f"invalid voltage curve {self}")
+
+    def volts(self, clock_mhz: float) -> float:
+        return 1.0 + self.beta_per_mhz * max(0.0, clock_mhz - self.ridge_mhz)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What runs on the GPU: how its time and power depend on the clocks.
+
+    ``compute_mcycles`` (s·MHz per unit of work) is the compute part, ``mem_s`` the memory
+    part at ``mem_clock_mhz`` (it scales inversely with the memory clock), ``overlap_k`` how
+    sharply they overlap (1: add up; large: the slower one alone). ``a_stall`` and ``a_busy``
+    scale the board's dynamic power while the SMs wait and while they compute; ``mem_w`` is
+    the power of the workload's memory traffic. ``voltage`` overrides the board's curve where
+    measurements of this workload demanded it (see the catalog's provenance).
+    """
+
+    name: str
+    compute_mcycles: float
+    mem_s: float = 0.0
+    overlap_k: float = 1.0
+    a_stall: float = 0.0
+    a_busy: float = 1.0
+    mem_w: float = 0.0
+    mem_clock_mhz: Optional[float] = None
+    voltage: Optional[VoltageCurve] = None
+    description: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not (self.compute_mcycles >= 0 and self.mem_s >= 0 and self.compute_mcycles + self.mem_s > 0):
+            raise ValueError(f"workload {self.name!r}: needs a positive compute or memory part")
+        if not self.overlap_k >= 1:
+            raise ValueError(f"workload {self.name!r}: overlap_k must be >= 1")
+        if min(self.a_stall, self.a_busy, self.mem_w) < 0:
+            raise ValueError(f"workload {self.name!r}: activities and mem_w must be >= 0")
+
+    def mem_time_s(self, mem_clock_mhz: Optional[float]) -> float:
+        if self.mem_s == 0 or not mem_clock_mhz or not self.mem_clock_mhz:
+            return self.mem_s
+        return self.mem_s * self.mem_clock_mhz / mem_clock_mhz
+
+    def time_per_unit_s(self, clock_mhz: float, mem_clock_mhz: Optional[float] = None) -> float:
+        """Seconds per unit of work at GPU clock ``clock_mhz``."""
+        t_c = self.compute_mcycles / clock_mhz
+        t_m = self.mem_time_s(mem_clock_mhz)
+        if t_m == 0:
+            return t_c
+        if t_c == 0:
+            return t_m
+        k = self.overlap_k
+        # scale to avoid overflow for large k
+        top = max(t_c, t_m)
+        return top * ((t_c / top) ** k + (t_m / top) ** k) ** (1.0 / k)
+
+    def busy_fraction(self, clock_mhz: float, mem_clock_mhz: Optional[float] = None) -> float:
+        """Share of time the SMs compute, u = (c/f)/t(f), in [0, 1]."""
+        return min(1.0, (self.compute_mcycles / clock_mhz) / self.time_per_unit_s(clock_mhz, mem_clock_mhz))
+
+
+@dataclass(frozen=True)
+class RailSpec:
+    """A power rail: its sensor name, what it measures, and which power domains feed it.
+
+    Domains are ``gpu`` (the modelled GPU power) and the board's constant domains
+    (``cpu``, ``soc``, ``cv``, ``ddr``, ``sys``...). ``input`` rails see every domain
+    divided by the regulators' efficiency.
+    """
+
+    name: str
+    scope: str
+    domains: Tuple[str, ...]
+    voltage_v: float = 5.0
+    input: bool = False
+
+
+@dataclass(frozen=True)
+class BoardSpec:
+    """Everything the simulator needs to know about a board (loaded from the catalog)."""
+
+    name: str
+    display_name: str
+    kind: str  # "jetson" or "datacenter"
+    clocks_mhz: Tuple[float, ...]
+    static_w: float
+    dyn_w_per_mhz: float
+    voltage: VoltageCurve
+    power_limit_w: float
+    power_limit_range_w: Optional[Tuple[float, float]] = None
+    mem_clocks_mhz: Tuple[float, ...] = ()
+    default_mem_clock_mhz: Optional[float] = None
+    mem_static_w: Mapping[float, float] = field(default_factory=dict)
+    idle_activity: float = 0.02
+    leakage_per_c: float = 0.01
+    ambient_c: float = 30.0
+    thermal_r_c_per_w: float = 0.15
+    thermal_tau_s: float = 20.0
+    domains_w: Mapping[str, float] = field(default_factory=dict)
+    regulator_efficiency: float = 0.9
+    rails: Tuple[RailSpec, ...] = ()
+    sensor: str = "nvml"  # "nvml" (averaged, optional energy counter) or "ina3221"
+    power_average_s: float = 0.0  # NVML power averaging window (1 s on Ampere+ but GA100)
+    refresh_hz: float = 10.0
+    noise_rel: float = 0.005
+    energy_counter: bool = False
+    power_modes: Mapping[str, float] = field(default_factory=dict)  # name -> GPU clock cap
+    default_power_mode: Optional[str] = None
+    workloads: Mapping[str, Workload] = field(default_factory=dict)
+    facts: Mapping[str, object] = field(default_factory=dict)  # SMs, CC, L2... for tuning
+    inferred: Tuple[str, ...] = ()  # which values are inferred, not read from a capture
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.clocks_mhz or list(self.clocks_mhz) != sorted(set(self.clocks_mhz)):
+            raise ValueError(f"board {self.name}: clocks must be ascending and distinct")
+        if self.static_w < 0 or self.dyn_w_per_mhz <= 0 or self.power_limit_w <= 0:
+            raise ValueError(f"board {self.name}: invalid power parameters")
+        if self.thermal_r_c_per_w * self.leakage_per_c * self.static_w >= 1:
+            raise ValueError(f"board {self.name}: thermal runaway (S·λ·R >= 1)")
+        if "compute" not in self.workloads or "memory" not in self.workloads:
+            raise ValueError(f"board {self.name}: needs 'compute' and 'memory' workloads")
+
+    # -- power ---------------------------------------------------------------------
+    def mem_background_w(self, mem_clock_mhz: Optional[float]) -> float:
+        if not self.mem_static_w:
+            return 0.0
+        if mem_clock_mhz in self.mem_static_w:
+            return float(self.mem_static_w[mem_clock_mhz])
+        # nearest known memory clock
+        key = min(self.mem_static_w, key=lambda m: abs(m - (mem_clock_mhz or 0.0)))
+        return float(self.mem_static_w[key])
+
+    def gpu_power_w(
+        self,
+        clock_mhz: float,
+        temperature_c: float,
+        workload: Optional[Workload],
+        mem_clock_mhz: Optional[float] = None,
+    ) -> float:
+        """Instantaneous power of the GPU domain (W); ``workload`` None means idle."""
+        mem_clock = mem_clock_mhz if mem_clock_mhz is not None else self.default_mem_clock_mhz
+        static = self.static_w * (1.0 + self.leakage_per_c * (temperature_c - self.ambient_c))
+        power = max(0.0, static) + self.mem_background_w(mem_clock)
+        if workload is None:
+            activity = self.idle_activity
+            curve = self.voltage
+        else:
+            u = workload.busy_fraction(clock_mhz, mem_clock)
+            activity = workload.a_stall + workload.a_busy * u
+            curve = workload.voltage or self.voltage
+            power += workload.mem_w
+        return power + self.dyn_w_per_mhz * clock_mhz * curve.volts(clock_mhz) ** 2 * activity
+
+    def steady_temperature_c(self, power_w: float) -> float:
+        return self.ambient_c + self.thermal_r_c_per_w * power_w
+
+    def steady_gpu_power_w(
+        self, clock_mhz: float, workload: Optional[Workload], mem_clock_mhz: Optional[float] = None
+    ) -> float:
+        """GPU power (W) once temperature has settled at this clock: the fixed point of
+        P = P(T) with T = T_amb + R·P (closed form, since leakage is linear in T)."""
+        p_ambient = self.gpu_power_w(clock_mhz, self.ambient_c, workload, mem_clock_mhz)
+        gain = self.static_w * self.leakage_per_c * self.thermal_r_c_per_w
+        return p_ambient / (1.0 - gain)
+
+    def domain_powers_w(self, gpu_power_w: float) -> Dict[str, float]:
+        powers = dict(self.domains_w)
+        powers["gpu"] = gpu_power_w
+        return powers
+
+    def rail_powers_w(self, gpu_power_w: float) -> Dict[str, float]:
+        """Power on each rail (W) given the GPU domain's power."""
+        domains = self.domain_powers_w(gpu_power_w)
+        out = {}
+        for rail in self.rails:
+            if rail.input:
+                out[rail.name] = sum(domains.values()) / self.regulator_efficiency
+            else:
+                out[rail.name] = sum(domains.get(d, 0.0) for d in rail.domains)
+        return out
+
+    def limited_power_w(self, gpu_power_w: float) -> float:
+        """The figure the power limit applies to: the card on datacenter boards, the whole
+        module on Jetson boards (its rating)."""
+        if self.kind == "jetson":
+            return sum(self.domain_powers_w(gpu_power_w).values()) / self.regulator_efficiency
+        return gpu_power_w
+
+    def throttled_clock_mhz(
+        self,
+        wanted_mhz: float,
+        temperature_c: float,
+        workload: Optional[Workload],
+        power_limit_w: float,
+        mem_clock_mhz: Optional[float] = None,
+    ) -> Tuple[float, bool]:
+        """The highest table clock ≤ ``wanted_mhz`` whose power fits the limit, and whether
+        that is below what was wanted (throttled). Never below the lowest clock."""
+        candidates = [c for c in self.clocks_mhz if c <= wanted_mhz + 1e-9] or [self.clocks_mhz[0]]
+        for clock in reversed(candidates):
+            power = self.gpu_power_w(clock, temperature_c, workload, mem_clock_mhz)
+            if self.limited_power_w(power) <= power_limit_w:
+                return clock, clock < candidates[-1]
+        return candidates[0], candidates[0] < wanted_mhz
+
+    # -- the truth, for tests and benches ---------------------------------------------
+    def steady_energy_per_unit_j(
+        self, clock_mhz: float, workload: Workload, mem_clock_mhz: Optional[float] = None
+    ) -> float:
+        """Energy per unit of work (J) at a clock in thermal steady state, ignoring the cap."""
+        return self.steady_gpu_power_w(clock_mhz, workload, mem_clock_mhz) * workload.time_per_unit_s(
+            clock_mhz, mem_clock_mhz if mem_clock_mhz is not None else self.default_mem_clock_mhz
+        )
+
+    def max_clock_mhz(self, power_mode: Optional[str] = None) -> float:
+        cap = self.power_modes.get(power_mode, math.inf) if power_mode else math.inf
+        allowed = [c for c in self.clocks_mhz if c <= cap + 1e-9]
+        return allowed[-1] if allowed else self.clocks_mhz[0]
+
+
+def clock_table(spec: object) -> Tuple[float, ...]:
+    """Expand a catalog clock table: a list of MHz or ``{min, max, step}``."""
+    if isinstance(spec, Mapping):
+        lo, hi, step = float(spec["min"]), float(spec["max"]), float(spec["step"])
+        n = int(round((hi - lo) / step))
+        return tuple(round(lo + i * step, 3) for i in range(n + 1))
+    if isinstance(spec, Sequence):
+        return tuple(float(c) for c in spec)
+    raise ValueError(f"invalid clock table {spec!r}")
