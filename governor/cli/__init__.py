@@ -15,10 +15,13 @@ from typing import List, Optional
 __all__ = ["main"]
 
 
+def _is(err: BaseException, name: str) -> bool:
+    """Whether ``err`` is click's (or typer's vendored click's) exception class ``name``."""
+    return any(cls.__name__ == name for cls in type(err).__mro__)
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Entry point of the console script; exits with the command's status."""
-    import click
-
     from governor.cli.app import build_app
     from governor.cli.common import report_error
     from governor.errors import GovernorError
@@ -28,21 +31,21 @@ def main(argv: Optional[List[str]] = None) -> None:
     app = build_app()
     try:
         result = app(args=args, prog_name="governor", standalone_mode=False)
-    except click.exceptions.Exit as err:
-        sys.exit(err.exit_code)
-    except click.exceptions.Abort:
-        report_error("interrupted", wants_json)
-        sys.exit(130)
-    except click.ClickException as err:
-        report_error(err.format_message(), wants_json)
-        sys.exit(err.exit_code)
     except GovernorError as err:
         report_error(str(err), wants_json)
         sys.exit(1)
     except KeyboardInterrupt:
         report_error("interrupted", wants_json)
         sys.exit(130)
-    except Exception as err:  # a bug: still one line unless asked for more
+    except Exception as err:
+        if _is(err, "Exit"):
+            sys.exit(getattr(err, "exit_code", 0))
+        if _is(err, "Abort"):
+            report_error("interrupted", wants_json)
+            sys.exit(130)
+        if _is(err, "ClickException"):  # usage errors: bad option, missing argument
+            report_error(err.format_message(), wants_json)  # type: ignore[attr-defined]
+            sys.exit(getattr(err, "exit_code", 2))
         if os.environ.get("GOVERNOR_DEBUG"):
             raise
         report_error(

@@ -9,10 +9,7 @@ from typing import Any
 
 import typer
 
-try:  # Python 3.9+
-    from typing import Annotated
-except ImportError:  # pragma: no cover - Python 3.8
-    from typing_extensions import Annotated
+from governor._compat import Annotated
 
 __all__ = ["Annotated", "DeviceOpt", "JsonOpt", "emit_json", "report_error", "to_jsonable"]
 

@@ -82,7 +82,7 @@ def open_device(uri: str = "auto", **options: Any) -> Device:
 
         note = f"no GPU found: using the simulated board sim:{DEFAULT_BOARD}"
         _auto_note.append(note)
-        log.warning(note)
+        log.info(note)
         return open_device(f"sim:{DEFAULT_BOARD}", **options)
     scheme, sep, rest = uri.partition(":")
     if scheme not in BACKENDS:

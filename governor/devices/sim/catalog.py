@@ -7,10 +7,10 @@ real measurements exist, from fits to them; each board says which of its values 
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 from typing import Any, Dict, Mapping, Tuple
 
+from governor._compat import toml_loads
 from governor.devices.sim.physics import BoardSpec, RailSpec, VoltageCurve, Workload, clock_table
 from governor.errors import DeviceNotFoundError, GovernorError
 from governor.paths import shipped_profiles_dir
@@ -19,14 +19,6 @@ __all__ = ["DEFAULT_BOARD", "board_names", "get_board", "load_catalog"]
 
 #: the board a newcomer meets: ``governor calibrate`` with no GPU calibrates this one
 DEFAULT_BOARD = "agx-orin"
-
-
-def _toml_loads(text: str) -> Dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.8-3.10
-        import tomli as tomllib
-    return tomllib.loads(text)
 
 
 def _workload(name: str, doc: Mapping[str, Any]) -> Workload:
@@ -95,7 +87,7 @@ def _board(name: str, doc: Mapping[str, Any]) -> BoardSpec:
 @functools.lru_cache(maxsize=4)
 def _load(path: Path) -> Tuple[Tuple[str, BoardSpec], ...]:
     try:
-        doc = _toml_loads(path.read_text(encoding="utf-8"))
+        doc = toml_loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise GovernorError(f"cannot read the board catalog {path}: {err.strerror or err}") from err
     except ValueError as err:

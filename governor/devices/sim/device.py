@@ -174,12 +174,14 @@ class SimDevice(Device):
             workload = self.board.workloads[workload]
         self._advance()
         self._workload = workload
+        self._refresh_operating_point()
         return workload
 
     def stop_workload(self) -> None:
         """Go idle."""
         self._advance()
         self._workload = None
+        self._refresh_operating_point()
 
     def work_done(self) -> float:
         """Units of work completed since the device was opened (fractional)."""
@@ -190,6 +192,11 @@ class SimDevice(Device):
         """The exact energy the GPU domain used since opening (J), for tests and benches."""
         self._advance()
         return self._energy_j
+
+    def true_temperature_c(self) -> float:
+        """The exact die temperature (°C) the sensors round, for tests and benches."""
+        self._advance()
+        return self._temperature_c
 
     # -- description ----------------------------------------------------------------------
     def _supported_clocks_mhz(self):
@@ -218,6 +225,12 @@ class SimDevice(Device):
         return board.throttled_clock_mhz(
             wanted, self._temperature_c, self._workload, self._power_limit_w, self._mem_clock
         )
+
+    def _refresh_operating_point(self) -> None:
+        """Clock and power change at once when the load or a setting changes."""
+        clock, throttled = self._target_clock()
+        power = self.board.gpu_power_w(clock, self._temperature_c, self._workload, self._mem_clock)
+        self._clock_mhz, self._throttled, self._power_w = clock, throttled, power
 
     def _step(self, dt: float) -> None:
         board = self.board
@@ -337,19 +350,23 @@ class SimDevice(Device):
     def _write_gpu_clocks(self, min_mhz: float, max_mhz: float) -> None:
         self._advance()
         self._locked = (min_mhz, max_mhz)
+        self._refresh_operating_point()
 
     def _reset_gpu_clocks(self) -> None:
         self._advance()
         self._locked = None
+        self._refresh_operating_point()
 
     def _write_mem_clock(self, clock_mhz: Optional[float]) -> None:
         self._advance()
         self._mem_locked = clock_mhz
         self._mem_clock = clock_mhz if clock_mhz is not None else self.board.default_mem_clock_mhz
+        self._refresh_operating_point()
 
     def _write_power_limit(self, power_w: float) -> None:
         self._advance()
         self._power_limit_w = power_w
+        self._refresh_operating_point()
 
     def _write_power_mode(self, mode: str) -> None:
         self._advance()
@@ -357,6 +374,7 @@ class SimDevice(Device):
         if self._locked:  # nvpmodel caps the clock range
             top = self.board.max_clock_mhz(mode)
             self._locked = (min(self._locked[0], top), min(self._locked[1], top))
+        self._refresh_operating_point()
 
 
 def open_sim(spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> SimDevice:

@@ -1,0 +1,572 @@
+"""The NVML backend: datacenter and workstation GPUs through nvidia-ml-py (``nvml:<index>``).
+
+``nvml:0`` opens the first GPU this process may use, ``nvml:GPU-<uuid>`` or ``nvml:MIG-<uuid>``
+one by UUID. Indices follow ``CUDA_VISIBLE_DEVICES`` when it is set (``nvml:0`` is the first
+visible GPU, as in CUDA); NVML itself numbers GPUs in PCI bus order, which is also CUDA's order
+only with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
+
+Each capability is probed on its own when the device opens: on Jetson Orin ``nvmlInit``
+succeeds yet power and clocks raise NotSupported (seen on JetPack 6), so a single failed call
+must not hide the others. Units are converted here and nowhere else: NVML reports power in
+mW, energy in mJ, clocks in MHz and temperature in °C.
+
+Errors are translated where they enter: ``NVMLError_NoPermission`` becomes
+:class:`~governor.errors.DevicePermissionError` (with how to get the right),
+``NVMLError_NotSupported`` a missing capability or :class:`~governor.errors.UnsupportedError`,
+anything else :class:`~governor.errors.TelemetryError` (reads) or
+:class:`~governor.errors.GovernorError` (writes).
+
+pynvml is imported only when a device is opened or discovered, through :func:`_import_pynvml`
+(tests replace that function with a fake module).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from governor.devices.base import (
+    Capabilities,
+    Device,
+    DeviceState,
+    Identity,
+    PowerLimitRange,
+    Sample,
+)
+from governor.devices.journal import Journal, journal_path
+from governor.errors import (
+    DeviceNotFoundError,
+    DevicePermissionError,
+    GovernorError,
+    InvalidRequestError,
+    TelemetryError,
+    UnsupportedError,
+)
+from governor.paths import state_dir
+from governor.timebase import Clock
+
+__all__ = ["NvmlDevice", "discover_nvml", "open_nvml", "visible_devices"]
+
+log = logging.getLogger("governor.devices.nvml")
+
+# NVML clocks-event (formerly "throttle") reason bits -> base.THROTTLE_REASONS.
+# The values are fixed by nvml.h; names are looked up on the module first.
+_REASON_BITS = (
+    ("nvmlClocksEventReasonGpuIdle", 0x1, "idle"),
+    ("nvmlClocksEventReasonApplicationsClocksSetting", 0x2, "clocks_setting"),
+    ("nvmlClocksEventReasonSwPowerCap", 0x4, "sw_power_cap"),
+    ("nvmlClocksEventReasonHwSlowdown", 0x8, "hw_slowdown"),
+    ("nvmlClocksEventReasonSyncBoost", 0x10, "sync_boost"),
+    ("nvmlClocksEventReasonSwThermalSlowdown", 0x20, "sw_thermal"),
+    ("nvmlClocksEventReasonHwThermalSlowdown", 0x40, "hw_thermal"),
+    ("nvmlClocksEventReasonHwPowerBrakeSlowdown", 0x80, "hw_power_brake"),
+    ("nvmlClocksEventReasonDisplayClockSetting", 0x100, "display_clock"),
+)
+
+# NVML device names -> catalog names (boards.md). First match wins.
+_MODELS = (
+    (r"A100.*SXM", "a100-sxm"),
+    (r"A100.*PCI", "a100-pcie"),
+    (r"H100.*PCI", "h100-pcie"),
+    (r"H100", "h100-sxm"),
+    (r"V100", "v100"),
+    (r"\bT4\b", "t4"),
+    (r"\bL4\b", "l4"),
+    (r"RTX A4000", "rtx-a4000"),
+    (r"RTX A6000", "rtx-a6000"),
+    (r"TITAN X\b", "titan-x"),
+)
+
+_PERMISSION_HINT = (
+    "run as root (sudo), or through the governor daemon; an administrator can also set it "
+    "with `sudo nvidia-smi {flag}`"
+)
+
+
+def _import_pynvml() -> Any:
+    """The pynvml module (nvidia-ml-py). Tests replace this function with a fake module."""
+    import pynvml
+
+    return pynvml
+
+
+def _is_root() -> bool:
+    geteuid = getattr(os, "geteuid", None)
+    return bool(geteuid and geteuid() == 0)
+
+
+def _error_class(nv: Any, name: str) -> type:
+    cls = getattr(nv, name, None)
+    return cls if isinstance(cls, type) else type(None)
+
+
+def _is(nv: Any, err: BaseException, name: str) -> bool:
+    return isinstance(err, _error_class(nv, name))
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def catalog_model(name: str) -> str:
+    """The catalog name for an NVML device name (``NVIDIA A100-SXM4-80GB`` -> ``a100-sxm``)."""
+    for pattern, model in _MODELS:
+        if re.search(pattern, name, re.IGNORECASE):
+            return model
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower().replace("nvidia", "")).strip("-")
+    return slug or "nvidia-gpu"
+
+
+# -- CUDA_VISIBLE_DEVICES ----------------------------------------------------------------------
+def visible_devices(env: Optional[str], count: int, uuids: Sequence[str]) -> List[str]:
+    """NVML selectors (``"3"`` index or ``"GPU-..."``/``"MIG-..."`` UUID) visible to CUDA, in order.
+
+    ``env`` is the value of ``CUDA_VISIBLE_DEVICES`` (None: every GPU). Like CUDA, the list
+    stops at the first entry that names no device, and an empty value hides every GPU.
+    ``uuids`` are the full UUIDs of GPUs 0..count-1, for matching UUID prefixes.
+    """
+    if env is None:
+        return [str(i) for i in range(count)]
+    selected: List[str] = []
+    for raw in env.split(","):
+        entry = raw.strip()
+        if not entry:
+            break
+        if re.fullmatch(r"\d+", entry):
+            if int(entry) >= count:
+                break
+            selected.append(str(int(entry)))
+        elif entry.startswith("MIG-"):
+            selected.append(entry)
+        elif entry.startswith("GPU-") or re.fullmatch(r"[0-9a-fA-F-]{4,}", entry):
+            wanted = entry if entry.startswith("GPU-") else "GPU-" + entry
+            matches = [i for i, u in enumerate(uuids) if u.lower().startswith(wanted.lower())]
+            if len(matches) != 1:
+                break
+            selected.append(str(matches[0]))
+        else:
+            break
+    return selected
+
+
+# -- the device ------------------------------------------------------------------------------
+class NvmlDevice(Device):
+    """One NVIDIA GPU (or MIG instance) through NVML. See the module docstring."""
+
+    def __init__(
+        self,
+        nv: Any,
+        handle: Any,
+        *,
+        uri: str,
+        mig_parent: Any = None,
+        clock: Optional[Clock] = None,
+        journal: Optional[Journal] = None,
+    ) -> None:
+        self._nv = nv
+        self._handle = handle  # the GPU (the parent GPU for a MIG instance)
+        self._mig = mig_parent is not None
+        if self._mig:
+            self._handle = mig_parent
+        self._locked: Optional[Tuple[float, float]] = None
+        self._mem_locked: Optional[float] = None
+        self.power_source: Optional[str] = None  # "instant" | "average" | "usage"
+        self._reason_reader: Optional[Callable[[Any], int]] = None
+        self._mem_to_graphics: Dict[float, Tuple[float, ...]] = {}
+        self._limits: Optional[PowerLimitRange] = None
+        name = _text(self._try(nv.nvmlDeviceGetName, handle) or "NVIDIA GPU")
+        caps = self._probe()
+        identity = Identity(
+            uri=uri,
+            kind="nvml",
+            name=name + (" (MIG instance)" if self._mig else ""),
+            model=catalog_model(name),
+            serial=_optional_text(self._try(nv.nvmlDeviceGetSerial, self._handle)),
+            uuid=_optional_text(self._try(nv.nvmlDeviceGetUUID, handle)),
+            driver_version=_optional_text(self._try(nv.nvmlSystemGetDriverVersion)),
+        )
+        if journal is None:
+            journal = Journal(uri, journal_path(state_dir(), uri))
+        super().__init__(identity, caps, clock=clock, journal=journal)
+
+    # -- probing ---------------------------------------------------------------------------
+    def _try(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call an NVML getter; None when unsupported or failing (for probing only)."""
+        try:
+            return fn(*args)
+        except self._nv.NVMLError as err:
+            log.debug("NVML %s%r: %s", getattr(fn, "__name__", fn), args[1:], err)
+            return None
+
+    def _works(self, fn: Callable[..., Any], *args: Any) -> bool:
+        return self._try(fn, *args) is not None
+
+    def _probe(self) -> Capabilities:
+        nv, h = self._nv, self._handle
+        self.power_source = self._probe_power()
+        energy = self._works(nv.nvmlDeviceGetTotalEnergyConsumption, h)
+        gpu_clock = self._works(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_GRAPHICS)
+        mem_clock = self._works(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM)
+        temperature = self._works(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)
+        utilisation = self._works(nv.nvmlDeviceGetUtilizationRates, h)
+        for getter in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
+            fn = getattr(nv, getter, None)
+            if fn is not None and self._works(fn, h):
+                self._reason_reader = fn
+                break
+        mems = self._try(nv.nvmlDeviceGetSupportedMemoryClocks, h) or []
+        for mem in mems:
+            graphics = self._try(nv.nvmlDeviceGetSupportedGraphicsClocks, h, mem) or []
+            if graphics:
+                self._mem_to_graphics[float(mem)] = tuple(sorted(float(g) for g in graphics))
+        constraints = self._try(nv.nvmlDeviceGetPowerManagementLimitConstraints, h)
+        default = self._try(nv.nvmlDeviceGetPowerManagementDefaultLimit, h)
+        if constraints and default:
+            try:
+                self._limits = PowerLimitRange(
+                    constraints[0] / 1000.0, constraints[1] / 1000.0, default / 1000.0
+                )
+            except ValueError:
+                log.debug("NVML power limit constraints %r default %r are inconsistent", constraints, default)
+        controllable = not self._mig
+        return Capabilities(
+            power=self.power_source is not None,
+            energy_counter=energy,
+            rails=False,
+            gpu_clock=gpu_clock,
+            mem_clock=mem_clock,
+            temperature=temperature,
+            utilisation=utilisation,
+            throttle_reasons=self._reason_reader is not None,
+            lock_gpu_clocks=controllable and bool(self._mem_to_graphics),
+            lock_mem_clock=controllable and len(self._mem_to_graphics) > 1,
+            power_limit=controllable and self._limits is not None,
+            power_mode=False,
+        )
+
+    def _probe_power(self) -> Optional[str]:
+        nv = self._nv
+        fields = (
+            ("instant", getattr(nv, "NVML_FI_DEV_POWER_INSTANT", None)),
+            ("average", getattr(nv, "NVML_FI_DEV_POWER_AVERAGE", None)),
+        )
+        for source, field_id in fields:
+            if field_id is not None and self._field_power_mw(field_id) is not None:
+                return source
+        if self._works(nv.nvmlDeviceGetPowerUsage, self._handle):
+            return "usage"
+        return None
+
+    def _field_power_mw(self, field_id: int) -> Optional[float]:
+        """One power field in mW, or None when the driver does not have it."""
+        values = self._try(self._nv.nvmlDeviceGetFieldValues, self._handle, [field_id])
+        if not values:
+            return None
+        value = values[0]
+        if getattr(value, "nvmlReturn", 1) != getattr(self._nv, "NVML_SUCCESS", 0):
+            return None
+        union = value.value
+        kind = getattr(value, "valueType", None)
+        if kind == getattr(self._nv, "NVML_VALUE_TYPE_DOUBLE", 0):
+            return float(union.dVal)
+        if kind == getattr(self._nv, "NVML_VALUE_TYPE_UNSIGNED_LONG_LONG", 3):
+            return float(union.ullVal)
+        return float(union.uiVal)
+
+    # -- description ------------------------------------------------------------------------
+    def _supported_clocks_mhz(self) -> Sequence[float]:
+        if not self._mem_to_graphics:
+            return ()
+        mem = self._current_mem_key()
+        return self._mem_to_graphics[mem]
+
+    def _supported_mem_clocks_mhz(self) -> Sequence[float]:
+        return tuple(self._mem_to_graphics) if len(self._mem_to_graphics) > 1 else ()
+
+    def supported_clocks_by_mem_mhz(self) -> Dict[float, Tuple[float, ...]]:
+        """Graphics clocks (MHz) NVML supports at each memory clock (MHz)."""
+        return dict(self._mem_to_graphics)
+
+    def _current_mem_key(self) -> float:
+        mems = sorted(self._mem_to_graphics)
+        wanted = self._mem_locked
+        if wanted is None and self.capabilities.mem_clock:
+            current = self._try(self._nv.nvmlDeviceGetClockInfo, self._handle, self._nv.NVML_CLOCK_MEM)
+            wanted = float(current) if current is not None else None
+        if wanted is None:
+            return mems[-1]
+        return min(mems, key=lambda m: abs(m - wanted))  # type: ignore[operator]
+
+    def power_limit_range(self) -> Optional[PowerLimitRange]:
+        return self._limits
+
+    def control_permitted(self) -> bool:
+        return self.control_reason() is None
+
+    def control_reason(self) -> Optional[str]:
+        """Why this process may not change settings (None when it may)."""
+        caps = self.capabilities
+        if self._mig:
+            return "a MIG instance: clocks and power limits belong to the whole GPU (open its nvml:N)"
+        if not (caps.lock_gpu_clocks or caps.power_limit):
+            if not caps.power and not caps.gpu_clock:
+                return "not supported via NVML (on Jetson use the jetson backend)"
+            return "not supported by this GPU or driver via NVML"
+        if not _is_root():
+            return "needs root: run with sudo or use the governor daemon"
+        return None
+
+    # -- reading ----------------------------------------------------------------------------
+    def _read(self, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except self._nv.NVMLError as err:
+            raise TelemetryError(f"{self.uri}: NVML {fn.__name__} failed: {err}") from err
+
+    def _read_power_w(self) -> Optional[float]:
+        nv = self._nv
+        if self.power_source in ("instant", "average"):
+            field_id = nv.NVML_FI_DEV_POWER_INSTANT if self.power_source == "instant" else nv.NVML_FI_DEV_POWER_AVERAGE
+            milliwatts = self._field_power_mw(field_id)
+            if milliwatts is not None:
+                return milliwatts / 1000.0
+        if self.power_source is not None:
+            return float(self._read(nv.nvmlDeviceGetPowerUsage, self._handle)) / 1000.0
+        return None
+
+    def _read_reasons(self) -> FrozenSet[str]:
+        if self._reason_reader is None:
+            return frozenset()
+        bits = int(self._read(self._reason_reader, self._handle))
+        names = set()
+        for attr, default, reason in _REASON_BITS:
+            if bits & int(getattr(self._nv, attr, default)):
+                names.add(reason)
+        return frozenset(names)
+
+    def _read_sample(self) -> Sample:
+        nv, h, caps = self._nv, self._handle, self.capabilities
+        t_s = self.clock.now_s()
+        power_w = self._read_power_w() if caps.power else None
+        energy_j = float(self._read(nv.nvmlDeviceGetTotalEnergyConsumption, h)) / 1000.0 if caps.energy_counter else None
+        gpu_mhz = float(self._read(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_GRAPHICS)) if caps.gpu_clock else None
+        mem_mhz = float(self._read(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM)) if caps.mem_clock else None
+        temp_c = float(self._read(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)) if caps.temperature else None
+        util = float(self._read(nv.nvmlDeviceGetUtilizationRates, h).gpu) if caps.utilisation else None
+        return Sample(
+            t_s=t_s,
+            power_w=power_w,
+            power_scope="gpu" if power_w is not None else None,
+            energy_j=energy_j,
+            gpu_clock_mhz=gpu_mhz,
+            mem_clock_mhz=mem_mhz,
+            temperature_c=temp_c,
+            utilisation_pct=util,
+            throttle_reasons=self._read_reasons(),
+        )
+
+    def _read_state(self) -> DeviceState:
+        # NVML cannot report locked clocks, so the state is what this process set (None =
+        # the driver's default); the power limit is read back from the GPU.
+        limit = None
+        if self.capabilities.power_limit:
+            limit = float(self._read(self._nv.nvmlDeviceGetPowerManagementLimit, self._handle)) / 1000.0
+        return DeviceState(
+            gpu_clocks_mhz=self._locked,
+            mem_clock_mhz=self._mem_locked,
+            power_limit_w=limit,
+        )
+
+    # -- writing ----------------------------------------------------------------------------
+    def _write(self, what: str, flag: str, fn: Callable[..., Any], *args: Any) -> None:
+        nv = self._nv
+        try:
+            fn(self._handle, *args)
+        except nv.NVMLError as err:
+            if _is(nv, err, "NVMLError_NoPermission"):
+                raise DevicePermissionError(
+                    f"NVML refused to change {what} of {self.uri} (no permission): "
+                    + _PERMISSION_HINT.format(flag=flag)
+                ) from err
+            if _is(nv, err, "NVMLError_NotSupported"):
+                raise UnsupportedError(f"{self.identity.name} ({self.uri}) does not support changing {what}") from err
+            if _is(nv, err, "NVMLError_InvalidArgument"):
+                raise InvalidRequestError(f"NVML rejected {what} {args} for {self.uri}: {err}") from err
+            raise GovernorError(f"NVML failed to change {what} of {self.uri}: {err}") from err
+
+    def _write_gpu_clocks(self, min_mhz: float, max_mhz: float) -> None:
+        self._write(
+            "the GPU clock",
+            f"--lock-gpu-clocks={min_mhz:g},{max_mhz:g}",
+            self._nv.nvmlDeviceSetGpuLockedClocks,
+            int(round(min_mhz)),
+            int(round(max_mhz)),
+        )
+        self._locked = (min_mhz, max_mhz)
+
+    def _reset_gpu_clocks(self) -> None:
+        self._write("the GPU clock", "--reset-gpu-clocks", self._nv.nvmlDeviceResetGpuLockedClocks)
+        self._locked = None
+
+    def _write_mem_clock(self, clock_mhz: Optional[float]) -> None:
+        if clock_mhz is None:
+            self._write("the memory clock", "--reset-memory-clocks", self._nv.nvmlDeviceResetMemoryLockedClocks)
+        else:
+            mhz = int(round(clock_mhz))
+            self._write(
+                "the memory clock",
+                f"--lock-memory-clocks={mhz},{mhz}",
+                self._nv.nvmlDeviceSetMemoryLockedClocks,
+                mhz,
+                mhz,
+            )
+        self._mem_locked = clock_mhz
+
+    def _write_power_limit(self, power_w: float) -> None:
+        self._write(
+            "the power limit",
+            f"--power-limit={power_w:g}",
+            self._nv.nvmlDeviceSetPowerManagementLimit,
+            int(round(power_w * 1000.0)),
+        )
+
+    def _close(self) -> None:
+        try:
+            self._nv.nvmlShutdown()
+        except self._nv.NVMLError as err:  # pragma: no cover - shutdown of a lost GPU
+            log.debug("nvmlShutdown: %s", err)
+
+
+def _optional_text(value: Any) -> Optional[str]:
+    return None if value is None else _text(value)
+
+
+# -- opening and discovery -------------------------------------------------------------------
+def _init(nv: Any) -> None:
+    try:
+        nv.nvmlInit()
+    except nv.NVMLError as err:
+        raise DeviceNotFoundError(
+            f"NVML is not available ({err}): is the NVIDIA driver installed and loaded?"
+        ) from err
+
+
+def _uuids(nv: Any, count: int) -> List[str]:
+    out = []
+    for i in range(count):
+        try:
+            out.append(_text(nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(i))))
+        except nv.NVMLError:
+            out.append("")
+    return out
+
+
+def _selectors(nv: Any) -> List[str]:
+    count = int(nv.nvmlDeviceGetCount())
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    uuids = _uuids(nv, count) if env is not None else []
+    return visible_devices(env, count, uuids)
+
+
+def _handle_for(nv: Any, selector: str) -> Tuple[Any, Any]:
+    """(handle, MIG parent or None) for an NVML index or a UUID."""
+    if selector.isdigit():
+        handle = nv.nvmlDeviceGetHandleByIndex(int(selector))
+    else:
+        handle = nv.nvmlDeviceGetHandleByUUID(selector)
+    parent = None
+    is_mig = getattr(nv, "nvmlDeviceIsMigDeviceHandle", None)
+    if is_mig is not None:
+        try:
+            if is_mig(handle):
+                parent = nv.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle)
+        except nv.NVMLError:
+            parent = None
+    return handle, parent
+
+
+def open_nvml(spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> NvmlDevice:
+    """Open ``nvml:<index>`` (index among the GPUs CUDA sees) or ``nvml:<GPU-/MIG-uuid>``.
+
+    Raises:
+        DeviceNotFoundError: nvidia-ml-py missing, no driver, or no such GPU.
+    """
+    spec = (spec or "0").strip()
+    try:
+        nv = _import_pynvml()
+    except ImportError as err:
+        raise DeviceNotFoundError(
+            "the nvml backend needs nvidia-ml-py: pip install 'governor[nvml]'"
+        ) from err
+    _init(nv)
+    try:
+        if spec.isdigit():
+            selectors = _selectors(nv)
+            if int(spec) >= len(selectors):
+                raise DeviceNotFoundError(
+                    f"no GPU nvml:{spec}: {len(selectors)} visible"
+                    + (" (CUDA_VISIBLE_DEVICES is set)" if "CUDA_VISIBLE_DEVICES" in os.environ else "")
+                )
+            selector = selectors[int(spec)]
+        elif spec.startswith(("GPU-", "MIG-")):
+            selector = spec
+        else:
+            raise InvalidRequestError(f"bad NVML device {spec!r}: use nvml:<index> or nvml:GPU-<uuid>")
+        try:
+            handle, parent = _handle_for(nv, selector)
+        except nv.NVMLError as err:
+            raise DeviceNotFoundError(f"no GPU {selector!r} in NVML: {err}") from err
+        return NvmlDevice(nv, handle, uri=f"nvml:{spec}", mig_parent=parent, clock=clock, journal=journal)
+    except BaseException:
+        try:
+            nv.nvmlShutdown()
+        except nv.NVMLError:  # pragma: no cover
+            pass
+        raise
+
+
+def discover_nvml() -> List[str]:
+    """``nvml:N`` for every GPU CUDA may use that NVML can read; [] without driver or bindings.
+
+    A GPU that reports neither power nor clocks (Jetson's integrated GPU) is left to the
+    jetson backend.
+    """
+    try:
+        nv = _import_pynvml()
+    except ImportError:
+        return []
+    try:
+        nv.nvmlInit()
+    except Exception as err:  # NVMLError, or OSError from a broken library
+        log.debug("NVML discovery: %s", err)
+        return []
+    found = []
+    try:
+        for index, selector in enumerate(_selectors(nv)):
+            try:
+                handle, _ = _handle_for(nv, selector)
+            except nv.NVMLError:
+                continue
+            readable = False
+            for fn, args in (
+                (nv.nvmlDeviceGetPowerUsage, (handle,)),
+                (nv.nvmlDeviceGetClockInfo, (handle, nv.NVML_CLOCK_GRAPHICS)),
+            ):
+                try:
+                    fn(*args)
+                    readable = True
+                    break
+                except nv.NVMLError:
+                    pass
+            if readable:
+                found.append(f"nvml:{index}")
+    except nv.NVMLError as err:
+        log.debug("NVML discovery: %s", err)
+    finally:
+        try:
+            nv.nvmlShutdown()
+        except Exception:  # pragma: no cover
+            pass
+    return found

@@ -1,0 +1,141 @@
+"""Clock locking, power limits and power modes go through one place that journals first."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import governor
+from governor.devices.journal import Journal, journal_path
+from governor.devices.sim.catalog import get_board
+from governor.devices.sim.device import SimDevice
+from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
+
+
+def test_unsupported_clock_is_snapped_to_the_nearest_and_says_so(caplog):
+    with governor.open_device("sim:agx-orin") as dev:
+        with caplog.at_level("INFO", logger="governor.devices"):
+            assert dev.lock_gpu_clocks(1000) == (1020.0, 1020.0)
+        assert "1000 MHz snapped to 1020 MHz" in caplog.text
+        assert dev.lock_gpu_clocks(1300.5) == (1300.5, 1300.5)  # Jetson's half-MHz clock exactly
+        assert dev.lock_gpu_clocks(400, 900) == (408.0, 918.0)
+
+
+def test_strict_locking_rejects_clocks_not_in_the_table():
+    with governor.open_device("sim:agx-orin") as dev:
+        with pytest.raises(InvalidRequestError, match="1000 MHz is not supported.*nearest are 918 and 1020 MHz"):
+            dev.lock_gpu_clocks(1000, strict=True)
+        assert not dev.changed
+
+
+@pytest.mark.parametrize("bad", [5000, 100, -1, float("nan"), float("inf"), "fast"])
+def test_out_of_range_and_nonsense_clocks_are_rejected_without_change(bad):
+    with governor.open_device("sim:a100-pcie") as dev:
+        with pytest.raises(InvalidRequestError):
+            dev.lock_gpu_clocks(bad)
+        assert not dev.changed and dev.state().gpu_clocks_mhz is None
+
+
+def test_min_above_max_is_rejected():
+    with governor.open_device("sim:a100-pcie") as dev:
+        with pytest.raises(InvalidRequestError, match="above maximum"):
+            dev.lock_gpu_clocks(1200, 600)
+
+
+def test_locked_clock_holds_under_load_and_restore_returns_to_default():
+    with governor.open_device("sim:a100-pcie") as dev:
+        dev.run_workload("compute")
+        dev.lock_gpu_clocks(900)
+        dev.clock.sleep(2)
+        assert dev.sample().gpu_clock_mhz == 900
+        assert dev.restore() == {"gpu_clocks": None}
+        dev.clock.sleep(1)
+        assert dev.sample().gpu_clock_mhz == 1410
+        assert dev.restore() == {}  # safe to repeat
+        assert not dev.changed
+
+
+def test_journal_keeps_the_first_original_not_governors_own_setting():
+    with governor.open_device("sim:a100-pcie") as dev:
+        dev.lock_gpu_clocks(600)
+        dev.lock_gpu_clocks(900)
+        dev.set_power_limit(200)
+        dev.set_power_limit(180)
+        assert dev.journal.originals() == {"gpu_clocks": None, "power_limit": 250.0}
+        dev.restore()
+        assert dev.state().power_limit_w == 250.0 and dev.state().gpu_clocks_mhz is None
+
+
+class _RecordingSim(SimDevice):
+    """Checks, at the moment of each hardware write, that the journal is already on disk."""
+
+    seen = []
+
+    def _write_gpu_clocks(self, lo, hi):
+        self.seen.append(json.loads(self.journal.path.read_text())["original"])
+        super()._write_gpu_clocks(lo, hi)
+
+
+def test_the_journal_reaches_the_disk_before_the_write(tmp_path):
+    path = journal_path(tmp_path, "sim:titan-x")
+    dev = _RecordingSim(get_board("titan-x"), journal=Journal("sim:titan-x", path))
+    with dev:
+        dev.lock_gpu_clocks(709, 1013)
+        assert _RecordingSim.seen == [{"gpu_clocks": None}]
+        # a process killed here would leave the journal for `governor reset`
+        assert Journal("sim:titan-x", path).originals() == {"gpu_clocks": None}
+    assert not path.exists()  # restored: nothing left to undo
+
+
+def test_corrupt_journal_is_a_clear_error(tmp_path):
+    path = tmp_path / "journal-x.json"
+    path.write_text("{not json")
+    with pytest.raises(GovernorError, match="journal .* is unreadable"):
+        Journal("x", path)
+
+
+def test_context_manager_restores_on_exception():
+    dev = governor.open_device("sim:titan-x")
+    with pytest.raises(RuntimeError):
+        with dev:
+            dev.lock_gpu_clocks(709)
+            dev.lock_mem_clock(810)
+            raise RuntimeError("app crashed")
+    assert not dev.changed
+    assert dev.state().gpu_clocks_mhz is None and dev.state().mem_clock_mhz is None
+
+
+def test_power_limit_is_validated_against_its_range():
+    with governor.open_device("sim:t4") as dev:
+        limits = dev.power_limit_range()
+        assert (limits.min_w, limits.max_w, limits.default_w) == (60.0, 70.0, 70.0)
+        with pytest.raises(InvalidRequestError, match="outside 60-70 W"):
+            dev.set_power_limit(40)
+        assert dev.set_power_limit(65) == 65
+
+
+def test_jetson_power_modes_cap_the_clock_table_and_restore():
+    with governor.open_device("sim:agx-orin") as dev:
+        assert dev.power_modes() == ("MAXN", "MODE_50W", "MODE_30W", "MODE_15W")
+        dev.set_power_mode("MODE_30W")
+        assert dev.supported_clocks_mhz()[-1] == 612.0
+        dev.run_workload("compute")
+        dev.clock.sleep(1)
+        assert dev.sample().gpu_clock_mhz == 612.0
+        with pytest.raises(InvalidRequestError, match="unknown power mode"):
+            dev.set_power_mode("TURBO")
+        dev.restore()
+        assert dev.state().power_mode == "MAXN"
+
+
+def test_missing_capabilities_are_reported_not_crashed():
+    with governor.open_device("sim:agx-orin") as dev:
+        assert not dev.capabilities.power_limit
+        with pytest.raises(UnsupportedError, match="does not support setting a power limit"):
+            dev.set_power_limit(30)
+        with pytest.raises(UnsupportedError):
+            dev.lock_mem_clock(1000)
+    with governor.open_device("sim:a100-pcie") as dev:
+        with pytest.raises(UnsupportedError):
+            dev.set_power_mode("MAXN")
