@@ -1,0 +1,230 @@
+"""``governor tiles --model hhc|doacross``: tiles chosen by the analytic time models.
+
+``governor.cli.tiles`` parses the options and calls :func:`run`; this module validates them,
+runs the selection (cached in the board's profile under ``tiles-hhc`` / ``tiles-doacross``)
+and prints JSON (keys in specs/cli-json.md) or a table.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Optional, Tuple
+
+from governor.errors import InvalidRequestError
+
+__all__ = ["run"]
+
+_SHOW = 15  # shortlist rows in the table
+
+
+def _parse_size(size: Optional[str]) -> Tuple[int, ...]:
+    if size is None or not str(size).strip():
+        raise InvalidRequestError("--size is required (comma-separated integers, e.g. 8192,8192)")
+    try:
+        values = tuple(int(v) for v in str(size).replace(" ", "").split(","))
+    except ValueError:
+        raise InvalidRequestError(
+            f"--size must be comma-separated integers, got {size!r}"
+        ) from None
+    if not values or any(v < 1 for v in values):
+        raise InvalidRequestError(f"--size entries must be positive, got {size!r}")
+    return values
+
+
+def _check_common(steps: Optional[int], within: float, objective: str) -> None:
+    if steps is None:
+        raise InvalidRequestError("--steps is required (number of time steps)")
+    if int(steps) < 1:
+        raise InvalidRequestError(f"--steps must be positive, got {steps}")
+    if not (0 <= float(within) < 10):
+        raise InvalidRequestError(f"--within must be a fraction such as 0.10, got {within}")
+    if objective not in ("time", "energy"):
+        raise InvalidRequestError(f"--objective must be time or energy, not {objective!r}")
+
+
+def _power_model(objective: str, board: Optional[str]) -> Any:
+    if objective != "energy":
+        return None
+    if not board:
+        raise InvalidRequestError(
+            "--objective energy needs --board NAME with a calibrated power model "
+            "(run `governor calibrate` first)"
+        )
+    from governor.tuning.analytic.energy import power_model_for_board
+
+    return power_model_for_board(board)
+
+
+def _cache_key(parts: Dict[str, Any]) -> str:
+    return json.dumps(parts, sort_keys=True, separators=(",", ":"))
+
+
+def _cache_get(board: str, section: str, key: str) -> Optional[Dict[str, Any]]:
+    from governor.errors import ProfileError
+    from governor.profiles.store import get_tuning
+
+    try:
+        hit = get_tuning(board, section, key)
+    except ProfileError:
+        return None
+    return hit if isinstance(hit, dict) else None
+
+
+def _cache_put(board: str, section: str, key: str, value: Dict[str, Any]) -> None:
+    from governor.errors import ProfileError
+    from governor.profiles.store import put_tuning
+
+    try:
+        put_tuning(board, section, key, value)
+    except (ProfileError, OSError):  # a cache that cannot be written is not an error
+        pass
+
+
+def run(
+    model: str,
+    stencil: Optional[str],
+    nest: Optional[str],
+    gpu: Optional[str],
+    size: Optional[str],
+    steps: Optional[int],
+    within: float = 0.10,
+    objective: str = "time",
+    board: Optional[str] = None,
+    json_out: bool = False,
+) -> Optional[int]:
+    """Run the HHC or DOACROSS selection and print it. Returns the exit status (0).
+
+    Raises:
+        InvalidRequestError: a missing or malformed option.
+        DeviceNotFoundError: unknown stencil, nest or GPU.
+        ProfileError: energy objective and the board has no calibrated power model.
+    """
+    model = str(model).lower()
+    if model == "hhc":
+        doc = _run_hhc(stencil, nest, gpu, size, steps, within, objective, board)
+    elif model == "doacross":
+        doc = _run_doacross(stencil, nest, gpu, size, steps, within, objective, board)
+    else:
+        raise InvalidRequestError(f"--model must be hhc or doacross here, not {model!r}")
+    if json_out:
+        from governor.cli.common import emit_json
+
+        emit_json(doc)
+    else:
+        _print_table(doc)
+    return 0
+
+
+def _run_hhc(stencil, nest, gpu, size, steps, within, objective, board) -> Dict[str, Any]:
+    if nest:
+        raise InvalidRequestError("--nest belongs to --model doacross; HHC takes --stencil")
+    if not stencil:
+        raise InvalidRequestError("--model hhc needs --stencil NAME (e.g. gradient2d)")
+    if not gpu:
+        raise InvalidRequestError("--model hhc needs --gpu NAME (gtx980 or titanx)")
+    from governor.tuning.analytic import catalog
+
+    st = catalog.stencil(stencil)
+    card = catalog.hhc_gpu(gpu)
+    dims = _parse_size(size)
+    _check_common(steps, within, objective)
+    if len(dims) != st.dims:
+        raise InvalidRequestError(f"{st.name} is {st.dims}-D: --size needs {st.dims} integers")
+    power = _power_model(objective, board)
+    cache_board = board or card.name
+    key = _cache_key(
+        {"stencil": st.name, "gpu": card.name, "size": dims, "steps": int(steps),
+         "within": float(within), "objective": objective}
+    )  # fmt: skip
+    hit = _cache_get(cache_board, "tiles-hhc", key) if power is None else None
+    if hit is not None:
+        return dict(hit, cached=True)
+    from governor.tuning.analytic.hhc import select_hhc
+
+    result = select_hhc(st, card, dims, int(steps), float(within), objective, power)
+    doc = result.to_dict()
+    if power is None:
+        _cache_put(cache_board, "tiles-hhc", key, doc)
+    return dict(doc, cached=False)
+
+
+def _run_doacross(stencil, nest, gpu, size, steps, within, objective, board) -> Dict[str, Any]:
+    if stencil:
+        raise InvalidRequestError("--stencil belongs to --model hhc; DOACROSS takes --nest")
+    if not nest:
+        raise InvalidRequestError("--model doacross needs --nest sor1d|sor2d|sor3d")
+    from governor.tuning.analytic import catalog
+    from governor.tuning.analytic.doacross import DoacrossConstants, doacross_search
+
+    ns = catalog.nest(nest)
+    card = catalog.doacross_gpu(gpu or "c1060")
+    dims = _parse_size(size)
+    _check_common(steps, within, objective)
+    if len(dims) != ns.depth - 1:
+        raise InvalidRequestError(f"{ns.name} needs {ns.depth - 1} space sizes in --size")
+    power = _power_model(objective, board)
+    constants = None
+    if board:
+        from governor.profiles.store import get_tuning
+
+        stored = get_tuning(board, "doacross-constants", card.name)
+        if stored is not None:
+            constants = DoacrossConstants.from_dict(stored)
+    cache_board = board or card.name
+    key = _cache_key(
+        {"nest": ns.name, "gpu": card.name, "size": dims, "steps": int(steps),
+         "objective": objective}
+    )  # fmt: skip
+    hit = _cache_get(cache_board, "tiles-doacross", key) if power is None else None
+    if hit is not None:
+        return dict(hit, cached=True)
+    result = doacross_search(ns, card, dims, int(steps), constants, objective, power)
+    doc = result.to_dict()
+    if power is None:
+        _cache_put(cache_board, "tiles-doacross", key, doc)
+    return dict(doc, cached=False)
+
+
+def _tiles_text(tiles: Dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in tiles.items())
+
+
+def _print_table(doc: Dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if doc["model"] == "hhc":
+        table = Table(
+            title=f"HHC {doc['stencil']} on {doc['gpu']}, size {doc['size']} x {doc['steps']} "
+            f"steps: {len(doc['shortlist'])} choices within {doc['within']:.0%} "
+            f"(ideal {doc['ideal_time_s']:.4g} s)"
+        )
+        for column in ("tiles", "blocks/SM", "time (s)", "clock (MHz)", "energy (J)"):
+            table.add_column(column)
+        for row in doc["shortlist"][:_SHOW]:
+            table.add_row(
+                _tiles_text(row["tiles"]),
+                str(row["blocks_per_sm"]),
+                f"{row['time_s']:.4g}",
+                "-" if row.get("clock_mhz") is None else f"{row['clock_mhz']:g}",
+                "-" if row.get("energy_j") is None else f"{row['energy_j']:.4g}",
+            )
+        console.print(table)
+        if len(doc["shortlist"]) > _SHOW:
+            console.print(f"... {len(doc['shortlist']) - _SHOW} more (use --json for all)")
+        return
+    best = doc["best"]
+    table = Table(title=f"DOACROSS {doc['nest']} on {doc['gpu']} ({doc['constants_source']})")
+    for column in ("tiles", "block", "grid", "time (s)"):
+        table.add_column(column)
+    table.add_row(
+        _tiles_text(best["tiles"]), str(best["block"]), str(best["grid"]), f"{best['time_s']:.4g}"
+    )
+    for row in doc.get("runners_up", []):
+        table.add_row(_tiles_text(row["tiles"]), str(row["block"]), "", f"{row['time_s']:.4g}")
+    console.print(table)
+    console.print(
+        f"{doc['layouts_searched']} layouts searched in {doc['search_s']:.2f} s"
+        + (f"; best clock {best['clock_mhz']:g} MHz" if best.get("clock_mhz") else "")
+    )
