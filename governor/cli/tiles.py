@@ -1,0 +1,266 @@
+"""``governor tiles``: tile sizes for a loop nest on a GPU (EATSS; HHC and DOACROSS models)."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import typer
+
+from governor.cli.common import Annotated, JsonOpt, emit_json
+from governor.errors import InvalidRequestError, UnsupportedError
+
+__all__ = ["register"]
+
+
+class Model(str, Enum):
+    eatss = "eatss"
+    hhc = "hhc"
+    doacross = "doacross"
+
+
+class Precision(str, Enum):
+    single = "single"
+    double = "double"
+
+
+class Bound(str, Enum):
+    paper = "paper"
+    artifact = "artifact"
+
+
+class Objective(str, Enum):
+    time = "time"
+    energy = "energy"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("tiles")
+    def tiles(
+        kernel: Annotated[
+            Optional[str], typer.Argument(help="Kernel name (catalog or --kernels FILE).")
+        ] = None,
+        gpu: Annotated[
+            Optional[str],
+            typer.Option(
+                "--gpu", help="GPU resources: a100, xavier, 2080ti, a catalog board, cuda:N."
+            ),
+        ] = None,
+        shared_fraction: Annotated[
+            float,
+            typer.Option("--shared-fraction", help="Share of L1+shared given to shared memory."),
+        ] = 0.0,
+        warp_fraction: Annotated[
+            float,
+            typer.Option("--warp-fraction", help="Tiles are multiples of this part of a warp."),
+        ] = 1.0,
+        precision: Annotated[Precision, typer.Option("--precision")] = Precision.double,
+        bound: Annotated[
+            Bound, typer.Option("--bound", help="Tile upper bound: paper (extents) or artifact.")
+        ] = Bound.paper,
+        all_cases: Annotated[
+            bool,
+            typer.Option(
+                "--all", help="Every kernel x the GPU's shared fractions x 4 warp fractions."
+            ),
+        ] = False,
+        top: Annotated[
+            int, typer.Option("--top", min=1, help="Also list the k best configurations.")
+        ] = 1,
+        kernels_file: Annotated[
+            Optional[Path], typer.Option("--kernels", help="TOML file of [kernel.NAME] tables.")
+        ] = None,
+        gpu_spec: Annotated[
+            Optional[Path], typer.Option("--gpu-spec", help="TOML file of [gpu.NAME] tables.")
+        ] = None,
+        save: Annotated[
+            bool, typer.Option("--save", help="Store the tiles in the board's profile.")
+        ] = False,
+        board: Annotated[
+            Optional[str],
+            typer.Option("--board", help="Board whose profile to use (default: the --gpu name)."),
+        ] = None,
+        model: Annotated[
+            Model, typer.Option("--model", help="eatss, or the analytic hhc / doacross models.")
+        ] = Model.eatss,
+        stencil: Annotated[Optional[str], typer.Option("--stencil", help="HHC stencil.")] = None,
+        nest: Annotated[Optional[str], typer.Option("--nest", help="DOACROSS loop nest.")] = None,
+        size: Annotated[
+            Optional[str], typer.Option("--size", help="Problem size, comma-separated ints.")
+        ] = None,
+        steps: Annotated[Optional[int], typer.Option("--steps", help="Time steps.")] = None,
+        within: Annotated[
+            float, typer.Option("--within", help="Shortlist within this fraction of the best.")
+        ] = 0.10,
+        objective: Annotated[Objective, typer.Option("--objective")] = Objective.time,
+        json_out: JsonOpt = False,
+    ) -> Optional[int]:
+        """Choose tile sizes: EATSS (energy-aware, exact) or the HHC / DOACROSS time models."""
+        if model is not Model.eatss:
+            try:
+                from governor.cli import tiles_analytic
+            except ImportError as err:
+                raise UnsupportedError(f"the {model.value} tile model is not available") from err
+            return tiles_analytic.run(
+                model=model.value,
+                stencil=stencil,
+                nest=nest,
+                gpu=gpu,
+                size=size,
+                steps=steps,
+                within=within,
+                objective=objective.value,
+                board=board,
+                json_out=json_out,
+            )
+        return _eatss(
+            kernel=kernel,
+            gpu=gpu,
+            shared_fraction=shared_fraction,
+            warp_fraction=warp_fraction,
+            precision=precision.value,
+            bound=bound.value,
+            all_cases=all_cases,
+            top=top,
+            kernels_file=kernels_file,
+            gpu_spec=gpu_spec,
+            save=save,
+            board=board,
+            json_out=json_out,
+        )
+
+
+def _eatss(
+    kernel: Optional[str],
+    gpu: Optional[str],
+    shared_fraction: float,
+    warp_fraction: float,
+    precision: str,
+    bound: str,
+    all_cases: bool,
+    top: int,
+    kernels_file: Optional[Path],
+    gpu_spec: Optional[Path],
+    save: bool,
+    board: Optional[str],
+    json_out: bool,
+) -> int:
+    from governor.tuning import eatss
+
+    if not gpu:
+        raise typer.BadParameter("--gpu is required", param_hint="--gpu")
+    resources = eatss.find_gpu(gpu, gpu_spec)
+
+    if all_cases:
+        if kernel:
+            raise typer.BadParameter("give a KERNEL or --all, not both", param_hint="--all")
+        if save:
+            raise InvalidRequestError("--save stores one case: give a KERNEL instead of --all")
+        kernels = list(eatss.builtin_kernels().values())
+        if kernels_file is not None:
+            user = eatss.load_kernels(kernels_file)
+            kernels = [k for k in kernels if k.name not in user] + list(user.values())
+        results = eatss.select_all(resources, precision, bound, kernels=kernels)
+        if json_out:
+            emit_json([r.to_dict() for r in results])
+        else:
+            _print_all(results)
+        return 0
+
+    if not kernel:
+        raise typer.BadParameter("give a KERNEL name or --all", param_hint="KERNEL")
+    loop_nest = eatss.find_kernel(kernel, kernels_file)
+    result = eatss.select_tiles(
+        loop_nest, resources, shared_fraction, warp_fraction, precision, bound, top=top
+    )
+    profile_board = board or gpu
+    note: Optional[Dict[str, Any]] = None
+    if board or result.feasible:
+        note = eatss.clock_note(profile_board)
+    saved: Optional[Path] = None
+    if save and result.feasible:
+        saved = eatss.save_tiles(result, profile_board)
+
+    doc = result.to_dict()
+    if note is not None:
+        doc["clock"] = note
+    if saved is not None:
+        doc["saved"] = str(saved)
+    if json_out:
+        emit_json(doc)
+    else:
+        _print_one(
+            result, note if (board or (note and note["ppw_optimal_clock_mhz"])) else None, saved
+        )
+    if not result.feasible:
+        sys.stderr.write(f"governor: error: {kernel} on {resources.name}: {result.reason}\n")
+        return 1
+    return 0
+
+
+def _tiles_text(tiles: Optional[Dict[str, int]]) -> str:
+    return " ".join(f"{k}={v}" for k, v in (tiles or {}).items())
+
+
+def _print_one(result: Any, note: Optional[Dict[str, Any]], saved: Optional[Path]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    head = (
+        f"{result.kernel} on {result.gpu}: shared fraction {result.shared_fraction:g}, "
+        f"warp fraction {result.warp_fraction:g}, {result.precision}, {result.bound} bound"
+    )
+    console.print(head, highlight=False)
+    if not result.feasible:
+        return
+    rows: List[Any] = result.alternatives or []
+    table = Table()
+    if rows:
+        table.add_column("rank", justify="right")
+    for loop in result.tiles:
+        table.add_column(loop, justify="right")
+    table.add_column("W", justify="right")
+    if rows:
+        for rank, choice in enumerate(rows, 1):
+            cells = [str(v) for v in choice.tiles.values()]
+            table.add_row(str(rank), *cells, str(choice.objective))
+    else:
+        table.add_row(*[str(v) for v in result.tiles.values()], str(result.objective))
+    console.print(table)
+    console.print(
+        f"block size {result.block_size}, coalescing loop {result.coalescing_loop}, "
+        f"alignment {result.alignment}, solved exactly in {result.solve_ms:.2f} ms"
+    )
+    if note is not None:
+        console.print(note["note"], highlight=False)
+    if saved is not None:
+        console.print(f"saved to {saved}", highlight=False)
+
+
+def _print_all(results: List[Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table()
+    for name, justify in (
+        ("kernel", "left"),
+        ("s", "right"),
+        ("w", "right"),
+        ("tiles", "left"),
+        ("W", "right"),
+        ("ms", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in results:
+        table.add_row(
+            r.kernel,
+            f"{r.shared_fraction:g}",
+            f"{r.warp_fraction:g}",
+            _tiles_text(r.tiles) if r.feasible else f"[dim]{r.reason}[/dim]",
+            str(r.objective) if r.feasible else "-",
+            f"{r.solve_ms:.2f}",
+        )
+    Console().print(table)

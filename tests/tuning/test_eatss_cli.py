@@ -1,0 +1,203 @@
+"""``governor tiles`` (EATSS path), the profile cache of tiles and the clock note."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from governor.cli import main
+from governor.tuning import eatss
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GOVERNOR_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def run(capsys: pytest.CaptureFixture, *args: str):
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return info.value.code, out, err
+
+
+def test_one_case_as_json_has_the_spec_keys(capsys) -> None:
+    code, out, err = run(
+        capsys,
+        "tiles",
+        "gemm",
+        "--gpu",
+        "a100",
+        "--shared-fraction",
+        "0.25",
+        "--bound",
+        "artifact",
+        "--json",
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    for key in (
+        "kernel",
+        "gpu",
+        "shared_fraction",
+        "warp_fraction",
+        "precision",
+        "bound",
+        "tiles",
+        "objective",
+        "solve_ms",
+    ):
+        assert key in doc
+    assert doc["tiles"] == {"i": 16, "j": 336, "k": 32} and doc["objective"] == 16160
+    assert (doc["precision"], doc["bound"], doc["shared_fraction"]) == ("double", "artifact", 0.25)
+
+
+def test_table_output(capsys) -> None:
+    code, out, _ = run(
+        capsys, "tiles", "gemm", "--gpu", "a100", "--shared-fraction", "0.25", "--bound", "artifact"
+    )
+    assert code == 0
+    assert "16160" in out and "336" in out and "solved exactly" in out
+
+
+def test_top_k(capsys) -> None:
+    code, out, _ = run(capsys, "tiles", "gemm", "--gpu", "xavier", "--top", "3", "--json")
+    doc = json.loads(out)
+    assert code == 0 and len(doc["top"]) == 3
+    values = [c["objective"] for c in doc["top"]]
+    assert values == sorted(values, reverse=True) and values[0] == doc["objective"]
+
+
+def test_all_cases_as_json(capsys) -> None:
+    code, out, _ = run(capsys, "tiles", "--all", "--gpu", "2080ti", "--json")
+    docs = json.loads(out)
+    assert code == 0 and len(docs) == 30 * 3 * 4
+    assert {d["warp_fraction"] for d in docs} == {1.0, 0.5, 0.25, 0.125}
+    assert {d["shared_fraction"] for d in docs} == {0.0, 0.333, 0.5}
+    for d in docs:
+        assert ("tiles" in d and "objective" in d) != ("error" in d)
+
+
+def test_infeasible_case_prints_the_reason_and_fails(capsys) -> None:
+    code, out, err = run(capsys, "tiles", "durbin", "--gpu", "a100", "--json")
+    assert code == 1
+    doc = json.loads(out)
+    assert "no coalescing loop" in doc["error"] and "tiles" not in doc
+    assert err.count("\n") == 1 and "no coalescing loop" in err
+
+
+@pytest.mark.parametrize(
+    "args, code, text",
+    [
+        (["tiles", "gemm", "--gpu", "a101"], 1, "unknown GPU 'a101'"),
+        (["tiles", "gemmm", "--gpu", "a100"], 1, "unknown kernel 'gemmm'"),
+        (["tiles", "gemm", "--gpu", "a100", "--shared-fraction", "2"], 1, "shared fraction"),
+        (["tiles", "gemm"], 2, "--gpu is required"),
+        (["tiles", "--gpu", "a100"], 2, "KERNEL"),
+        (["tiles", "gemm", "--gpu", "a100", "--precision", "half"], 2, "half"),
+        (["tiles", "--all", "--gpu", "a100", "--save"], 1, "--save stores one case"),
+    ],
+)
+def test_bad_input_is_one_line_without_traceback(capsys, args, code, text) -> None:
+    got, out, err = run(capsys, *args, "--json")
+    assert got == code
+    assert text in err and "Traceback" not in err and err.count("\n") == 1
+    assert "error" in json.loads(out.splitlines()[-1])
+
+
+def test_user_kernel_and_gpu_files(capsys, tmp_path: Path) -> None:
+    kernels = tmp_path / "k.toml"
+    kernels.write_text(
+        '[kernel.stencil]\nloops = ["y", "x"]\nparallel = ["y", "x"]\n'
+        'refs = [{ array = "A", index = ["y", "x"], extent = [1000, 1000] },\n'
+        '        { array = "B", index = ["y", "x"], extent = [1000, 1000] }]\n'
+    )
+    gpus = tmp_path / "g.toml"
+    gpus.write_text(
+        "[gpu.mine]\nthreads_per_warp = 32\nthreads_per_block = 512\nregisters_per_sm = 32768\n"
+        "l1_bytes = 65536\nl2_bytes = 1048576\nshared_per_block_bytes = 16384\n"
+    )
+    code, out, err = run(
+        capsys,
+        "tiles",
+        "stencil",
+        "--gpu",
+        "mine",
+        "--kernels",
+        str(kernels),
+        "--gpu-spec",
+        str(gpus),
+        "--json",
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["gpu"] == "mine" and set(doc["tiles"]) == {"y", "x"}
+
+
+def test_save_then_read_back_from_the_profile(capsys, data_dir: Path) -> None:
+    code, out, _ = run(
+        capsys, "tiles", "gemm", "--gpu", "xavier", "--board", "agx-xavier", "--save", "--json"
+    )
+    assert code == 0
+    doc = json.loads(out)
+    assert Path(doc["saved"]).parent == data_dir / "profiles"
+    assert eatss.cached_tiles("gemm", board="agx-xavier") == doc["tiles"]
+    assert eatss.cached_tiles("gemm", board="agx-xavier", precision="single") is None
+    assert eatss.cached_tiles("2mm", board="agx-xavier") is None
+
+
+def test_python_api_save_keeps_other_profile_content(data_dir: Path) -> None:
+    from governor.profiles.store import profile_paths, read_profile_file, write_profile_file
+
+    write_profile_file(
+        profile_paths("orin-nx")[0], {"board": "orin-nx", "ppw_optimal_clock_mhz": 714.0}
+    )
+    result = eatss.select_tiles("syrk", "xavier", precision="single")
+    eatss.save_tiles(result, "orin-nx")
+    doc = read_profile_file(profile_paths("orin-nx")[0])
+    assert doc["ppw_optimal_clock_mhz"] == 714.0
+    assert doc["tuning"]["tiles"]["syrk/single"]["tiles"] == result.tiles
+    assert eatss.cached_tiles("syrk", "orin-nx", "single") == result.tiles
+    with pytest.raises(Exception, match="no tiles to save"):
+        eatss.save_tiles(eatss.select_tiles("durbin", "xavier"), "orin-nx")
+
+
+def test_clock_note_with_and_without_a_calibrated_model(capsys, data_dir: Path) -> None:
+    from governor.profiles.store import profile_paths, write_profile_file
+
+    assert eatss.clock_note("agx-orin")["ppw_optimal_clock_mhz"] is None
+    write_profile_file(
+        profile_paths("agx-orin")[0], {"board": "agx-orin", "ppw_optimal_clock_mhz": 816.0}
+    )
+    note = eatss.clock_note("agx-orin")
+    assert note["ppw_optimal_clock_mhz"] == 816.0 and "816 MHz" in note["note"]
+    code, out, _ = run(capsys, "tiles", "gemm", "--gpu", "xavier", "--board", "agx-orin")
+    assert code == 0 and "816 MHz" in out
+
+
+def test_subprocess_entry_point(data_dir: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "governor",
+            "tiles",
+            "2mm",
+            "--gpu",
+            "a100",
+            "--bound",
+            "artifact",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["objective"] == 16176
