@@ -14,6 +14,7 @@ from governor.cli.common import Annotated
 COMMAND_MODULES = (
     "governor.cli.devices",
     "governor.cli.monitor",
+    "governor.cli.tiles",
 )
 
 

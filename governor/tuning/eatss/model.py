@@ -170,17 +170,17 @@ def read_toml(path: Path, what: str) -> Dict[str, Any]:
     Raises:
         InvalidRequestError: the file cannot be read or is not TOML.
     """
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
+    from governor._compat import toml_loads
+
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as err:
-        raise InvalidRequestError(f"cannot read {what} file {path}: {err.strerror or err}") from err
-    except tomllib.TOMLDecodeError as err:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or err
+        raise InvalidRequestError(f"cannot read {what} file {path}: {reason}") from err
+    try:
+        return toml_loads(text)
+    except ValueError as err:
         raise InvalidRequestError(f"{what} file {path} is not valid TOML: {err}") from err
 
 
