@@ -1,0 +1,392 @@
+"""The calibration procedure: probe a few clocks, fit, refine near the optimum.
+
+1. Read idle power (devices that can idle; not counted as a probe).
+2. Run the load at a few clocks spread over the range, each until power is steady, and
+   measure power, throughput, clock, temperature and throttle reasons.
+3. Fit P(f) (ridge point) and t(f); the PPW-optimal clock minimises E(f) = P(f)·t(f).
+4. Probe the predicted optimum, then between it and its probed neighbours, until the
+   optimum is pinned (its neighbours in the clock table are probed) or the budget is spent.
+5. Choose the probed clock with the least measured energy per unit of work: near the
+   optimum the probes are trusted over the model.
+
+A probe is one distinct clock measured under load. :class:`DeviceProber` measures a live
+device (simulated or real); :class:`ReplayProber` reads a recorded sweep.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from governor.calibrate.loads import Load
+from governor.devices.base import Device
+from governor.errors import CalibrationError, InvalidRequestError
+from governor.measure.window import measure_window, wait_steady
+
+__all__ = [
+    "CalibrationResult",
+    "DeviceProber",
+    "Probe",
+    "Prober",
+    "ReplayProber",
+    "calibrate",
+    "choose_initial_clocks",
+]
+
+INITIAL_FRACTIONS = (0.0, 0.45, 0.75, 1.0)
+MIN_PROBES = 4
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One clock measured under load. ``status`` is ``ok``, ``throttled`` or ``unsteady``."""
+
+    requested_mhz: float
+    clock_mhz: float
+    power_w: float
+    time_per_unit_s: float
+    temperature_c: Optional[float] = None
+    throttle_reasons: Tuple[str, ...] = ()
+    status: str = "ok"
+    window_s: float = 0.0
+    method: str = ""
+
+    @property
+    def energy_per_unit_j(self) -> float:
+        return self.power_w * self.time_per_unit_s
+
+    @property
+    def throttled(self) -> bool:
+        return self.status == "throttled"
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "requested_mhz": self.requested_mhz,
+            "clock_mhz": self.clock_mhz,
+            "power_w": self.power_w,
+            "time_per_unit_s": self.time_per_unit_s,
+            "energy_per_unit_j": self.energy_per_unit_j,
+            "temperature_c": self.temperature_c,
+            "throttle_reasons": list(self.throttle_reasons),
+            "status": self.status,
+            "window_s": self.window_s,
+            "method": self.method,
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Dict[str, object]) -> "Probe":
+        return cls(
+            requested_mhz=float(doc["requested_mhz"]),  # type: ignore[arg-type]
+            clock_mhz=float(doc["clock_mhz"]),  # type: ignore[arg-type]
+            power_w=float(doc["power_w"]),  # type: ignore[arg-type]
+            time_per_unit_s=float(doc["time_per_unit_s"]),  # type: ignore[arg-type]
+            temperature_c=None if doc.get("temperature_c") is None else float(doc["temperature_c"]),  # type: ignore[arg-type]
+            throttle_reasons=tuple(doc.get("throttle_reasons") or ()),  # type: ignore[arg-type]
+            status=str(doc.get("status", "ok")),
+            window_s=float(doc.get("window_s", 0.0)),  # type: ignore[arg-type]
+            method=str(doc.get("method", "")),
+        )
+
+
+class Prober:
+    """Measures the load at a clock. Subclasses: live devices and recorded sweeps."""
+
+    device: Device
+
+    def supported_clocks_mhz(self) -> Tuple[float, ...]:
+        return self.device.supported_clocks_mhz()
+
+    def idle_power_w(self) -> Optional[float]:
+        return None
+
+    def probe(self, clock_mhz: float) -> Probe:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    @property
+    def device_time_s(self) -> float:
+        """Device time spent under load so far (s)."""
+        return 0.0
+
+    def finish(self) -> None:
+        """Stop the load and restore the device."""
+
+
+class DeviceProber(Prober):
+    """Probes a live device: lock the clock, wait for steady power, measure a window."""
+
+    def __init__(
+        self,
+        device: Device,
+        load: Load,
+        *,
+        window_s: float = 1.5,
+        min_settle_s: float = 1.2,
+        max_settle_s: float = 6.0,
+        idle_s: float = 2.0,
+    ) -> None:
+        if window_s <= 0 or min_settle_s < 0 or max_settle_s < min_settle_s:
+            raise InvalidRequestError("calibration windows must be positive")
+        if not device.capabilities.lock_gpu_clocks:
+            raise InvalidRequestError(f"{device.uri} cannot lock its GPU clock, so it cannot be calibrated")
+        self.device = device
+        self.load = load
+        self.window_s = window_s
+        self.min_settle_s = min_settle_s
+        self.max_settle_s = max_settle_s
+        self.idle_s = idle_s
+        self._running = False
+        self._loaded_s = 0.0
+        self._period_s = 0.1
+
+    @property
+    def device_time_s(self) -> float:
+        return self._loaded_s
+
+    def idle_power_w(self) -> Optional[float]:
+        if self.idle_s <= 0:
+            return None
+        if self._running:
+            self.load.stop()
+            self._running = False
+        self.device.clock.sleep(self.idle_s)
+        window = measure_window(self.device, 1.0, period_s=self._period_s)
+        return window.mean_power_w
+
+    def probe(self, clock_mhz: float) -> Probe:
+        dev = self.device
+        applied, _ = dev.lock_gpu_clocks(clock_mhz)
+        t0 = dev.clock.now_s()
+        if not self._running:
+            self.load.start()
+            self._running = True
+        wait_steady(dev, min_wait_s=self.min_settle_s, max_wait_s=self.max_settle_s, period_s=self._period_s)
+        self.load.check()
+        window = measure_window(dev, self.window_s, work_done=self.load.work_done, period_s=self._period_s)
+        self.load.check()
+        self._loaded_s += dev.clock.now_s() - t0
+        if window.time_per_unit_s is None:
+            raise CalibrationError(
+                f"the load did no measurable work in {self.window_s:g} s at {applied:g} MHz; "
+                "use a longer --window-s or a load with shorter runs"
+            )
+        reasons = tuple(sorted(window.throttle_reasons - {"clocks_setting", "idle"}))
+        measured = window.mean_clock_mhz if window.mean_clock_mhz is not None else applied
+        throttled = bool(reasons) or measured < applied * 0.995
+        return Probe(
+            requested_mhz=applied,
+            clock_mhz=measured,
+            power_w=window.mean_power_w,
+            time_per_unit_s=window.time_per_unit_s,
+            temperature_c=window.temperature_c,
+            throttle_reasons=reasons,
+            status="throttled" if throttled else "ok",
+            window_s=window.duration_s,
+            method=window.method,
+        )
+
+    def finish(self) -> None:
+        if self._running:
+            self.load.stop()
+            self._running = False
+        self.device.restore()
+
+
+class ReplayProber(Prober):
+    """Probes a replay device: each probe returns the measured row."""
+
+    def __init__(self, device: Device) -> None:
+        if not hasattr(device, "probe"):
+            raise InvalidRequestError(f"{device.uri} is not a replay device")
+        self.device = device
+
+    def probe(self, clock_mhz: float) -> Probe:
+        row = self.device.probe(clock_mhz)  # type: ignore[attr-defined]
+        return Probe(
+            requested_mhz=float(row["requested_mhz"]),
+            clock_mhz=float(row["clock_mhz"]),
+            power_w=float(row["power_w"]),
+            time_per_unit_s=float(row["time_per_unit_s"]),
+            status="throttled" if row["throttled"] else "ok",
+            method="replay",
+        )
+
+
+@dataclass
+class CalibrationResult:
+    device_uri: str
+    idle_power_w: Optional[float]
+    probes: List[Probe]
+    power_model: object  # models.power.PowerModel
+    time_model: object  # models.time.TimeModel
+    ridge_clock_mhz: float
+    ppw_optimal_clock_mhz: float
+    predicted_optimum_mhz: float
+    supported_clocks_mhz: Tuple[float, ...]
+    device_time_s: float
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def probe_clocks_mhz(self) -> List[float]:
+        return [p.requested_mhz for p in self.probes]
+
+    def energy_per_unit_j(self, clock_mhz):
+        """Modelled energy per unit of work (J) at ``clock_mhz``."""
+        return self.power_model.power_w(clock_mhz) * self.time_model.time_s(clock_mhz)  # type: ignore[attr-defined]
+
+
+def choose_initial_clocks(clocks: Sequence[float], fractions: Sequence[float] = INITIAL_FRACTIONS) -> List[float]:
+    """Supported clocks nearest the given fractions of the clock range, without repeats."""
+    lo, hi = clocks[0], clocks[-1]
+    chosen: List[float] = []
+    for frac in fractions:
+        target = lo + frac * (hi - lo)
+        for c in sorted(clocks, key=lambda c: abs(c - target)):
+            if c not in chosen:
+                chosen.append(c)
+                break
+    return sorted(chosen)
+
+
+def _fit(probes: List[Probe], idle_w: Optional[float]):
+    from governor.models.power import fit_power_model
+    from governor.models.time import fit_time_model
+
+    pts = sorted(probes, key=lambda p: p.clock_mhz)
+    flags = [p.throttled for p in pts]
+    power = fit_power_model(
+        [p.clock_mhz for p in pts],
+        [p.power_w for p in pts],
+        capped=flags if any(flags) else None,
+        p_idle_w=idle_w,
+    )
+    time = fit_time_model([p.clock_mhz for p in pts], [p.time_per_unit_s for p in pts])
+    return power, time
+
+
+def _below_the_cap(clocks: Sequence[float], probes: List[Probe]) -> Optional[float]:
+    """The highest unprobed clock below where the power limit bit: the measured clock of the
+    lowest throttled probe tells where the firmware could hold the load."""
+    capped = [p for p in probes if p.throttled]
+    if not capped:
+        return None
+    ceiling = min(min(p.clock_mhz, p.requested_mhz) for p in capped)
+    ok = [p.requested_mhz for p in probes if not p.throttled]
+    floor = max(ok) if ok else -math.inf
+    probed = {p.requested_mhz for p in probes}
+    below = [c for c in clocks if floor < c < ceiling - 1e-9 and c not in probed]
+    return below[-1] if below else None
+
+
+def _next_clock(clocks: Sequence[float], probed: Sequence[float], optimum: float, energy: Callable) -> Optional[float]:
+    """The predicted optimum if unprobed, else the better midpoint between it and the nearest
+    probed clocks on either side; None when the optimum's table neighbours are all probed."""
+    if optimum not in probed:
+        return optimum
+    i = clocks.index(optimum)
+    candidates = []
+    left = [clocks.index(c) for c in probed if c < optimum]
+    right = [clocks.index(c) for c in probed if c > optimum]
+    j_left = max(left) if left else 0
+    j_right = min(right) if right else len(clocks) - 1
+    for j in ((i + j_left) // 2, (i + j_right + 1) // 2):
+        if clocks[j] not in probed:
+            candidates.append(clocks[j])
+    if not candidates:
+        return None
+    return min(candidates, key=energy)
+
+
+def _choose(probes: List[Probe], optimum: float) -> float:
+    """Near the optimum, trust the probes: the least measured energy among the model's
+    optimum and the probed clocks on either side of it. An unprobed optimum stands."""
+    usable = sorted((p for p in probes if not p.throttled), key=lambda p: p.requested_mhz)
+    at = [p for p in usable if p.requested_mhz == optimum]
+    if not at:
+        return optimum
+    below = [p for p in usable if p.requested_mhz < optimum][-1:]
+    above = [p for p in usable if p.requested_mhz > optimum][:1]
+    return min(below + at + above, key=lambda p: p.energy_per_unit_j).requested_mhz
+
+
+def calibrate(
+    prober: Prober,
+    *,
+    max_probes: int = 6,
+    measure_idle: bool = True,
+    on_probe: Optional[Callable[[int, Probe], None]] = None,
+) -> CalibrationResult:
+    """Run the calibration procedure (see module docstring) and return its result.
+
+    Raises:
+        InvalidRequestError: a probe budget below 4 or a device with fewer than 3 clocks.
+        CalibrationError: the models do not explain the measurements (raw probes in ``data``).
+    """
+    if not isinstance(max_probes, int) or max_probes < MIN_PROBES:
+        raise InvalidRequestError(f"--max-probes must be at least {MIN_PROBES}, got {max_probes!r}")
+    clocks = list(prober.supported_clocks_mhz())
+    if len(clocks) < 3:
+        raise InvalidRequestError(f"{prober.device.uri} supports only {len(clocks)} clock(s): nothing to calibrate")
+    probes: List[Probe] = []
+    by_clock: Dict[float, Probe] = {}
+    idle_w = prober.idle_power_w() if measure_idle else None
+    notes: List[str] = []
+
+    def take(clock: float) -> None:
+        probe = prober.probe(clock)
+        probes.append(probe)
+        by_clock[clock] = probe
+        if on_probe:
+            on_probe(len(probes), probe)
+
+    try:
+        for clock in choose_initial_clocks(clocks)[: max_probes]:
+            take(clock)
+        # Throttled probes only tell P_max: the CMOS law needs four unthrottled clocks.
+        while len(probes) < max_probes and sum(not p.throttled for p in probes) < MIN_PROBES:
+            nxt = _below_the_cap(clocks, probes)
+            if nxt is None:
+                break
+            take(nxt)
+        power, time = _fit(probes, idle_w)
+
+        def energy(clock: float) -> float:
+            return power.power_w(clock) * time.time_s(clock)
+
+        optimum = min(clocks, key=energy)
+        while len(probes) < max_probes:
+            nxt = _next_clock(clocks, list(by_clock), optimum, energy)
+            if nxt is None:
+                break
+            take(nxt)
+            power, time = _fit(probes, idle_w)
+            optimum = min(clocks, key=energy)
+    except CalibrationError as err:
+        err.data = {"probes": [p.to_dict() for p in probes], "idle_power_w": idle_w, "fit": err.data}
+        raise
+    finally:
+        prober.finish()
+
+    chosen = _choose(probes, optimum)
+    if chosen != optimum:
+        notes.append(f"the model's optimum {optimum:g} MHz measured worse than {chosen:g} MHz: the probe wins")
+    elif optimum not in by_clock:
+        notes.append(f"the probe budget ran out before the model's optimum {optimum:g} MHz was probed")
+    if not power.ridge_reached:
+        notes.append("no probe lies above the fitted ridge: the ridge clock is an extrapolation")
+    if any(p.throttled for p in probes):
+        notes.append("some probes ran at the power limit (flagged 'throttled'); P_max was fitted from them")
+    ridge = power.ridge_clock_mhz
+    return CalibrationResult(
+        device_uri=prober.device.uri,
+        idle_power_w=idle_w,
+        probes=probes,
+        power_model=power,
+        time_model=time,
+        ridge_clock_mhz=ridge if math.isfinite(ridge) else clocks[-1],
+        ppw_optimal_clock_mhz=chosen,
+        predicted_optimum_mhz=optimum,
+        supported_clocks_mhz=tuple(clocks),
+        device_time_s=prober.device_time_s,
+        notes=notes,
+    )

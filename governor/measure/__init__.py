@@ -1,0 +1,1 @@
+"""Measurement: energy and power windows, steady-state detection, lag correction."""

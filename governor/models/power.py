@@ -1,0 +1,238 @@
+"""The ridge-point power model and its fit (Schoonhoven et al., "Going green").
+
+    P(f) = min(P_max, P_idle + alpha * f * V(f)^2)
+    V(f) = 1 below the ridge clock, 1 + beta * (f - f_ridge) above it
+
+Clocks in MHz, power in W; ``alpha`` in W/MHz, ``beta`` in 1/MHz.
+
+The fit works on any clock range (a Jetson Nano's 77-922 MHz to an H100's 210-1980 MHz)
+without hand-set bounds: clocks and powers are normalised by their largest values, the kink
+is located on a grid over (ridge, slope) with the two linear parameters solved exactly at
+each grid point, and the best point is then refined by non-linear least squares, whose
+Jacobian gives the uncertainties. Power-capped points (measured at the limit) are not
+explained by the CMOS law; they set ``P_max`` instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Sequence
+
+import numpy as np
+
+from governor.errors import CalibrationError
+
+__all__ = ["PowerModel", "fit_power_model"]
+
+#: a fit whose worst point misses by more than this (relative) does not explain its data
+MAX_REL_RESIDUAL = 0.08
+
+
+@dataclass(frozen=True)
+class PowerModel:
+    p_idle_w: float
+    alpha_w_per_mhz: float
+    ridge_clock_mhz: float
+    beta_per_mhz: float
+    p_max_w: float = math.inf
+    uncertainty: Dict[str, float] = field(default_factory=dict)  # one standard deviation
+    residual_rms_w: float = 0.0
+    max_rel_residual: float = 0.0
+    n_points: int = 0
+    n_capped: int = 0
+    ridge_reached: bool = True  # False when no point lies above the fitted ridge
+
+    def volts(self, clock_mhz):
+        return 1.0 + self.beta_per_mhz * np.maximum(0.0, np.asarray(clock_mhz, dtype=float) - self.ridge_clock_mhz)
+
+    def power_w(self, clock_mhz):
+        """Predicted power (W) at ``clock_mhz`` (scalar or array) under the calibration load."""
+        f = np.asarray(clock_mhz, dtype=float)
+        p = self.p_idle_w + self.alpha_w_per_mhz * f * self.volts(f) ** 2
+        p = np.minimum(self.p_max_w, p)
+        return float(p) if p.ndim == 0 else p
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "form": "P = min(p_max_w, p_idle_w + alpha_w_per_mhz * f * V(f)^2); V = 1 + beta_per_mhz * max(0, f - ridge_clock_mhz)",
+            "p_idle_w": self.p_idle_w,
+            "alpha_w_per_mhz": self.alpha_w_per_mhz,
+            "ridge_clock_mhz": self.ridge_clock_mhz,
+            "beta_per_mhz": self.beta_per_mhz,
+            "p_max_w": None if math.isinf(self.p_max_w) else self.p_max_w,
+            "uncertainty": dict(self.uncertainty),
+            "residual_rms_w": self.residual_rms_w,
+            "max_rel_residual": self.max_rel_residual,
+            "n_points": self.n_points,
+            "n_capped": self.n_capped,
+            "ridge_reached": self.ridge_reached,
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Dict[str, object]) -> "PowerModel":
+        p_max = doc.get("p_max_w")
+        return cls(
+            p_idle_w=float(doc["p_idle_w"]),  # type: ignore[arg-type]
+            alpha_w_per_mhz=float(doc["alpha_w_per_mhz"]),  # type: ignore[arg-type]
+            ridge_clock_mhz=float(doc["ridge_clock_mhz"]),  # type: ignore[arg-type]
+            beta_per_mhz=float(doc["beta_per_mhz"]),  # type: ignore[arg-type]
+            p_max_w=math.inf if p_max is None else float(p_max),  # type: ignore[arg-type]
+            uncertainty={str(k): float(v) for k, v in dict(doc.get("uncertainty") or {}).items() if v is not None},  # type: ignore[arg-type]
+            residual_rms_w=float(doc.get("residual_rms_w", 0.0)),  # type: ignore[arg-type]
+            max_rel_residual=float(doc.get("max_rel_residual", 0.0)),  # type: ignore[arg-type]
+            n_points=int(doc.get("n_points", 0)),  # type: ignore[arg-type]
+            n_capped=int(doc.get("n_capped", 0)),  # type: ignore[arg-type]
+            ridge_reached=bool(doc.get("ridge_reached", True)),
+        )
+
+
+def _detect_capped(f: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Points on a power plateau at the top: two or more of the highest-power points within
+    1.5 % of the maximum although their clocks differ (firmware holding the limit)."""
+    capped = np.zeros(len(p), dtype=bool)
+    near = p >= 0.985 * p.max()
+    if near.sum() >= 2 and np.ptp(f[near]) > 0.005 * f.max():
+        capped[near] = True
+        # the lowest-clock point of the plateau may still be a genuine, uncapped reading
+        capped[np.argmin(np.where(near, f, np.inf))] = False
+    return capped
+
+
+def _linear(x: np.ndarray, y: np.ndarray, r: float, b: float, y0: Optional[float]):
+    """Best (y0, a) for y = y0 + a·x·V² at fixed ridge r and slope b (normalised units)."""
+    v2 = (1.0 + b * np.maximum(0.0, x - r)) ** 2
+    g = x * v2
+    if y0 is not None:
+        a = float(np.dot(g, y - y0) / np.dot(g, g))
+        return y0, a
+    design = np.stack([np.ones_like(x), g], 1)
+    (c0, a), *_ = np.linalg.lstsq(design, y, rcond=None)
+    return float(c0), float(a)
+
+
+def fit_power_model(
+    clock_mhz: Sequence[float],
+    power_w: Sequence[float],
+    *,
+    capped: Optional[Sequence[bool]] = None,
+    p_idle_w: Optional[float] = None,
+) -> PowerModel:
+    """Fit the ridge-point model to measured (clock, power) points.
+
+    ``capped`` flags points measured at the power limit (throttled); when not given, a top
+    plateau is detected. ``p_idle_w`` (measured idle power) is kept for reference only.
+
+    Raises:
+        CalibrationError: too few points, non-finite data, or a fit that does not explain
+            the data (``err.data`` keeps the points).
+    """
+    from scipy.optimize import least_squares
+
+    f = np.asarray(clock_mhz, dtype=float)
+    p = np.asarray(power_w, dtype=float)
+    raw = {"clock_mhz": f.tolist(), "power_w": p.tolist()}
+    if f.shape != p.shape or f.ndim != 1:
+        raise CalibrationError("clocks and powers must be equal-length lists", raw)
+    if not (np.all(np.isfinite(f)) and np.all(np.isfinite(p))) or np.any(f <= 0) or np.any(p <= 0):
+        raise CalibrationError("power model: clocks and powers must be positive finite numbers", raw)
+    if len(np.unique(f)) < 3:
+        raise CalibrationError(f"power model needs at least 3 distinct clocks, got {len(np.unique(f))}", raw)
+    cap = np.asarray(capped, dtype=bool) if capped is not None else _detect_capped(f, p)
+    free = ~cap
+    if free.sum() < 3:
+        cap = np.zeros_like(cap)
+        free = ~cap
+    p_max = float(np.mean(p[cap])) if cap.any() else math.inf
+
+    f_scale, p_scale = float(f.max()), float(p.max())
+    x, y = f[free] / f_scale, p[free] / p_scale
+    # The constant term is fitted, not fixed to measured idle power: under load it includes the
+    # load's own floor (memory traffic, stalled SMs), which idle power does not.
+    y0_fixed = None
+    n_par = 4 if y0_fixed is None else 3
+
+    # 1. grid over the kink; the linear parameters are exact at each grid point
+    best = None
+    grid = [(float(x.max()), 0.0)]  # no slope: the ridge is irrelevant, try it once
+    grid += [(r, b) for r in np.linspace(x.min(), x.max(), 41) for b in np.geomspace(0.05, 30.0, 40)]
+    for r, b in grid:
+        c0, a = _linear(x, y, r, b, y0_fixed)
+        if a <= 0:
+            continue
+        sse = float(np.sum((c0 + a * x * (1 + b * np.maximum(0, x - r)) ** 2 - y) ** 2))
+        if best is None or sse < best[0] - 1e-15:
+            best = (sse, c0, a, r, b)
+    if best is None:
+        raise CalibrationError("power does not rise with clock: no CMOS power model fits", raw)
+    _, c0, a, r, b = best
+
+    # 2. refine all parameters together
+    def model(params, xs):
+        if y0_fixed is None:
+            c, aa, rr, bb = params
+        else:
+            c, (aa, rr, bb) = y0_fixed, params
+        return c + aa * xs * (1.0 + bb * np.maximum(0.0, xs - rr)) ** 2
+
+    start = [c0, a, r, b] if y0_fixed is None else [a, r, b]
+    lower = [-np.inf, 0.0, x.min() - 1.0, 0.0] if y0_fixed is None else [0.0, x.min() - 1.0, 0.0]
+    upper = [np.inf, np.inf, 1.0, np.inf] if y0_fixed is None else [np.inf, 1.0, np.inf]
+    start = [min(max(s, lo + 1e-12), hi - 1e-12) if np.isfinite(hi) else max(s, lo + 1e-12) for s, lo, hi in zip(start, lower, upper)]
+    sol = least_squares(lambda q: model(q, x) - y, start, bounds=(lower, upper), method="trf")
+    params = sol.x if sol.cost <= best[0] / 2 + 1e-15 else np.array(start)
+    if y0_fixed is None:
+        c0, a, r, b = (float(v) for v in params)
+    else:
+        a, r, b = (float(v) for v in params)
+        c0 = y0_fixed
+
+    # 3. uncertainties from the Jacobian (normalised -> physical units)
+    resid = model(params, x) - y
+    dof = len(x) - n_par
+    unc: Dict[str, float] = {}
+    if dof > 0:
+        jac = sol.jac if params is sol.x else _numeric_jacobian(lambda q: model(q, x), params)
+        s2 = float(np.sum(resid**2)) / dof
+        try:
+            cov = np.linalg.inv(jac.T @ jac) * s2
+            sd = np.sqrt(np.clip(np.diag(cov), 0, None))
+            names = ["p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz"][4 - n_par:]
+            scales = {"p_idle_w": p_scale, "alpha_w_per_mhz": p_scale / f_scale, "ridge_clock_mhz": f_scale, "beta_per_mhz": 1.0 / f_scale}
+            unc = {n: float(v * scales[n]) for n, v in zip(names, sd)}
+        except np.linalg.LinAlgError:
+            unc = {}
+    pred = np.minimum(p_max, (c0 + a * (f / f_scale) * (1 + b * np.maximum(0, f / f_scale - r)) ** 2) * p_scale)
+    rel = np.abs(pred / p - 1.0)
+    result = PowerModel(
+        p_idle_w=c0 * p_scale,
+        alpha_w_per_mhz=a * p_scale / f_scale,
+        ridge_clock_mhz=r * f_scale,
+        beta_per_mhz=b / f_scale,
+        p_max_w=p_max,
+        uncertainty=unc,
+        residual_rms_w=float(np.sqrt(np.mean((pred - p) ** 2))),
+        max_rel_residual=float(rel.max()),
+        n_points=int(len(f)),
+        n_capped=int(cap.sum()),
+        ridge_reached=bool(b > 0 and np.any(f[free] > r * f_scale + 1e-9)),
+    )
+    if result.max_rel_residual > MAX_REL_RESIDUAL:
+        worst = int(np.argmax(rel))
+        raise CalibrationError(
+            f"the power model does not explain the measurements: off by {100 * rel[worst]:.0f} % "
+            f"at {f[worst]:g} MHz (limit {100 * MAX_REL_RESIDUAL:.0f} %); raw points kept",
+            dict(raw, model=result.to_dict()),
+        )
+    return result
+
+
+def _numeric_jacobian(fun, params, eps: float = 1e-7) -> np.ndarray:
+    base = fun(params)
+    cols = []
+    for i in range(len(params)):
+        step = np.array(params, dtype=float)
+        h = eps * max(1.0, abs(step[i]))
+        step[i] += h
+        cols.append((fun(step) - base) / h)
+    return np.stack(cols, 1)
