@@ -397,7 +397,8 @@ def test_unknown_names() -> None:
 
 def test_catalog_holds_thirty_kernels_and_three_gpus() -> None:
     assert len(eatss.builtin_kernels()) == 30
-    assert {"a100", "xavier", "2080ti"} <= set(eatss.builtin_gpus())
+    assert {"a100", "xavier", "2080ti", "agx-orin", "orin-nano", "t4"} <= set(eatss.builtin_gpus())
+    assert "nano" not in eatss.builtin_gpus()  # Maxwell: L1 and shared are separate
 
 
 def test_user_files_load_and_bad_files_explain(tmp_path) -> None:
