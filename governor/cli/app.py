@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "governor.cli.devices",
     "governor.cli.monitor",
     "governor.cli.tiles",
+    "governor.cli.occupancy",
 )
 
 
