@@ -1,0 +1,200 @@
+"""The ``jetson`` device: GPU clocks through devfreq, rails from INA3221, modes via nvpmodel.
+
+``jetson`` opens the board under the sysfs root (``GOVERNOR_SYSFS_ROOT``, default ``/``).
+Reading needs no privileges; locking the GPU clock writes ``min_freq``/``max_freq`` and
+switching modes runs ``nvpmodel``, both of which need root (or the governor daemon).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+from governor.devices.base import Capabilities, Device, DeviceState, Identity, Rail, Sample
+from governor.devices.jetson.board import identify_board, l4t_version
+from governor.devices.jetson.rails import RailSource, best_rail, find_rails
+from governor.devices.jetson.sysfs import (
+    GpuDevfreq,
+    SysfsRoot,
+    find_gpu_devfreq,
+    gpu_temperature_c,
+    thermal_zones,
+)
+from governor.devices.jetson.tools import JetsonClocks, Nvpmodel, find_tool
+from governor.devices.journal import Journal, journal_path
+from governor.errors import DeviceNotFoundError, GovernorError, InvalidRequestError, UnsupportedError
+from governor.paths import state_dir
+from governor.timebase import Clock
+
+__all__ = ["JetsonDevice", "discover_jetson", "open_jetson"]
+
+log = logging.getLogger("governor.devices.jetson")
+
+
+class JetsonDevice(Device):
+    """A Jetson board read and controlled through sysfs and the NVIDIA tools."""
+
+    def __init__(
+        self,
+        fs: SysfsRoot,
+        devfreq: GpuDevfreq,
+        *,
+        uri: str = "jetson",
+        rails: Optional[RailSource] = None,
+        nvpmodel: Optional[Nvpmodel] = None,
+        jetson_clocks: Optional[JetsonClocks] = None,
+        kind: str = "jetson",
+        clock: Optional[Clock] = None,
+        journal: Optional[Journal] = None,
+    ) -> None:
+        self.fs = fs
+        self.devfreq = devfreq
+        self.rail_source = rails
+        self.nvpmodel = nvpmodel
+        self.jetson_clocks = jetson_clocks
+        self._modes: Tuple[str, ...] = ()
+        if nvpmodel is not None:
+            try:
+                self._modes = tuple(name for _, name in nvpmodel.modes())
+            except GovernorError as err:
+                log.info("nvpmodel modes unavailable: %s", err)
+        zones = thermal_zones(fs)
+        model, display = identify_board(fs, devfreq.table_mhz)
+        caps = Capabilities(
+            power=rails is not None,
+            energy_counter=False,
+            rails=rails is not None,
+            gpu_clock=(devfreq.node / "cur_freq").exists(),
+            mem_clock=False,
+            temperature=gpu_temperature_c(zones) is not None,
+            utilisation=devfreq.load_path() is not None,
+            throttle_reasons=False,
+            lock_gpu_clocks=True,
+            lock_mem_clock=False,
+            power_limit=False,
+            power_mode=bool(self._modes),
+        )
+        identity = Identity(
+            uri=uri,
+            kind=kind,
+            name=display,
+            model=model,
+            l4t_version=l4t_version(fs),
+        )
+        if journal is None:
+            journal = Journal(uri, journal_path(state_dir(), uri))
+        super().__init__(identity, caps, clock=clock, journal=journal)
+
+    # -- description -----------------------------------------------------------------------
+    def _supported_clocks_mhz(self) -> Sequence[float]:
+        return self.devfreq.table_mhz
+
+    def power_modes(self) -> Tuple[str, ...]:
+        return self._modes
+
+    def control_permitted(self) -> bool:
+        return self.control_reason() is None
+
+    def control_reason(self) -> Optional[str]:
+        """Why this process may not change settings (None when it may)."""
+        if not self.devfreq.writable():
+            return "needs root: run with sudo or use the governor daemon"
+        return None
+
+    # -- reading ---------------------------------------------------------------------------
+    def read_rails(self) -> List[Rail]:
+        """Every INA3221 rail, in W (empty on boards without a monitor, such as Nano 2GB)."""
+        return self.rail_source.read() if self.rail_source is not None else []
+
+    def _read_sample(self) -> Sample:
+        t_s = self.clock.now_s()
+        caps = self.capabilities
+        rails = self.read_rails()
+        best = best_rail(rails)
+        temperature = gpu_temperature_c(thermal_zones(self.fs)) if caps.temperature else None
+        return Sample(
+            t_s=t_s,
+            power_w=best.power_w if best else None,
+            power_scope=best.scope if best else None,
+            rails=tuple(rails),
+            gpu_clock_mhz=self.devfreq.read_mhz("cur_freq") if caps.gpu_clock else None,
+            temperature_c=temperature,
+            utilisation_pct=self.devfreq.load_pct() if caps.utilisation else None,
+        )
+
+    def _read_state(self) -> DeviceState:
+        mode = None
+        if self.capabilities.power_mode and self.nvpmodel is not None:
+            mode = self.nvpmodel.query()[0]
+        return DeviceState(gpu_clocks_mhz=self.devfreq.caps_mhz(), power_mode=mode)
+
+    # -- writing ---------------------------------------------------------------------------
+    def _write_gpu_clocks(self, min_mhz: float, max_mhz: float) -> None:
+        self.devfreq.set_caps_mhz(min_mhz, max_mhz)
+
+    def _reset_gpu_clocks(self) -> None:
+        table = self.devfreq.table_mhz
+        self.devfreq.set_caps_mhz(table[0], table[-1])
+
+    def _write_power_mode(self, mode: str) -> None:
+        if self.nvpmodel is None:
+            raise UnsupportedError(f"{self.uri}: nvpmodel is not on PATH")
+        self.nvpmodel.set(mode)
+
+    # -- jetson_clocks ---------------------------------------------------------------------
+    def store_clocks(self, path: Path) -> None:
+        """Save every clock of the board with ``jetson_clocks --store`` (needs root)."""
+        self._tool().store(Path(path))
+
+    def restore_clocks(self, path: Path) -> None:
+        """Bring back clocks saved by :meth:`store_clocks` (``jetson_clocks --restore``)."""
+        if not Path(path).is_file():
+            raise InvalidRequestError(f"no stored clocks at {path}")
+        self._tool().restore(Path(path))
+
+    def _tool(self) -> JetsonClocks:
+        if self.jetson_clocks is None:
+            raise UnsupportedError(f"{self.uri}: jetson_clocks is not on PATH")
+        return self.jetson_clocks
+
+
+def open_board(fs: SysfsRoot) -> Tuple[GpuDevfreq, Optional[RailSource], Optional[Nvpmodel], Optional[JetsonClocks]]:
+    """The parts of the board under ``fs``.
+
+    Raises:
+        DeviceNotFoundError: no GPU devfreq node (not a Jetson, or the wrong root).
+    """
+    node = find_gpu_devfreq(fs)
+    if node is None:
+        raise DeviceNotFoundError(
+            f"no Jetson GPU devfreq node under {fs.root} (looked in /sys/class/devfreq); "
+            "set GOVERNOR_SYSFS_ROOT if sysfs is mounted elsewhere"
+        )
+    devfreq = GpuDevfreq(fs, node)
+    nvp = find_tool("nvpmodel")
+    clocks = find_tool("jetson_clocks")
+    return (
+        devfreq,
+        find_rails(fs),
+        Nvpmodel(nvp, fs) if nvp else None,
+        JetsonClocks(clocks) if clocks else None,
+    )
+
+
+def open_jetson(spec: str = "", *, clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> JetsonDevice:
+    """Open ``jetson`` (nothing may follow the colon).
+
+    Raises:
+        DeviceNotFoundError: not a Jetson; TelemetryError: unexpected files.
+    """
+    if spec.strip():
+        raise InvalidRequestError(f"the jetson device takes no argument (got {spec!r})")
+    fs = SysfsRoot()
+    devfreq, rails, nvp, clocks = open_board(fs)
+    return JetsonDevice(fs, devfreq, rails=rails, nvpmodel=nvp, jetson_clocks=clocks, clock=clock, journal=journal)
+
+
+def discover_jetson() -> List[str]:
+    """``["jetson"]`` when a Jetson GPU devfreq node is under the root, else []."""
+    return ["jetson"] if find_gpu_devfreq(SysfsRoot()) is not None else []

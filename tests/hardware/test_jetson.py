@@ -1,0 +1,205 @@
+"""The jetson backend end to end on real file trees of a Nano, an AGX Xavier and an AGX Orin."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+from hw_trees import build_agx_orin, build_agx_xavier, build_nano, install_tools, write
+
+import governor
+from governor.devices.jetson import device as jetson_device
+from governor.devices.jetson import sysfs
+from governor.devices.registry import discover_hardware
+from governor.errors import DeviceNotFoundError, DevicePermissionError, TelemetryError
+
+
+@pytest.fixture
+def board(tmp_path, monkeypatch):
+    """Build a board under a fresh root and point GOVERNOR_SYSFS_ROOT and PATH at it."""
+
+    def make(builder, **kwargs):
+        root = tmp_path / "root"
+        info = builder(root, **kwargs)
+        monkeypatch.setenv("GOVERNOR_SYSFS_ROOT", str(root))
+        bin_dir = install_tools(tmp_path / "bin", node=info["node"])
+        monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+        info["root"] = root
+        info["bin"] = bin_dir
+        return info
+
+    return make
+
+
+def _file(info, name):
+    return (info["root"] / info["node"].lstrip("/") / name).read_text().strip()
+
+
+@pytest.fixture
+def writes(monkeypatch):
+    """Record every sysfs write (file name, value) in order, then perform it."""
+    log = []
+    real = sysfs._write_file
+
+    def recording(path, text):
+        log.append((Path(path).name, text))
+        real(path, text)
+
+    monkeypatch.setattr(sysfs, "_write_file", recording)
+    return log
+
+
+def test_nano_jetpack4_rails_clocks_and_identity(board):
+    board(build_nano)
+    assert discover_hardware()[:1] == ["jetson"]
+    with governor.open_device("jetson") as dev:
+        assert dev.identity.model == "nano"
+        assert dev.identity.l4t_version == "32.7.1"
+        assert dev.supported_clocks_mhz() == (76.8, 153.6, 230.4, 307.2, 384.0, 460.8, 537.6, 614.4, 691.2, 768.0, 844.8, 921.6)
+        assert dev.rail_source.layout == "iio"
+        s = dev.sample()
+        rails = {r.name: (r.power_w, r.scope) for r in s.rails}
+        assert rails == {"POM_5V_IN": (1.022, "board input"), "POM_5V_GPU": (0.6, "gpu"), "POM_5V_CPU": (0.204, "cpu")}
+        assert (s.power_w, s.power_scope) == (0.6, "gpu")
+        assert s.gpu_clock_mhz == 76.8
+        assert s.temperature_c == 36.0
+        assert s.utilisation_pct == pytest.approx(12.3)
+        assert s.rail("POM_5V_GPU").voltage_v == 5.0 and s.rail("POM_5V_GPU").current_a == 0.12
+
+
+def test_agx_xavier_two_monitors_and_gpu_rail(board):
+    board(build_agx_xavier)
+    with governor.open_device("jetson") as dev:
+        assert dev.identity.model == "agx-xavier"
+        assert dev.identity.l4t_version == "32.6.1"
+        assert dev.supported_clocks_mhz()[-1] == 1377.0
+        s = dev.sample()
+        scopes = {r.name: r.scope for r in s.rails}
+        assert scopes == {"GPU": "gpu", "CPU": "cpu", "SOC": "soc", "CV": "cv", "VDDRQ": "memory", "SYS5V": "system"}
+        assert (s.power_w, s.power_scope) == (1.5, "gpu")
+        assert s.temperature_c == 37.5
+        assert s.utilisation_pct == 0.0
+        assert s.gpu_clock_mhz == 318.75
+
+
+@pytest.mark.parametrize("jetpack", [5, 6])
+def test_agx_orin_hwmon_rails_computed_from_volts_and_amps(board, jetpack):
+    board(build_agx_orin, jetpack=jetpack)
+    with governor.open_device("jetson") as dev:
+        assert dev.identity.model == "agx-orin"
+        assert dev.identity.l4t_version == ("36.3.0" if jetpack == 6 else "35.4.1")
+        assert dev.devfreq.name == ("17000000.gpu" if jetpack == 6 else "17000000.ga10b")
+        assert dev.rail_source.layout == "hwmon"
+        s = dev.sample()
+        rails = {r.name: r for r in s.rails}
+        assert sorted(rails) == ["VDDQ_VDD2_1V8AO", "VDD_CPU_CV", "VDD_GPU_SOC", "VIN_SYS_5V0"]  # no NC, no in7
+        assert rails["VDD_GPU_SOC"].power_w == pytest.approx(5.0 * 0.641)
+        assert rails["VIN_SYS_5V0"].power_w == pytest.approx(4.992 * 0.955)
+        assert rails["VDD_GPU_SOC"].scope == "gpu+soc" and rails["VDD_CPU_CV"].scope == "cpu+cv"
+        assert rails["VIN_SYS_5V0"].scope == "system" and rails["VDDQ_VDD2_1V8AO"].scope == "memory"
+        assert s.power_scope == "gpu+soc" and s.power_w == pytest.approx(3.205)
+        assert s.utilisation_pct == 62.5
+        assert s.temperature_c == pytest.approx(47.812)
+        assert dev.power_modes() == ("MAXN", "MODE_15W", "MODE_30W", "MODE_50W")
+
+
+def test_lock_raises_max_first_going_up_and_restores_files(board, writes):
+    info = board(build_agx_orin)
+    original = (_file(info, "min_freq"), _file(info, "max_freq"))
+    with governor.open_device("jetson") as dev:
+        assert dev.state().gpu_clocks_mhz == (306.0, 612.0)
+        assert dev.lock_gpu_clocks(1300) == (1300.5, 1300.5)
+        assert [w[0] for w in writes] == ["max_freq", "min_freq"]  # going up: max before min
+        assert (_file(info, "min_freq"), _file(info, "max_freq")) == ("1300500000", "1300500000")
+        del writes[:]
+        dev.lock_gpu_clocks(408)
+        assert [w[0] for w in writes] == ["min_freq", "max_freq"]  # going down: min first
+        assert (_file(info, "min_freq"), _file(info, "max_freq")) == ("408000000", "408000000")
+    assert (_file(info, "min_freq"), _file(info, "max_freq")) == original
+    dev.restore()  # again: harmless
+    assert (_file(info, "min_freq"), _file(info, "max_freq")) == original
+
+
+def test_reset_opens_the_whole_table_and_journal_is_on_disk(board, tmp_path):
+    info = board(build_nano)
+    with governor.open_device("jetson") as dev:
+        dev.lock_gpu_clocks(460.8)
+        assert list((tmp_path / "state").glob("journal-jetson.json"))
+        dev.reset_gpu_clocks()
+        assert (_file(info, "min_freq"), _file(info, "max_freq")) == ("76800000", "921600000")
+    assert not list((tmp_path / "state").glob("journal-*.json"))
+
+
+def test_write_refused_with_eacces_is_a_permission_error(board, monkeypatch):
+    info = board(build_nano)
+
+    def refuse(path, text):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(sysfs, "_write_file", refuse)
+    monkeypatch.setattr(sysfs, "can_write", lambda path: False)
+    dev = governor.open_device("jetson")
+    try:
+        assert not dev.control_permitted()
+        assert "root" in dev.control_reason()
+        with pytest.raises(DevicePermissionError) as err:
+            dev.lock_gpu_clocks(614.4)
+        assert "sudo" in str(err.value) and "/sys/class/devfreq/57000000.gpu/min_freq" in str(err.value)
+        assert str(info["root"]) not in str(err.value)
+    finally:
+        dev.journal.forget()
+        dev.close()
+    assert _file(info, "max_freq") == "921600000"
+
+
+def test_a_directory_where_a_file_should_be_is_a_clear_error(board):
+    info = board(build_nano)
+    node = info["root"] / info["node"].lstrip("/")
+    (node / "available_frequencies").unlink()
+    (node / "available_frequencies").mkdir()
+    with pytest.raises(TelemetryError, match="available_frequencies: Is a directory"):
+        governor.open_device("jetson")
+    (node / "available_frequencies").rmdir()
+    write(info["root"], info["node"] + "/available_frequencies", "76800000 lots\n")
+    with pytest.raises(TelemetryError, match="available_frequencies"):
+        governor.open_device("jetson")
+
+
+def test_power_mode_through_nvpmodel_and_restore(board):
+    info = board(build_agx_orin)
+    with governor.open_device("jetson") as dev:
+        assert dev.state().power_mode == "MODE_30W"
+        dev.set_power_mode("MAXN")
+        assert dev.state().power_mode == "MAXN"
+    log = (info["bin"] / "nvpmodel.log").read_text().split("\n")
+    assert log[:2] == ["-m 0", "-m 2"]  # switched, then restored
+
+
+def test_nvpmodel_refusal_is_a_permission_error(board, monkeypatch):
+    board(build_agx_orin)
+    monkeypatch.setenv("FAKE_NVPMODEL_DENY", "1")
+    dev = governor.open_device("jetson")
+    try:
+        with pytest.raises(DevicePermissionError, match="root"):
+            dev.set_power_mode("MAXN")
+    finally:
+        dev.journal.forget()
+        dev.close()
+
+
+def test_jetson_clocks_store_and_restore(board, tmp_path):
+    info = board(build_agx_orin, jetpack=5)
+    saved = tmp_path / "clocks.conf"
+    with governor.open_device("jetson") as dev:
+        dev.store_clocks(saved)
+        write(info["root"], info["node"] + "/max_freq", "1300500000")
+        dev.restore_clocks(saved)
+    assert _file(info, "max_freq") == "612000000"
+
+
+def test_no_jetson_here(monkeypatch, tmp_path):
+    monkeypatch.setenv("GOVERNOR_SYSFS_ROOT", str(tmp_path))
+    assert jetson_device.discover_jetson() == []
+    with pytest.raises(DeviceNotFoundError, match="GOVERNOR_SYSFS_ROOT"):
+        governor.open_device("jetson")
