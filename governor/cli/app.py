@@ -12,10 +12,14 @@ from governor.cli.common import Annotated
 
 # Each module defines ``register(app)``; listed in the order ``--help`` shows them.
 COMMAND_MODULES = (
+    "governor.cli.calibrate",
+    "governor.cli.profile",
     "governor.cli.devices",
     "governor.cli.monitor",
+    "governor.cli.tegrastats",
     "governor.cli.tiles",
     "governor.cli.occupancy",
+    "governor.cli.tune_blocks",
 )
 
 

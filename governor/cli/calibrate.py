@@ -1,0 +1,156 @@
+"""``governor calibrate``: measure, fit, and store the board's PPW-optimal clock."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import typer
+
+from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
+
+
+def register(app: typer.Typer) -> None:
+    app.command("calibrate")(calibrate_command)
+
+
+def calibrate_command(
+    device: DeviceOpt = "auto",
+    load: Annotated[
+        str,
+        typer.Option("--load", help='builtin (compute-bound), memory, or "CMD" (your command, run repeatedly; one run = one unit of work).'),
+    ] = "builtin",
+    max_probes: Annotated[int, typer.Option("--max-probes", help="Most clocks to measure under load (at least 4).")] = 6,
+    window_s: Annotated[float, typer.Option("--window-s", help="Seconds measured at each clock after power settles.")] = 1.5,
+    save: Annotated[bool, typer.Option("--save/--no-save", help="Store the result in the board's profile.")] = True,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Draw points, fits, ridge and optimum to this PNG.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Find the clock with the most work per joule: probe a few clocks, fit, refine, save."""
+    from governor.calibrate.loads import CommandLoad, make_load
+    from governor.calibrate.procedure import DeviceProber, ReplayProber, calibrate
+    from governor.devices.registry import last_auto_note, open_device
+    from governor.errors import InvalidRequestError
+    from governor.profiles.profile import save_calibration
+
+    if window_s <= 0:
+        raise InvalidRequestError("--window-s must be positive")
+    dev = open_device(device)
+    note = last_auto_note() if device == "auto" else None
+    if note:
+        typer.echo(f"governor: {note}", err=True)
+    with dev:
+        if dev.identity.kind == "replay":
+            prober = ReplayProber(dev)
+            load_info = {"kind": "replay", "name": dev.sweep.workload or "recorded"}  # type: ignore[attr-defined]
+        else:
+            the_load = make_load(dev, load)
+            if isinstance(the_load, CommandLoad) and dev.clock.virtual:
+                raise InvalidRequestError(
+                    f"a command load runs in real time; {dev.uri} runs on virtual time (add ?realtime=1 to a sim: URI)"
+                )
+            prober = DeviceProber(dev, the_load, window_s=window_s)
+            load_info = {"kind": the_load.kind, "name": the_load.name}
+        with _Progress(enabled=not json_out, total=max_probes) as progress:
+            result = calibrate(prober, max_probes=max_probes, on_probe=progress.update)
+        profile_path = save_calibration(dev, result, load_info) if save else None
+        plot_path = None
+        if plot is not None:
+            from governor.calibrate.plot import plot_calibration
+
+            plot_path = plot_calibration(result, plot, title=f"{dev.identity.name}: {load_info['name']}")
+        doc = _document(dev, result, load_info, profile_path, plot_path, note)
+    if json_out:
+        emit_json(doc)
+    else:
+        _print(doc, result)
+
+
+def _document(dev, result, load_info, profile_path, plot_path, note) -> Dict[str, Any]:
+    clocks = result.supported_clocks_mhz
+    top = clocks[-1]
+    e_opt = result.energy_per_unit_j(result.ppw_optimal_clock_mhz)
+    e_top = result.energy_per_unit_j(top)
+    t_opt = result.time_model.time_s(result.ppw_optimal_clock_mhz)
+    t_top = result.time_model.time_s(top)
+    return {
+        "device": dev.uri,
+        "device_name": dev.identity.name,
+        "simulated": dev.identity.kind == "sim",
+        "note": note,
+        "load": load_info,
+        "ridge_clock_mhz": result.ridge_clock_mhz,
+        "ppw_optimal_clock_mhz": result.ppw_optimal_clock_mhz,
+        "model_optimum_mhz": result.predicted_optimum_mhz,
+        "probes": len(result.probes),
+        "probe_clocks_mhz": result.probe_clocks_mhz,
+        "device_time_s": result.device_time_s,
+        "idle_power_w": result.idle_power_w,
+        "model": {"power": result.power_model.to_dict(), "time": result.time_model.to_dict()},
+        "energy_saving_vs_top_clock_pct": 100.0 * (1.0 - e_opt / e_top),
+        "slowdown_vs_top_clock_pct": 100.0 * (t_opt / t_top - 1.0),
+        "points": [p.to_dict() for p in result.probes],
+        "notes": result.notes,
+        "profile_path": str(profile_path) if profile_path else None,
+        "plot_path": str(plot_path) if plot_path else None,
+    }
+
+
+def _print(doc: Dict[str, Any], result) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    table = Table(title=f"{doc['device_name']} — load: {doc['load']['name']}")
+    for col in ("clock MHz", "measured MHz", "power W", "time/unit s", "energy/unit J", "status"):
+        table.add_column(col, justify="right")
+    best = doc["ppw_optimal_clock_mhz"]
+    for p in sorted(result.probes, key=lambda p: p.requested_mhz):
+        mark = " ◀" if p.requested_mhz == best else ""
+        table.add_row(f"{p.requested_mhz:g}", f"{p.clock_mhz:.1f}", f"{p.power_w:.2f}", f"{p.time_per_unit_s:.4g}",
+                      f"{p.energy_per_unit_j:.4g}", p.status + mark)
+    console.print(table)
+    pm = result.power_model
+    unc = pm.uncertainty.get("ridge_clock_mhz")
+    ridge = f"{doc['ridge_clock_mhz']:.0f} MHz" + (f" ± {unc:.2g}" if unc else "")
+    console.print(f"ridge clock            {ridge}")
+    console.print(f"PPW-optimal clock      [bold]{best:g} MHz[/bold]  "
+                  f"({doc['energy_saving_vs_top_clock_pct']:.1f} % less energy per unit than the top clock, "
+                  f"{doc['slowdown_vs_top_clock_pct']:.1f} % slower)")
+    console.print(f"probes                 {doc['probes']} clocks, {doc['device_time_s']:.1f} s of device time under load")
+    for note in doc["notes"]:
+        console.print(f"note: {note}")
+    if doc["profile_path"]:
+        console.print(f"profile                {doc['profile_path']}")
+    if doc["plot_path"]:
+        console.print(f"plot                   {doc['plot_path']}")
+
+
+class _Progress:
+    """A rich progress bar on stderr while probing (only on a terminal)."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.total = total
+        self._progress = None
+        self._task = None
+
+    def __enter__(self) -> "_Progress":
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn
+
+            self._progress = Progress(TextColumn("probing"), BarColumn(), TextColumn("{task.completed}/{task.total} {task.description}"),
+                                      console=Console(stderr=True), transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task("", total=self.total)
+        return self
+
+    def update(self, n: int, probe) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=n, description=f"{probe.requested_mhz:g} MHz: {probe.power_w:.1f} W")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()

@@ -1,0 +1,237 @@
+"""Board profiles: what calibration found, kept per board in a versioned JSON file.
+
+A profile holds the board fingerprint, the fitted models with uncertainties, the raw probes,
+the ridge and PPW-optimal clocks, the load used, provenance (versions, date) and the tuning
+caches. Calibrations with different loads are kept side by side under ``"workloads"``; the
+top-level model and clocks are those of the built-in (compute-bound) load, or of the first
+load calibrated when there is none::
+
+    {"schema_version": 1, "board": "agx-orin", "fingerprint": {...},
+     "ppw_optimal_clock_mhz": 918.0, "ridge_clock_mhz": 1002.0,
+     "power_model": {...}, "time_model": {...}, "probes": [...],
+     "workloads": {"builtin": {...}, "memory": {...}}, "tuning": {...}}
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from governor._version import __version__
+from governor.devices.base import Device
+from governor.errors import ProfileError
+from governor.paths import shipped_profiles_dir
+from governor.profiles.store import (
+    SCHEMA_VERSION,
+    profile_paths,
+    read_profile_file,
+    user_profiles_dir,
+    write_profile_file,
+)
+
+__all__ = [
+    "board_key",
+    "build_profile",
+    "check_fingerprint",
+    "find_profile",
+    "fingerprint",
+    "list_profiles",
+    "load_profile_for",
+    "save_calibration",
+]
+
+_REQUIRED = ("board", "fingerprint", "ppw_optimal_clock_mhz", "power_model")
+
+
+def board_key(device: Device) -> str:
+    """The profile name of a device: its catalog model, made file-safe."""
+    key = re.sub(r"[^A-Za-z0-9_.+-]+", "-", device.identity.model).strip("-.")
+    return key or "unknown-board"
+
+
+def fingerprint(device: Device) -> Dict[str, Any]:
+    ident = device.identity
+    return {
+        "model": ident.model,
+        "name": ident.name,
+        "kind": ident.kind,
+        "serial": ident.serial,
+        "uuid": ident.uuid,
+        "driver_version": ident.driver_version,
+        "l4t_version": ident.l4t_version,
+        "supported_clocks_mhz": list(device.supported_clocks_mhz()),
+    }
+
+
+def _versions() -> Dict[str, str]:
+    import numpy
+    import scipy
+
+    return {
+        "governor": __version__,
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
+    }
+
+
+def _calibration_entry(result: Any, load: Dict[str, str], created: str) -> Dict[str, Any]:
+    return {
+        "load": load,
+        "created": created,
+        "device_uri": result.device_uri,
+        "ppw_optimal_clock_mhz": result.ppw_optimal_clock_mhz,
+        "ridge_clock_mhz": result.ridge_clock_mhz,
+        "predicted_optimum_mhz": result.predicted_optimum_mhz,
+        "idle_power_w": result.idle_power_w,
+        "device_time_s": result.device_time_s,
+        "power_model": result.power_model.to_dict(),
+        "time_model": result.time_model.to_dict(),
+        "probes": [p.to_dict() for p in result.probes],
+        "notes": list(result.notes),
+    }
+
+
+def build_profile(
+    device: Device, result: Any, load: Dict[str, str], existing: Optional[Dict[str, Any]] = None
+) -> Dict[str, Any]:
+    """The profile document after a calibration, merged into ``existing`` (kept: other loads'
+    calibrations and the tuning caches)."""
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    doc: Dict[str, Any] = dict(existing or {})
+    workloads = dict(doc.get("workloads") or {})
+    key = load.get("kind", "builtin") if load.get("kind") != "command" else "command:" + load.get("name", "")
+    workloads[key] = _calibration_entry(result, load, created)
+    primary = workloads.get("builtin") or workloads[key]
+    doc.update(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "board": board_key(device),
+            "fingerprint": fingerprint(device),
+            "created": created,
+            "provenance": {"source": "governor calibrate", "versions": _versions()},
+            "ppw_optimal_clock_mhz": primary["ppw_optimal_clock_mhz"],
+            "ridge_clock_mhz": primary["ridge_clock_mhz"],
+            "power_model": primary["power_model"],
+            "time_model": primary["time_model"],
+            "load": primary["load"],
+            "probes": primary["probes"],
+            "workloads": workloads,
+        }
+    )
+    doc.setdefault("tuning", {})
+    return doc
+
+
+def validate(doc: Dict[str, Any], path: Any) -> Dict[str, Any]:
+    """Check a parsed profile has what governor relies on.
+
+    Raises:
+        ProfileError: a required key is missing or of the wrong type (names the file).
+    """
+    missing = [k for k in _REQUIRED if k not in doc]
+    if missing:
+        raise ProfileError(f"corrupt profile: missing {', '.join(missing)}", path)
+    try:
+        float(doc["ppw_optimal_clock_mhz"])
+        for key in ("p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz"):
+            float(doc["power_model"][key])
+        list(doc["fingerprint"]["supported_clocks_mhz"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ProfileError(f"corrupt profile: {type(err).__name__}: {err}", path) from None
+    return doc
+
+
+def find_profile(board: str) -> Optional[Tuple[Path, Dict[str, Any]]]:
+    """The first profile of ``board`` (user's, then shipped), validated; None if none."""
+    for path in profile_paths(board):
+        if path.exists():
+            doc = read_profile_file(path)
+            if "power_model" not in doc and "tuning" in doc:
+                continue  # a tuning-only cache, not a calibration
+            return path, validate(doc, path)
+    return None
+
+
+def check_fingerprint(doc: Dict[str, Any], device: Device, path: Any = None, *, force: bool = False) -> List[str]:
+    """Refuse a profile made on another board; returns warnings for lesser mismatches.
+
+    Raises:
+        ProfileError: the model or clock table differs (unless ``force``).
+    """
+    fp = doc.get("fingerprint") or {}
+    mine = fingerprint(device)
+    problems = []
+    if fp.get("model") != mine["model"]:
+        problems.append(f"it was made on {fp.get('model')!r}, this device is {mine['model']!r}")
+    theirs = [float(c) for c in fp.get("supported_clocks_mhz") or []]
+    if len(theirs) != len(mine["supported_clocks_mhz"]) or any(
+        abs(a - b) > 0.5 for a, b in zip(theirs, mine["supported_clocks_mhz"])
+    ):
+        problems.append("its clock table differs from this device's")
+    if problems and not force:
+        raise ProfileError("profile is for another board: " + "; ".join(problems) + " (use --force to use it anyway)", path)
+    warnings = list(problems)
+    for key in ("serial", "uuid"):
+        if fp.get(key) and mine.get(key) and fp.get(key) != mine.get(key):
+            warnings.append(f"calibrated on another unit of this board ({key} {fp.get(key)})")
+    return warnings
+
+
+def load_profile_for(device: Device, *, force: bool = False) -> Tuple[Path, Dict[str, Any], List[str]]:
+    """The profile for ``device`` with its path and warnings.
+
+    Raises:
+        ProfileError: none exists (says to run ``governor calibrate``), corrupt, or another board's.
+    """
+    found = find_profile(board_key(device))
+    if found is None:
+        raise ProfileError(
+            f"no profile for {device.identity.model}: run 'governor calibrate --device {device.uri}' first"
+        )
+    path, doc = found
+    return path, doc, check_fingerprint(doc, device, path, force=force)
+
+
+def save_calibration(device: Device, result: Any, load: Dict[str, str]) -> Path:
+    """Write (or update) the user's profile of ``device`` with ``result``. Returns its path."""
+    board = board_key(device)
+    user_path = profile_paths(board)[0]
+    existing = None
+    if user_path.exists():
+        try:
+            existing = read_profile_file(user_path)
+            if existing.get("fingerprint", {}).get("model") not in (None, device.identity.model):
+                existing = None  # another board's file under this name: start afresh
+        except ProfileError:
+            existing = None  # a corrupt file is replaced by a good one
+    return write_profile_file(user_path, build_profile(device, result, load, existing))
+
+
+def list_profiles() -> List[Dict[str, Any]]:
+    """Every profile governor can see: user's first, then shipped ones not overridden."""
+    rows: List[Dict[str, Any]] = []
+    seen = set()
+    for source, folder in (("user", user_profiles_dir()), ("shipped", shipped_profiles_dir())):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.json")):
+            board = path.stem
+            row: Dict[str, Any] = {"board": board, "path": str(path), "source": source, "overridden": board in seen}
+            try:
+                doc = read_profile_file(path)
+                row.update(
+                    ppw_optimal_clock_mhz=doc.get("ppw_optimal_clock_mhz"),
+                    ridge_clock_mhz=doc.get("ridge_clock_mhz"),
+                    created=doc.get("created"),
+                    workloads=sorted((doc.get("workloads") or {}).keys()),
+                    tuning=sorted((doc.get("tuning") or {}).keys()),
+                )
+            except ProfileError as err:
+                row["error"] = str(err)
+            rows.append(row)
+            seen.add(board)
+    return rows
