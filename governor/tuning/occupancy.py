@@ -246,7 +246,8 @@ def occupancy(
     by_blocks = arch.max_blocks_per_sm
     limits = (("warps", by_warps), ("registers", by_regs), ("shared", by_shared), ("blocks", by_blocks))
     blocks = min(n for _, n in limits)
-    limited_by = next(name for name, n in limits if n == blocks)
+    unused = {"registers": regs == 0, "shared": shared == 0}  # a resource not used limits nothing
+    limited_by = next(name for name, n in limits if n == blocks and not unused.get(name, False))
     active = blocks * warps
     return Occupancy(
         compute_capability=arch.cc,
