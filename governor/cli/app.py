@@ -17,7 +17,6 @@ COMMAND_MODULES = (
     "governor.cli.devices",
     "governor.cli.monitor",
     "governor.cli.tegrastats",
-    "governor.cli.tegrastats",
     "governor.cli.tiles",
     "governor.cli.occupancy",
     "governor.cli.tune_blocks",
