@@ -26,8 +26,12 @@ log = logging.getLogger("governor")
 BACKENDS: Dict[str, Tuple[str, str, Optional[str]]] = {
     "sim": ("governor.devices.sim.device", "open_sim", None),
     "replay": ("governor.devices.replay", "open_replay", None),
+    "nvml": ("governor.devices.nvml", "open_nvml", "discover_nvml"),
+    "jetson": ("governor.devices.jetson.device", "open_jetson", "discover_jetson"),
+    "jtop": ("governor.devices.jtop", "open_jtop", "discover_jtop"),
+    "tegrastats": ("governor.devices.tegrastats.device", "open_tegrastats", "discover_tegrastats"),
 }
-AUTO_ORDER: Tuple[str, ...] = ()  # hardware schemes probed by ``auto``, in order
+AUTO_ORDER: Tuple[str, ...] = ("nvml", "jetson", "jtop", "tegrastats")  # hardware schemes probed by ``auto``, in order
 
 _auto_note: List[str] = []
 
