@@ -1,0 +1,206 @@
+"""Calibration loads on NVIDIA GPUs (extra ``cuda`` = CuPy): a compute-bound FMA kernel and a
+memory-bound copy, each launched back to back in a background thread while calibration
+measures. One kernel launch (or one copy) is one unit of work.
+
+- ``builtin``: every thread runs four independent FMA chains (enough instruction-level
+  parallelism to keep the FMA pipes busy) and writes one float, so memory traffic is nil. The
+  grid is sized to fill every SM: (threads per SM / block size) blocks per SM, times a few
+  waves so the tail of one wave does not idle SMs.
+- ``memory``: one device-to-device copy of a buffer many times the L2 size, so every byte
+  comes from DRAM.
+
+CuPy is imported only when a load is made, through :func:`_import_cupy` (tests replace it).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+from governor.calibrate.loads import Load
+from governor.devices.base import Device
+from governor.errors import CalibrationError, InvalidRequestError, UnsupportedError
+
+__all__ = ["CudaComputeLoad", "CudaMemoryLoad", "compute_grid", "make_cuda_load", "memory_elements"]
+
+BLOCK_THREADS = 256
+WAVES = 4
+FMA_ITERATIONS = 4096  # per chain and launch: a few ms on any GPU, since the grid scales with SMs
+_FLOAT_BYTES = 4
+
+_FMA_SOURCE = r"""
+extern "C" __global__ void governor_fma(float *out, const int iterations) {
+    const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float b = 0.9999f, c = 0.0001f;
+    float x = 1.0f + i * 1e-7f, y = x * 0.5f, z = x * 0.25f, w = x * 0.125f;
+    for (int k = 0; k < iterations; ++k) {
+        x = fmaf(x, b, c); y = fmaf(y, b, c); z = fmaf(z, b, c); w = fmaf(w, b, c);
+    }
+    out[i] = x + y + z + w;
+}
+"""
+
+
+def _import_cupy() -> Any:
+    """The cupy module. Tests replace this function."""
+    import cupy
+
+    return cupy
+
+
+def compute_grid(sm_count: int, max_threads_per_sm: int, block_threads: int = BLOCK_THREADS, waves: int = WAVES) -> int:
+    """Blocks for a launch that fills every SM ``waves`` times over.
+
+    Raises:
+        InvalidRequestError: non-positive inputs, or a block larger than an SM holds.
+    """
+    if sm_count < 1 or max_threads_per_sm < 1 or block_threads < 1 or waves < 1:
+        raise InvalidRequestError("SM count, threads per SM, block size and waves must be positive")
+    per_sm = max_threads_per_sm // block_threads
+    if per_sm < 1:
+        raise InvalidRequestError(f"a block of {block_threads} threads does not fit an SM of {max_threads_per_sm}")
+    return sm_count * per_sm * waves
+
+
+def memory_elements(free_bytes: int, l2_bytes: int, *, share: float = 0.25, cap_bytes: int = 1 << 30) -> int:
+    """Floats per buffer of the copy load: two buffers within ``share`` of free memory, capped,
+    and at least 16x the L2 cache so the copy streams from DRAM.
+
+    Raises:
+        UnsupportedError: not enough free memory for buffers well beyond the L2 cache.
+    """
+    per_buffer = min(int(free_bytes * share) // 2, cap_bytes)
+    needed = 16 * max(int(l2_bytes), 1 << 20)
+    if per_buffer < needed:
+        raise UnsupportedError(
+            f"only {free_bytes / 2**20:.0f} MiB of GPU memory free: the memory load needs "
+            f"{4 * needed / 2**20:.0f} MiB free to copy buffers larger than the cache"
+        )
+    return per_buffer // _FLOAT_BYTES
+
+
+class _CudaLoad(Load):
+    """Launches ``_launch`` back to back in a thread; counts completed launches."""
+
+    def __init__(self, cupy: Any, cuda_index: int) -> None:
+        self._cp = cupy
+        self.cuda_index = cuda_index
+        self._thread: Optional[threading.Thread] = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._units = 0
+        self._error: Optional[str] = None
+
+    def _launch(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name=f"governor-{self.kind}-load", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        try:
+            with self._cp.cuda.Device(self.cuda_index):
+                stream = self._cp.cuda.Stream(non_blocking=True)
+                with stream:
+                    while not self._stop.is_set():
+                        self._launch()
+                        stream.synchronize()
+                        with self._lock:
+                            self._units += 1
+        except Exception as err:  # a CUDA error: report it through check()
+            self._error = f"{self.name} failed on CUDA device {self.cuda_index}: {err}"
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def check(self) -> None:
+        if self._error:
+            raise CalibrationError(self._error)
+
+    def work_done(self) -> float:
+        self.check()
+        with self._lock:
+            return float(self._units)
+
+
+class CudaComputeLoad(_CudaLoad):
+    """The FMA kernel over a grid that fills every SM (see module docstring)."""
+
+    kind = "builtin"
+
+    def __init__(self, cupy: Any, cuda_index: int, iterations: int = FMA_ITERATIONS) -> None:
+        super().__init__(cupy, cuda_index)
+        attrs = cupy.cuda.Device(cuda_index).attributes
+        self.sm_count = int(attrs["MultiProcessorCount"])
+        self.blocks = compute_grid(self.sm_count, int(attrs["MaxThreadsPerMultiProcessor"]))
+        self.iterations = int(iterations)
+        self.name = f"cuda-fma ({self.blocks} blocks x {BLOCK_THREADS} threads on {self.sm_count} SMs)"
+        with cupy.cuda.Device(cuda_index):
+            self._out = cupy.empty(self.blocks * BLOCK_THREADS, dtype=cupy.float32)
+            self._kernel = cupy.RawKernel(_FMA_SOURCE, "governor_fma")
+
+    def _launch(self) -> None:
+        self._kernel((self.blocks,), (BLOCK_THREADS,), (self._out, self._cp.int32(self.iterations)))
+
+
+class CudaMemoryLoad(_CudaLoad):
+    """A device-to-device copy of a buffer far larger than the L2 cache."""
+
+    kind = "memory"
+
+    def __init__(self, cupy: Any, cuda_index: int) -> None:
+        super().__init__(cupy, cuda_index)
+        with cupy.cuda.Device(cuda_index):
+            free, _total = cupy.cuda.runtime.memGetInfo()
+            l2 = int(cupy.cuda.Device(cuda_index).attributes.get("L2CacheSize", 4 << 20))
+            self.elements = memory_elements(int(free), l2)
+            self._src = cupy.ones(self.elements, dtype=cupy.float32)
+            self._dst = cupy.empty_like(self._src)
+        self.name = f"cuda-copy ({self.elements * _FLOAT_BYTES / 2**20:.0f} MiB)"
+
+    def _launch(self) -> None:
+        self._cp.copyto(self._dst, self._src)
+
+
+def _cuda_index(device: Device) -> int:
+    """The CUDA ordinal of a governor device: ``nvml:N`` is the N-th GPU CUDA sees; a Jetson has one."""
+    uri = device.uri
+    if uri.startswith("nvml:"):
+        spec = uri.split(":", 1)[1]
+        if spec.isdigit():
+            return int(spec)
+        raise UnsupportedError(f"open the GPU by index (nvml:N) to run the built-in load, not {uri}")
+    return 0
+
+
+def make_cuda_load(device: Device, kind: str) -> Load:
+    """The built-in CUDA load of ``kind`` (``builtin``: compute-bound, ``memory``: copy).
+
+    Raises:
+        UnsupportedError: CuPy is not installed, or no CUDA GPU is visible.
+        InvalidRequestError: unknown kind.
+    """
+    if kind not in ("builtin", "memory"):
+        raise InvalidRequestError(f"unknown CUDA load {kind!r}; known: builtin, memory")
+    try:
+        cupy = _import_cupy()
+    except ImportError as err:
+        raise UnsupportedError(
+            "the built-in GPU load needs CuPy: pip install 'governor[cuda]' "
+            "(on Jetson use NVIDIA's CuPy wheel for your JetPack), or pass --load \"COMMAND\""
+        ) from err
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as err:  # cupy raises CUDARuntimeError without a driver
+        raise UnsupportedError(f"CuPy sees no CUDA GPU ({err}): is the NVIDIA driver loaded?") from err
+    index = _cuda_index(device)
+    if index >= count:
+        raise UnsupportedError(f"CuPy sees {count} CUDA GPU(s); {device.uri} is not among them")
+    return CudaComputeLoad(cupy, index) if kind == "builtin" else CudaMemoryLoad(cupy, index)
