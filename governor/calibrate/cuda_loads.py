@@ -48,7 +48,9 @@ def _import_cupy() -> Any:
     return cupy
 
 
-def compute_grid(sm_count: int, max_threads_per_sm: int, block_threads: int = BLOCK_THREADS, waves: int = WAVES) -> int:
+def compute_grid(
+    sm_count: int, max_threads_per_sm: int, block_threads: int = BLOCK_THREADS, waves: int = WAVES
+) -> int:
     """Blocks for a launch that fills every SM ``waves`` times over.
 
     Raises:
@@ -58,11 +60,15 @@ def compute_grid(sm_count: int, max_threads_per_sm: int, block_threads: int = BL
         raise InvalidRequestError("SM count, threads per SM, block size and waves must be positive")
     per_sm = max_threads_per_sm // block_threads
     if per_sm < 1:
-        raise InvalidRequestError(f"a block of {block_threads} threads does not fit an SM of {max_threads_per_sm}")
+        raise InvalidRequestError(
+            f"a block of {block_threads} threads does not fit an SM of {max_threads_per_sm}"
+        )
     return sm_count * per_sm * waves
 
 
-def memory_elements(free_bytes: int, l2_bytes: int, *, share: float = 0.25, cap_bytes: int = 1 << 30) -> int:
+def memory_elements(
+    free_bytes: int, l2_bytes: int, *, share: float = 0.25, cap_bytes: int = 1 << 30
+) -> int:
     """Floats per buffer of the copy load: two buffers within ``share`` of free memory, capped,
     and at least 16x the L2 cache so the copy streams from DRAM.
 
@@ -98,7 +104,9 @@ class _CudaLoad(Load):
         if self._thread is not None:
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name=f"governor-{self.kind}-load", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, name=f"governor-{self.kind}-load", daemon=True
+        )
         self._thread.start()
 
     def _loop(self) -> None:
@@ -141,7 +149,9 @@ class CudaComputeLoad(_CudaLoad):
         self.sm_count = int(attrs["MultiProcessorCount"])
         self.blocks = compute_grid(self.sm_count, int(attrs["MaxThreadsPerMultiProcessor"]))
         self.iterations = int(iterations)
-        self.name = f"cuda-fma ({self.blocks} blocks x {BLOCK_THREADS} threads on {self.sm_count} SMs)"
+        self.name = (
+            f"cuda-fma ({self.blocks} blocks x {BLOCK_THREADS} threads on {self.sm_count} SMs)"
+        )
         with cupy.cuda.Device(cuda_index):
             self._out = cupy.empty(self.blocks * BLOCK_THREADS, dtype=cupy.float32)
             self._kernel = cupy.RawKernel(_FMA_SOURCE, "governor_fma")
@@ -176,7 +186,9 @@ def _cuda_index(device: Device) -> int:
         spec = uri.split(":", 1)[1]
         if spec.isdigit():
             return int(spec)
-        raise UnsupportedError(f"open the GPU by index (nvml:N) to run the built-in load, not {uri}")
+        raise UnsupportedError(
+            f"open the GPU by index (nvml:N) to run the built-in load, not {uri}"
+        )
     return 0
 
 
@@ -194,12 +206,14 @@ def make_cuda_load(device: Device, kind: str) -> Load:
     except ImportError as err:
         raise UnsupportedError(
             "the built-in GPU load needs CuPy: pip install 'governor[cuda]' "
-            "(on Jetson use NVIDIA's CuPy wheel for your JetPack), or pass --load \"COMMAND\""
+            '(on Jetson use NVIDIA\'s CuPy wheel for your JetPack), or pass --load "COMMAND"'
         ) from err
     try:
         count = int(cupy.cuda.runtime.getDeviceCount())
     except Exception as err:  # cupy raises CUDARuntimeError without a driver
-        raise UnsupportedError(f"CuPy sees no CUDA GPU ({err}): is the NVIDIA driver loaded?") from err
+        raise UnsupportedError(
+            f"CuPy sees no CUDA GPU ({err}): is the NVIDIA driver loaded?"
+        ) from err
     index = _cuda_index(device)
     if index >= count:
         raise UnsupportedError(f"CuPy sees {count} CUDA GPU(s); {device.uri} is not among them")

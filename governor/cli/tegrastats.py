@@ -64,7 +64,12 @@ def parse(file: FileArg, json_out: JsonOpt = False) -> None:
 def summarize(
     file: FileArg,
     interval_ms: Annotated[
-        float, typer.Option("--interval-ms", min=1e-3, help="Sampling interval of the log (tegrastats --interval), ms.")
+        float,
+        typer.Option(
+            "--interval-ms",
+            min=1e-3,
+            help="Sampling interval of the log (tegrastats --interval), ms.",
+        ),
     ] = 1000.0,
     json_out: JsonOpt = False,
 ) -> None:
@@ -75,9 +80,13 @@ def summarize(
     if json_out:
         emit_json(doc)
         return
-    typer.echo(f"{doc['samples']} samples over {doc['duration_s']:g} s ({doc['skipped_lines']} lines skipped)")
+    typer.echo(
+        f"{doc['samples']} samples over {doc['duration_s']:g} s ({doc['skipped_lines']} lines skipped)"
+    )
     for name, r in doc["rails"].items():
-        typer.echo(f"  {name:<18} mean {r['mean_w']:8.3f} W   max {r['max_w']:8.3f} W   energy {r['energy_j']:10.3f} J")
+        typer.echo(
+            f"  {name:<18} mean {r['mean_w']:8.3f} W   max {r['max_w']:8.3f} W   energy {r['energy_j']:10.3f} J"
+        )
     gpu = doc["gpu"]
     load = "-" if gpu["mean_load_pct"] is None else f"{gpu['mean_load_pct']:.1f} %"
     lo, hi = gpu["clock_mhz"]["min"], gpu["clock_mhz"]["max"]

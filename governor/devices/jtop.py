@@ -53,12 +53,23 @@ class JtopDevice(JetsonDevice):
         self._client = client
         self._jtop = module
         devfreq, _rails, _nvp, clocks = open_board(fs)
-        super().__init__(fs, devfreq, uri="jtop", kind="jtop", rails=None, nvpmodel=None, jetson_clocks=clocks, **kwargs)
+        super().__init__(
+            fs,
+            devfreq,
+            uri="jtop",
+            kind="jtop",
+            rails=None,
+            nvpmodel=None,
+            jetson_clocks=clocks,
+            **kwargs,
+        )
         power = self._safe(lambda: client.power) or {}
         rails = bool((power or {}).get("rail"))
         self._modes = self._read_modes()
         self.capabilities = Capabilities(
-            **dict(self.capabilities.to_dict(), power=rails, rails=rails, power_mode=bool(self._modes))
+            **dict(
+                self.capabilities.to_dict(), power=rails, rails=rails, power_mode=bool(self._modes)
+            )
         )
 
     def _safe(self, getter: Any) -> Any:
@@ -93,12 +104,24 @@ class JtopDevice(JetsonDevice):
             if mw is None or r.get("online") is False:
                 continue
             mv, ma = _number(r.get("volt")), _number(r.get("curr"))
-            rails.append(Rail(name, mw / 1000.0, rail_scope(name), mv / 1000.0 if mv is not None else None, ma / 1000.0 if ma is not None else None))
+            rails.append(
+                Rail(
+                    name,
+                    mw / 1000.0,
+                    rail_scope(name),
+                    mv / 1000.0 if mv is not None else None,
+                    ma / 1000.0 if ma is not None else None,
+                )
+            )
         best = best_rail(rails)
-        gpu = ((self._call("reading the GPU", lambda: c.gpu) or {}).get("gpu") or {})
+        gpu = (self._call("reading the GPU", lambda: c.gpu) or {}).get("gpu") or {}
         load = _number((gpu.get("status") or {}).get("load"))
         khz = _number((gpu.get("freq") or {}).get("cur"))
-        temp = _number(((self._call("reading temperatures", lambda: c.temperature) or {}).get("gpu") or {}).get("temp"))
+        temp = _number(
+            (
+                (self._call("reading temperatures", lambda: c.temperature) or {}).get("gpu") or {}
+            ).get("temp")
+        )
         return Sample(
             t_s=t_s,
             power_w=best.power_w if best else None,
@@ -141,7 +164,9 @@ class JtopDevice(JetsonDevice):
             log.debug("jtop close: %s", err)
 
 
-def open_jtop(spec: str = "", *, clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> JtopDevice:
+def open_jtop(
+    spec: str = "", *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
+) -> JtopDevice:
     """Open ``jtop``.
 
     Raises:
@@ -152,7 +177,9 @@ def open_jtop(spec: str = "", *, clock: Optional[Clock] = None, journal: Optiona
     try:
         module = _import_jtop()
     except ImportError as err:
-        raise DeviceNotFoundError("the jtop backend needs jetson-stats: sudo pip3 install 'governor[jetson]'") from err
+        raise DeviceNotFoundError(
+            "the jtop backend needs jetson-stats: sudo pip3 install 'governor[jetson]'"
+        ) from err
     client = module.jtop()
     try:
         client.start()
@@ -177,5 +204,3 @@ def discover_jtop() -> List[str]:
         log.debug("jtop import: %s", err)
         return []
     return ["jtop"] if SysfsRoot().path(SOCKET).exists() else []
-
-

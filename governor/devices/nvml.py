@@ -211,7 +211,10 @@ class NvmlDevice(Device):
         mem_clock = self._works(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM)
         temperature = self._works(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)
         utilisation = self._works(nv.nvmlDeviceGetUtilizationRates, h)
-        for getter in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
+        for getter in (
+            "nvmlDeviceGetCurrentClocksEventReasons",
+            "nvmlDeviceGetCurrentClocksThrottleReasons",
+        ):
             fn = getattr(nv, getter, None)
             if fn is not None and self._works(fn, h):
                 self._reason_reader = fn
@@ -229,7 +232,11 @@ class NvmlDevice(Device):
                     constraints[0] / 1000.0, constraints[1] / 1000.0, default / 1000.0
                 )
             except ValueError:
-                log.debug("NVML power limit constraints %r default %r are inconsistent", constraints, default)
+                log.debug(
+                    "NVML power limit constraints %r default %r are inconsistent",
+                    constraints,
+                    default,
+                )
         controllable = not self._mig
         return Capabilities(
             power=self.power_source is not None,
@@ -293,7 +300,9 @@ class NvmlDevice(Device):
         mems = sorted(self._mem_to_graphics)
         wanted = self._mem_locked
         if wanted is None and self.capabilities.mem_clock:
-            current = self._try(self._nv.nvmlDeviceGetClockInfo, self._handle, self._nv.NVML_CLOCK_MEM)
+            current = self._try(
+                self._nv.nvmlDeviceGetClockInfo, self._handle, self._nv.NVML_CLOCK_MEM
+            )
             wanted = float(current) if current is not None else None
         if wanted is None:
             return mems[-1]
@@ -309,7 +318,9 @@ class NvmlDevice(Device):
         """Why this process may not change settings (None when it may)."""
         caps = self.capabilities
         if self._mig:
-            return "a MIG instance: clocks and power limits belong to the whole GPU (open its nvml:N)"
+            return (
+                "a MIG instance: clocks and power limits belong to the whole GPU (open its nvml:N)"
+            )
         if not (caps.lock_gpu_clocks or caps.power_limit):
             if not caps.power and not caps.gpu_clock:
                 return "not supported via NVML (on Jetson use the jetson backend)"
@@ -328,7 +339,11 @@ class NvmlDevice(Device):
     def _read_power_w(self) -> Optional[float]:
         nv = self._nv
         if self.power_source in ("instant", "average"):
-            field_id = nv.NVML_FI_DEV_POWER_INSTANT if self.power_source == "instant" else nv.NVML_FI_DEV_POWER_AVERAGE
+            field_id = (
+                nv.NVML_FI_DEV_POWER_INSTANT
+                if self.power_source == "instant"
+                else nv.NVML_FI_DEV_POWER_AVERAGE
+            )
             milliwatts = self._field_power_mw(field_id)
             if milliwatts is not None:
                 return milliwatts / 1000.0
@@ -350,11 +365,29 @@ class NvmlDevice(Device):
         nv, h, caps = self._nv, self._handle, self.capabilities
         t_s = self.clock.now_s()
         power_w = self._read_power_w() if caps.power else None
-        energy_j = float(self._read(nv.nvmlDeviceGetTotalEnergyConsumption, h)) / 1000.0 if caps.energy_counter else None
-        gpu_mhz = float(self._read(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_GRAPHICS)) if caps.gpu_clock else None
-        mem_mhz = float(self._read(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM)) if caps.mem_clock else None
-        temp_c = float(self._read(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)) if caps.temperature else None
-        util = float(self._read(nv.nvmlDeviceGetUtilizationRates, h).gpu) if caps.utilisation else None
+        energy_j = (
+            float(self._read(nv.nvmlDeviceGetTotalEnergyConsumption, h)) / 1000.0
+            if caps.energy_counter
+            else None
+        )
+        gpu_mhz = (
+            float(self._read(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_GRAPHICS))
+            if caps.gpu_clock
+            else None
+        )
+        mem_mhz = (
+            float(self._read(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM))
+            if caps.mem_clock
+            else None
+        )
+        temp_c = (
+            float(self._read(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU))
+            if caps.temperature
+            else None
+        )
+        util = (
+            float(self._read(nv.nvmlDeviceGetUtilizationRates, h).gpu) if caps.utilisation else None
+        )
         return Sample(
             t_s=t_s,
             power_w=power_w,
@@ -372,7 +405,9 @@ class NvmlDevice(Device):
         # the driver's default); the power limit is read back from the GPU.
         limit = None
         if self.capabilities.power_limit:
-            limit = float(self._read(self._nv.nvmlDeviceGetPowerManagementLimit, self._handle)) / 1000.0
+            limit = (
+                float(self._read(self._nv.nvmlDeviceGetPowerManagementLimit, self._handle)) / 1000.0
+            )
         return DeviceState(
             gpu_clocks_mhz=self._locked,
             mem_clock_mhz=self._mem_locked,
@@ -391,9 +426,13 @@ class NvmlDevice(Device):
                     + _PERMISSION_HINT.format(flag=flag)
                 ) from err
             if _is(nv, err, "NVMLError_NotSupported"):
-                raise UnsupportedError(f"{self.identity.name} ({self.uri}) does not support changing {what}") from err
+                raise UnsupportedError(
+                    f"{self.identity.name} ({self.uri}) does not support changing {what}"
+                ) from err
             if _is(nv, err, "NVMLError_InvalidArgument"):
-                raise InvalidRequestError(f"NVML rejected {what} {args} for {self.uri}: {err}") from err
+                raise InvalidRequestError(
+                    f"NVML rejected {what} {args} for {self.uri}: {err}"
+                ) from err
             raise GovernorError(f"NVML failed to change {what} of {self.uri}: {err}") from err
 
     def _write_gpu_clocks(self, min_mhz: float, max_mhz: float) -> None:
@@ -412,7 +451,11 @@ class NvmlDevice(Device):
 
     def _write_mem_clock(self, clock_mhz: Optional[float]) -> None:
         if clock_mhz is None:
-            self._write("the memory clock", "--reset-memory-clocks", self._nv.nvmlDeviceResetMemoryLockedClocks)
+            self._write(
+                "the memory clock",
+                "--reset-memory-clocks",
+                self._nv.nvmlDeviceResetMemoryLockedClocks,
+            )
         else:
             mhz = int(round(clock_mhz))
             self._write(
@@ -487,7 +530,9 @@ def _handle_for(nv: Any, selector: str) -> Tuple[Any, Any]:
     return handle, parent
 
 
-def open_nvml(spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> NvmlDevice:
+def open_nvml(
+    spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
+) -> NvmlDevice:
     """Open ``nvml:<index>`` (index among the GPUs CUDA sees) or ``nvml:<GPU-/MIG-uuid>``.
 
     Raises:
@@ -507,18 +552,26 @@ def open_nvml(spec: str, *, clock: Optional[Clock] = None, journal: Optional[Jou
             if int(spec) >= len(selectors):
                 raise DeviceNotFoundError(
                     f"no GPU nvml:{spec}: {len(selectors)} visible"
-                    + (" (CUDA_VISIBLE_DEVICES is set)" if "CUDA_VISIBLE_DEVICES" in os.environ else "")
+                    + (
+                        " (CUDA_VISIBLE_DEVICES is set)"
+                        if "CUDA_VISIBLE_DEVICES" in os.environ
+                        else ""
+                    )
                 )
             selector = selectors[int(spec)]
         elif spec.startswith(("GPU-", "MIG-")):
             selector = spec
         else:
-            raise InvalidRequestError(f"bad NVML device {spec!r}: use nvml:<index> or nvml:GPU-<uuid>")
+            raise InvalidRequestError(
+                f"bad NVML device {spec!r}: use nvml:<index> or nvml:GPU-<uuid>"
+            )
         try:
             handle, parent = _handle_for(nv, selector)
         except nv.NVMLError as err:
             raise DeviceNotFoundError(f"no GPU {selector!r} in NVML: {err}") from err
-        return NvmlDevice(nv, handle, uri=f"nvml:{spec}", mig_parent=parent, clock=clock, journal=journal)
+        return NvmlDevice(
+            nv, handle, uri=f"nvml:{spec}", mig_parent=parent, clock=clock, journal=journal
+        )
     except BaseException:
         try:
             nv.nvmlShutdown()

@@ -44,7 +44,9 @@ def link(root: Path, absolute: str, target: str) -> None:
     os.symlink(target, path)
 
 
-def devfreq_node(root: Path, node: str, hz: str, *, min_hz: int, max_hz: int, cur_hz: int, of_name: str) -> None:
+def devfreq_node(
+    root: Path, node: str, hz: str, *, min_hz: int, max_hz: int, cur_hz: int, of_name: str
+) -> None:
     """A devfreq node at ``node`` (absolute), linked from /sys/class/devfreq, whose device
     (two levels up, as in sysfs) carries ``of_node/name``."""
     write(root, f"{node}/available_frequencies", hz + "\n")
@@ -55,13 +57,20 @@ def devfreq_node(root: Path, node: str, hz: str, *, min_hz: int, max_hz: int, cu
     link(root, f"{node}/device", "../..")
     device_dir = str(Path(node).parent.parent)
     write(root, f"{device_dir}/of_node/name", of_name + "\x00")
-    link(root, f"/sys/class/devfreq/{Path(node).name}", "../../" + node.lstrip("/")[len("sys/"):])
+    link(root, f"/sys/class/devfreq/{Path(node).name}", "../../" + node.lstrip("/")[len("sys/") :])
 
 
 def decoy_devfreq(root: Path, name: str, of_name: str) -> None:
     """Another engine's devfreq node (host1x, vic...) the finder must not take for the GPU."""
-    devfreq_node(root, f"/sys/devices/platform/{name}/devfreq/{name}", "100000000 200000000",
-                 min_hz=100000000, max_hz=200000000, cur_hz=100000000, of_name=of_name)
+    devfreq_node(
+        root,
+        f"/sys/devices/platform/{name}/devfreq/{name}",
+        "100000000 200000000",
+        min_hz=100000000,
+        max_hz=200000000,
+        cur_hz=100000000,
+        of_name=of_name,
+    )
 
 
 def thermal(root: Path, zones: Iterable[Tuple[str, int]]) -> None:
@@ -95,54 +104,133 @@ def hwmon_rails(root: Path, device: str, hwmon: int, rails: Iterable[Tuple[str, 
 def build_nano(root: Path) -> Dict[str, str]:
     """Jetson Nano 4GB, JetPack 4.6.1 (L4T R32.7.1), idle at 76.8 MHz."""
     write(root, "/proc/device-tree/model", "NVIDIA Jetson Nano Developer Kit\x00")
-    write(root, "/proc/device-tree/compatible", "nvidia,p3450-0000\x00nvidia,jetson-nano\x00nvidia,tegra210\x00")
-    write(root, "/etc/nv_tegra_release", "# R32 (release), REVISION: 7.1, GCID: 29818004, BOARD: t210ref, EABI: aarch64, DATE: Sat Feb 19 17:05:08 UTC 2022\n")
+    write(
+        root,
+        "/proc/device-tree/compatible",
+        "nvidia,p3450-0000\x00nvidia,jetson-nano\x00nvidia,tegra210\x00",
+    )
+    write(
+        root,
+        "/etc/nv_tegra_release",
+        "# R32 (release), REVISION: 7.1, GCID: 29818004, BOARD: t210ref, EABI: aarch64, DATE: Sat Feb 19 17:05:08 UTC 2022\n",
+    )
     node = "/sys/devices/gpu.0/devfreq/57000000.gpu"
-    devfreq_node(root, node, NANO_HZ, min_hz=76800000, max_hz=921600000, cur_hz=76800000, of_name="gpu")
+    devfreq_node(
+        root, node, NANO_HZ, min_hz=76800000, max_hz=921600000, cur_hz=76800000, of_name="gpu"
+    )
     write(root, "/sys/devices/gpu.0/load", "123\n")
     decoy_devfreq(root, "13e10000.host1x", "host1x")
-    thermal(root, [("AO-therm", 39500), ("CPU-therm", 36500), ("GPU-therm", 36000), ("PLL-therm", 34000)])
-    iio_rails(root, "6-0040", [("POM_5V_IN", 5000, 204, 1022), ("POM_5V_GPU", 5000, 120, 600), ("POM_5V_CPU", 5000, 40, 204)])
+    thermal(
+        root,
+        [("AO-therm", 39500), ("CPU-therm", 36500), ("GPU-therm", 36000), ("PLL-therm", 34000)],
+    )
+    iio_rails(
+        root,
+        "6-0040",
+        [
+            ("POM_5V_IN", 5000, 204, 1022),
+            ("POM_5V_GPU", 5000, 120, 600),
+            ("POM_5V_CPU", 5000, 40, 204),
+        ],
+    )
     return {"node": node}
 
 
 def build_agx_xavier(root: Path) -> Dict[str, str]:
     """AGX Xavier, JetPack 4.6 (L4T R32.6.1): two INA3221 in the iio layout, no input rail."""
     write(root, "/proc/device-tree/model", "Jetson-AGX\x00")
-    write(root, "/proc/device-tree/compatible", "nvidia,p2972-0000\x00nvidia,galen\x00nvidia,tegra194\x00")
-    write(root, "/etc/nv_tegra_release", "# R32 (release), REVISION: 6.1, GCID: 27863751, BOARD: t186ref, EABI: aarch64, DATE: Mon Jul 26 19:36:31 UTC 2021\n")
+    write(
+        root,
+        "/proc/device-tree/compatible",
+        "nvidia,p2972-0000\x00nvidia,galen\x00nvidia,tegra194\x00",
+    )
+    write(
+        root,
+        "/etc/nv_tegra_release",
+        "# R32 (release), REVISION: 6.1, GCID: 27863751, BOARD: t186ref, EABI: aarch64, DATE: Mon Jul 26 19:36:31 UTC 2021\n",
+    )
     node = "/sys/devices/17000000.gv11b/devfreq/17000000.gv11b"
-    devfreq_node(root, node, XAVIER_HZ, min_hz=114750000, max_hz=1377000000, cur_hz=318750000, of_name="gv11b")
+    devfreq_node(
+        root,
+        node,
+        XAVIER_HZ,
+        min_hz=114750000,
+        max_hz=1377000000,
+        cur_hz=318750000,
+        of_name="gv11b",
+    )
     write(root, "/sys/devices/gpu.0/load", "0\n")
     decoy_devfreq(root, "15340000.vic", "vic")
-    thermal(root, [("CPU-therm", 37500), ("GPU-therm", 37500), ("AUX-therm", 36000), ("Tboard_tegra", 37000), ("PMIC-Die", 100000)])
-    iio_rails(root, "1-0040", [("GPU", 1000, 1500, 1500), ("CPU", 1000, 311, 311), ("SOC", 1000, 932, 932)])
-    iio_rails(root, "1-0041", [("CV", 1000, 0, 0), ("VDDRQ", 1000, 621, 621), ("SYS5V", 5000, 296, 1482)])
+    thermal(
+        root,
+        [
+            ("CPU-therm", 37500),
+            ("GPU-therm", 37500),
+            ("AUX-therm", 36000),
+            ("Tboard_tegra", 37000),
+            ("PMIC-Die", 100000),
+        ],
+    )
+    iio_rails(
+        root,
+        "1-0040",
+        [("GPU", 1000, 1500, 1500), ("CPU", 1000, 311, 311), ("SOC", 1000, 932, 932)],
+    )
+    iio_rails(
+        root, "1-0041", [("CV", 1000, 0, 0), ("VDDRQ", 1000, 621, 621), ("SYS5V", 5000, 296, 1482)]
+    )
     return {"node": node}
 
 
 def build_agx_orin(root: Path, jetpack: int = 6, mode_cap_hz: int = 612000000) -> Dict[str, str]:
     """AGX Orin 64GB, JetPack 5.1 (R35.4.1) or 6 (R36.3.0), in MODE_30W (GPU capped at 612 MHz)."""
     write(root, "/proc/device-tree/model", "NVIDIA Jetson AGX Orin Developer Kit\x00")
-    write(root, "/proc/device-tree/compatible", "nvidia,p3737-0000+p3701-0005\x00nvidia,p3701-0005\x00nvidia,tegra234\x00")
+    write(
+        root,
+        "/proc/device-tree/compatible",
+        "nvidia,p3737-0000+p3701-0005\x00nvidia,p3701-0005\x00nvidia,tegra234\x00",
+    )
     if jetpack >= 6:
-        write(root, "/etc/nv_tegra_release", "# R36 (release), REVISION: 3.0, GCID: 36191598, BOARD: generic, EABI: aarch64, DATE: Mon May  6 17:34:21 UTC 2024\n")
+        write(
+            root,
+            "/etc/nv_tegra_release",
+            "# R36 (release), REVISION: 3.0, GCID: 36191598, BOARD: generic, EABI: aarch64, DATE: Mon May  6 17:34:21 UTC 2024\n",
+        )
         node = "/sys/devices/platform/bus@0/17000000.gpu/devfreq/17000000.gpu"
         of_name = "gpu"
         load = "/sys/devices/platform/bus@0/17000000.gpu/load"
         hw = (1, 2)
     else:
-        write(root, "/etc/nv_tegra_release", "# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, EABI: aarch64, DATE: Tue Aug  1 19:57:35 UTC 2023\n")
+        write(
+            root,
+            "/etc/nv_tegra_release",
+            "# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, EABI: aarch64, DATE: Tue Aug  1 19:57:35 UTC 2023\n",
+        )
         node = "/sys/devices/17000000.ga10b/devfreq/17000000.ga10b"
         of_name = "ga10b"
         load = "/sys/devices/gpu.0/load"
         hw = (3, 4)
-    devfreq_node(root, node, ORIN_HZ, min_hz=306000000, max_hz=mode_cap_hz, cur_hz=306000000, of_name=of_name)
+    devfreq_node(
+        root, node, ORIN_HZ, min_hz=306000000, max_hz=mode_cap_hz, cur_hz=306000000, of_name=of_name
+    )
     write(root, load, "625\n")
     decoy_devfreq(root, "15480000.nvdec", "nvdec")
     decoy_devfreq(root, "15340000.vic", "vic")
-    thermal(root, [("cpu-thermal", 53062), ("gpu-thermal", 47812), ("soc0-thermal", 48843), ("tj-thermal", 53062)])
-    hwmon_rails(root, "1-0040", hw[0], [("VDD_GPU_SOC", 5000, 641), ("VDD_CPU_CV", 5000, 881), ("VIN_SYS_5V0", 4992, 955)])
+    thermal(
+        root,
+        [
+            ("cpu-thermal", 53062),
+            ("gpu-thermal", 47812),
+            ("soc0-thermal", 48843),
+            ("tj-thermal", 53062),
+        ],
+    )
+    hwmon_rails(
+        root,
+        "1-0040",
+        hw[0],
+        [("VDD_GPU_SOC", 5000, 641), ("VDD_CPU_CV", 5000, 881), ("VIN_SYS_5V0", 4992, 955)],
+    )
     hwmon_rails(root, "1-0041", hw[1], [("NC", 0, 0), ("VDDQ_VDD2_1V8AO", 1800, 300), ("NC", 0, 0)])
     write(root, "/etc/nvpmodel.conf", ORIN_NVPMODEL_CONF)
     return {"node": node}
@@ -157,7 +245,7 @@ def _script(bin_dir: Path, name: str, body: str) -> Path:
     return path
 
 
-NVPMODEL = r'''
+NVPMODEL = r"""
 import os, re, sys
 state = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvpmodel.state")
 conf = os.path.join(os.environ["GOVERNOR_SYSFS_ROOT"], "etc", "nvpmodel.conf")
@@ -177,9 +265,9 @@ elif args[:1] == ["-m"]:
         fh.write(" ".join(args) + "\n")
 else:
     sys.exit(2)
-'''
+"""
 
-JETSON_CLOCKS = r'''
+JETSON_CLOCKS = r"""
 import os, sys
 node = os.path.join(os.environ["GOVERNOR_SYSFS_ROOT"], NODE.lstrip("/"))
 args = sys.argv[1:]
@@ -196,9 +284,9 @@ elif args[0] == "--show":
     print("SOC family:tegra234  Machine:NVIDIA Jetson AGX Orin Developer Kit")
 else:
     sys.exit(2)
-'''
+"""
 
-TEGRASTATS = r'''
+TEGRASTATS = r"""
 import sys, time
 args = sys.argv[1:]
 interval_ms = int(args[args.index("--interval") + 1]) if "--interval" in args else 1000
@@ -208,10 +296,12 @@ while True:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
         time.sleep(interval_ms / 1000.0)
-'''
+"""
 
 
-def install_tools(bin_dir: Path, *, node: Optional[str] = None, tegrastats_source: Optional[Path] = None) -> Path:
+def install_tools(
+    bin_dir: Path, *, node: Optional[str] = None, tegrastats_source: Optional[Path] = None
+) -> Path:
     """Write fake nvpmodel, jetson_clocks and (given a source log) tegrastats into ``bin_dir``."""
     _script(bin_dir, "nvpmodel", NVPMODEL)
     if node is not None:

@@ -66,7 +66,11 @@ def _fake_cupy(devices=1, fail_after=None):
 
     class _Ctx:
         def __init__(self, *a, **k):
-            self.attributes = {"MultiProcessorCount": 108, "MaxThreadsPerMultiProcessor": 2048, "L2CacheSize": 40 << 20}
+            self.attributes = {
+                "MultiProcessorCount": 108,
+                "MaxThreadsPerMultiProcessor": 2048,
+                "L2CacheSize": 40 << 20,
+            }
 
         def __enter__(self):
             return self

@@ -56,11 +56,28 @@ def test_nano_jetpack4_rails_clocks_and_identity(board):
     with governor.open_device("jetson") as dev:
         assert dev.identity.model == "nano"
         assert dev.identity.l4t_version == "32.7.1"
-        assert dev.supported_clocks_mhz() == (76.8, 153.6, 230.4, 307.2, 384.0, 460.8, 537.6, 614.4, 691.2, 768.0, 844.8, 921.6)
+        assert dev.supported_clocks_mhz() == (
+            76.8,
+            153.6,
+            230.4,
+            307.2,
+            384.0,
+            460.8,
+            537.6,
+            614.4,
+            691.2,
+            768.0,
+            844.8,
+            921.6,
+        )
         assert dev.rail_source.layout == "iio"
         s = dev.sample()
         rails = {r.name: (r.power_w, r.scope) for r in s.rails}
-        assert rails == {"POM_5V_IN": (1.022, "board input"), "POM_5V_GPU": (0.6, "gpu"), "POM_5V_CPU": (0.204, "cpu")}
+        assert rails == {
+            "POM_5V_IN": (1.022, "board input"),
+            "POM_5V_GPU": (0.6, "gpu"),
+            "POM_5V_CPU": (0.204, "cpu"),
+        }
         assert (s.power_w, s.power_scope) == (0.6, "gpu")
         assert s.gpu_clock_mhz == 76.8
         assert s.temperature_c == 36.0
@@ -76,7 +93,14 @@ def test_agx_xavier_two_monitors_and_gpu_rail(board):
         assert dev.supported_clocks_mhz()[-1] == 1377.0
         s = dev.sample()
         scopes = {r.name: r.scope for r in s.rails}
-        assert scopes == {"GPU": "gpu", "CPU": "cpu", "SOC": "soc", "CV": "cv", "VDDRQ": "memory", "SYS5V": "system"}
+        assert scopes == {
+            "GPU": "gpu",
+            "CPU": "cpu",
+            "SOC": "soc",
+            "CV": "cv",
+            "VDDRQ": "memory",
+            "SYS5V": "system",
+        }
         assert (s.power_w, s.power_scope) == (1.5, "gpu")
         assert s.temperature_c == 37.5
         assert s.utilisation_pct == 0.0
@@ -93,7 +117,12 @@ def test_agx_orin_hwmon_rails_computed_from_volts_and_amps(board, jetpack):
         assert dev.rail_source.layout == "hwmon"
         s = dev.sample()
         rails = {r.name: r for r in s.rails}
-        assert sorted(rails) == ["VDDQ_VDD2_1V8AO", "VDD_CPU_CV", "VDD_GPU_SOC", "VIN_SYS_5V0"]  # no NC, no in7
+        assert sorted(rails) == [
+            "VDDQ_VDD2_1V8AO",
+            "VDD_CPU_CV",
+            "VDD_GPU_SOC",
+            "VIN_SYS_5V0",
+        ]  # no NC, no in7
         assert rails["VDD_GPU_SOC"].power_w == pytest.approx(5.0 * 0.641)
         assert rails["VIN_SYS_5V0"].power_w == pytest.approx(4.992 * 0.955)
         assert rails["VDD_GPU_SOC"].scope == "gpu+soc" and rails["VDD_CPU_CV"].scope == "cpu+cv"
@@ -145,7 +174,9 @@ def test_write_refused_with_eacces_is_a_permission_error(board, monkeypatch):
         assert "root" in dev.control_reason()
         with pytest.raises(DevicePermissionError) as err:
             dev.lock_gpu_clocks(614.4)
-        assert "sudo" in str(err.value) and "/sys/class/devfreq/57000000.gpu/min_freq" in str(err.value)
+        assert "sudo" in str(err.value) and "/sys/class/devfreq/57000000.gpu/min_freq" in str(
+            err.value
+        )
         assert str(info["root"]) not in str(err.value)
     finally:
         dev.journal.forget()

@@ -37,7 +37,9 @@ def make_fake_jtop(*, running=True):
 
         def start(self):
             if not running:
-                raise JtopException("The jtop.service is not active. Please run: sudo systemctl restart jtop.service")
+                raise JtopException(
+                    "The jtop.service is not active. Please run: sudo systemctl restart jtop.service"
+                )
 
         def close(self):
             self.closed = True
@@ -51,16 +53,40 @@ def make_fake_jtop(*, running=True):
         def power(self):
             return {
                 "rail": {
-                    "VDD_GPU_SOC": {"online": True, "volt": 5000, "curr": 641, "power": 3205, "avg": 3100},
-                    "VDD_CPU_CV": {"online": True, "volt": 5000, "curr": 881, "power": 4405, "avg": 4400},
-                    "VIN_SYS_5V0": {"online": True, "volt": 4992, "curr": 955, "power": 4767, "avg": 4700},
+                    "VDD_GPU_SOC": {
+                        "online": True,
+                        "volt": 5000,
+                        "curr": 641,
+                        "power": 3205,
+                        "avg": 3100,
+                    },
+                    "VDD_CPU_CV": {
+                        "online": True,
+                        "volt": 5000,
+                        "curr": 881,
+                        "power": 4405,
+                        "avg": 4400,
+                    },
+                    "VIN_SYS_5V0": {
+                        "online": True,
+                        "volt": 4992,
+                        "curr": 955,
+                        "power": 4767,
+                        "avg": 4700,
+                    },
                 },
                 "tot": {"power": 12377},
             }
 
         @property
         def gpu(self):
-            return {"gpu": {"type": "integrated", "status": {"load": 42.0}, "freq": {"cur": 612000, "min": 306000, "max": 612000}}}
+            return {
+                "gpu": {
+                    "type": "integrated",
+                    "status": {"load": 42.0},
+                    "freq": {"cur": 612000, "min": 306000, "max": 612000},
+                }
+            }
 
         @property
         def temperature(self):
@@ -91,7 +117,9 @@ def orin(tmp_path, monkeypatch):
     root = tmp_path / "root"
     info = build_agx_orin(root)
     monkeypatch.setenv("GOVERNOR_SYSFS_ROOT", str(root))
-    monkeypatch.setenv("PATH", f"{install_tools(tmp_path / 'bin', node=info['node'])}:/usr/bin:/bin")
+    monkeypatch.setenv(
+        "PATH", f"{install_tools(tmp_path / 'bin', node=info['node'])}:/usr/bin:/bin"
+    )
     info["root"] = root
     return info
 

@@ -42,7 +42,8 @@ def _positional_count(fn) -> int:
 def test_every_stub_exists_in_pynvml_with_the_same_parameter_count():
     nv = make_fake_nvml([FakeGpu()])
     stubs = {
-        n for n, v in vars(nv).items()
+        n
+        for n, v in vars(nv).items()
         if n.startswith("nvml") and inspect.isfunction(v) and v is not getattr(pynvml, n, None)
     }
     assert stubs == set(STUB_ARITY), "STUB_ARITY must list exactly the stubbed functions"
@@ -50,15 +51,21 @@ def test_every_stub_exists_in_pynvml_with_the_same_parameter_count():
         real = getattr(pynvml, name, None)
         assert real is not None, f"pynvml has no {name}"
         fake_fn = getattr(nv, name)
-        has_varargs = any(p.kind == p.VAR_POSITIONAL for p in inspect.signature(fake_fn).parameters.values())
+        has_varargs = any(
+            p.kind == p.VAR_POSITIONAL for p in inspect.signature(fake_fn).parameters.values()
+        )
         fake_count = STUB_ARITY[name] if has_varargs else _positional_count(fake_fn)
         assert fake_count == STUB_ARITY[name], name
-        assert _positional_count(real) == fake_count, f"{name}: pynvml takes {inspect.signature(real)}"
+        assert _positional_count(real) == fake_count, (
+            f"{name}: pynvml takes {inspect.signature(real)}"
+        )
 
 
 def test_the_backend_calls_only_functions_the_fake_stubs():
     source = Path(backend.__file__).read_text(encoding="utf-8")
-    called = set(re.findall(r"\bnv\.(nvml\w+)", source)) | set(re.findall(r'"(nvmlDevice\w+)"', source))
+    called = set(re.findall(r"\bnv\.(nvml\w+)", source)) | set(
+        re.findall(r'"(nvmlDevice\w+)"', source)
+    )
     called = {c for c in called if not c.startswith("nvmlClocks")}
     nv = make_fake_nvml([FakeGpu()])
     missing = sorted(c for c in called if not inspect.isfunction(getattr(nv, c, None)))
@@ -79,7 +86,12 @@ def test_open_reads_converted_units_and_throttle_names(fake):
         assert dev.power_source == "instant"
         assert s.power_scope == "gpu"
         assert s.energy_j == pytest.approx(123456.789)
-        assert (s.gpu_clock_mhz, s.mem_clock_mhz, s.temperature_c, s.utilisation_pct) == (1410, 1593, 33, 5)
+        assert (s.gpu_clock_mhz, s.mem_clock_mhz, s.temperature_c, s.utilisation_pct) == (
+            1410,
+            1593,
+            33,
+            5,
+        )
         assert s.throttle_reasons == {"idle", "sw_power_cap"}
         clocks = dev.supported_clocks_mhz()
         assert clocks[0] == 210 and clocks[-1] == 1410 and len(clocks) == 81
@@ -98,9 +110,13 @@ def test_jetson_orin_via_nvml_reports_capabilities_false_not_errors(fake):
     orin = FakeGpu(
         name="Orin (nvgpu)",
         unsupported=(
-            "nvmlDeviceGetPowerUsage", "nvmlDeviceGetFieldValues", "nvmlDeviceGetTotalEnergyConsumption",
-            "nvmlDeviceGetClockInfo", "nvmlDeviceGetSupportedMemoryClocks",
-            "nvmlDeviceGetPowerManagementLimitConstraints", "nvmlDeviceGetCurrentClocksEventReasons",
+            "nvmlDeviceGetPowerUsage",
+            "nvmlDeviceGetFieldValues",
+            "nvmlDeviceGetTotalEnergyConsumption",
+            "nvmlDeviceGetClockInfo",
+            "nvmlDeviceGetSupportedMemoryClocks",
+            "nvmlDeviceGetPowerManagementLimitConstraints",
+            "nvmlDeviceGetCurrentClocksEventReasons",
             "nvmlDeviceGetCurrentClocksThrottleReasons",
         ),
     )
@@ -133,7 +149,9 @@ def test_lock_and_restore_clocks_and_power_limit(fake):
         assert dev.changed
         gpu_state = dev._handle.gpu
         assert gpu_state.locked == (1005, 1095) and gpu_state.limit_mw == 250000
-    assert gpu_state.locked is None and gpu_state.mem_locked is None and gpu_state.limit_mw == 400000
+    assert (
+        gpu_state.locked is None and gpu_state.mem_locked is None and gpu_state.limit_mw == 400000
+    )
     assert ("nvmlDeviceSetPowerManagementLimit", 400000) in nv.calls
     assert nv.init_count == 0
 
@@ -149,7 +167,11 @@ def test_no_permission_becomes_our_error_with_how_to(fake, monkeypatch):
         assert isinstance(info.value.__cause__, pynvml.NVMLError_NoPermission)
         assert isinstance(info.value, PermissionError)
         message = str(info.value)
-        assert "sudo" in message and "daemon" in message and "nvidia-smi --lock-gpu-clocks=1005,1005" in message
+        assert (
+            "sudo" in message
+            and "daemon" in message
+            and "nvidia-smi --lock-gpu-clocks=1005,1005" in message
+        )
         # the base journaled before the refused write; restoring is refused the same way
         with pytest.raises(DevicePermissionError):
             dev.restore()

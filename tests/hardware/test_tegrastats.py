@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hw_trees import install_tools
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hw_trees import install_tools
 
 import governor
 from governor.devices.tegrastats.parser import TegrastatsParser, parse_line
@@ -36,12 +36,40 @@ ALL = _sample_lines()
 # Expected values read off each line by hand: (gpu load %, gpu clocks MHz, emc MHz, rails W, GPU °C, CPUs)
 EXPECTED = {
     0: (0, (76,), 408, {"VDD_IN": 2.532, "VDD_CPU": 0.076, "VDD_GPU": 0.019}, 39.0, 4),
-    1: (0, (624,), 1600, {"VDD_SYS_GPU": 0.152, "VDD_SYS_SOC": 0.687, "VDD_4V0_WIFI": 0.0, "VDD_IN": 3.056, "VDD_SYS_CPU": 0.152, "VDD_SYS_DDR": 0.883}, 35.0, 6),
+    1: (
+        0,
+        (624,),
+        1600,
+        {
+            "VDD_SYS_GPU": 0.152,
+            "VDD_SYS_SOC": 0.687,
+            "VDD_4V0_WIFI": 0.0,
+            "VDD_IN": 3.056,
+            "VDD_SYS_CPU": 0.152,
+            "VDD_SYS_DDR": 0.883,
+        },
+        35.0,
+        6,
+    ),
     2: (0, (76,), 204, {"POM_5V_IN": 1.022, "POM_5V_GPU": 0.0, "POM_5V_CPU": 0.204}, 36.0, 4),
-    3: (0, (318,), 665, {"GPU": 0.0, "CPU": 0.311, "SOC": 0.932, "CV": 0.0, "VDDRQ": 0.621, "SYS5V": 1.482}, 37.5, 8),
+    3: (
+        0,
+        (318,),
+        665,
+        {"GPU": 0.0, "CPU": 0.311, "SOC": 0.932, "CV": 0.0, "VDDRQ": 0.621, "SYS5V": 1.482},
+        37.5,
+        8,
+    ),
     4: (62, (306,), 1600, {"VDD_IN": 4.067, "VDD_CPU_GPU_CV": 0.738, "VDD_SOC": 1.353}, 43.0, 6),
     5: (0, (611,), 2133, {"VDD_IN": 5.299, "VDD_CPU_GPU_CV": 0.773, "VDD_SOC": 1.424}, 45.875, 8),
-    6: (0, (305, 305), 2133, {"VDD_GPU_SOC": 3.205, "VDD_CPU_CV": 4.405, "VIN_SYS_5V0": 4.767}, 47.812, 12),
+    6: (
+        0,
+        (305, 305),
+        2133,
+        {"VDD_GPU_SOC": 3.205, "VDD_CPU_CV": 4.405, "VIN_SYS_5V0": 4.767},
+        47.812,
+        12,
+    ),
     7: (0, (), None, {"VDD_GPU_SOC": 4.94, "VDD_CPU_CV": 0.988, "VIN_SYS_5V0": 4.442}, 37.75, 12),
 }
 
@@ -62,14 +90,20 @@ def test_every_sample_line_parses_with_the_right_values(index):
 
 def test_format_variants():
     base = "RAM 100/200MB CPU [1%@100,off] "
-    assert parse_line(base + "GR3D_FREQ @[1000,1000,1000] VDD_GPU 1/2/3").gpu_clocks_mhz == (1000, 1000, 1000)
+    assert parse_line(base + "GR3D_FREQ @[1000,1000,1000] VDD_GPU 1/2/3").gpu_clocks_mhz == (
+        1000,
+        1000,
+        1000,
+    )
     s = parse_line(base + "GR3D_FREQ 99% EMC_FREQ 0% VIN 2798mW/2798 VDD_GPU 7/8/9")
     assert s.gpu_load_pct == 99 and s.gpu_clock_mhz is None and s.emc_load_pct == 0
     assert s.rails["VIN"].power_w == 2.798 and s.rails["VIN"].average_w == 2.798
     assert s.rails["VDD_GPU"].power_w == 0.007  # three values (JetPack 7): the first is instant
     assert parse_line(base + "GR3D_FREQ @0").gpu_clocks_mhz == (0,)
     stamped = parse_line("03-14-2024 09:26:53 " + base + "gpu@40.5C")
-    assert stamped.timestamp.isoformat() == "2024-03-14T09:26:53" and stamped.gpu_temperature_c == 40.5
+    assert (
+        stamped.timestamp.isoformat() == "2024-03-14T09:26:53" and stamped.gpu_temperature_c == 40.5
+    )
     assert parse_line("RAM 2/4GB GR3D_FREQ 1%").ram_total_mb == 4096
     assert parse_line("RAM 2/4GB SWAP 0/1GB") is None  # cut short: nothing measured
 
@@ -77,7 +111,15 @@ def test_format_variants():
 def test_non_samples_are_counted_and_date_lines_give_timestamps():
     p = TegrastatsParser()
     _, line = ALL[4]
-    lines = ["", "user@nano:~$ tegrastats", "Tue Jan 26 18:22:31 UTC 2021", line, "Tue Jan 26 18:22:33 UTC 2021", line, line[:25]]
+    lines = [
+        "",
+        "user@nano:~$ tegrastats",
+        "Tue Jan 26 18:22:31 UTC 2021",
+        line,
+        "Tue Jan 26 18:22:33 UTC 2021",
+        line,
+        line[:25],
+    ]
     samples = p.parse(lines)
     assert p.samples == 2 and p.skipped_lines == 2  # the prompt and the truncated last line
     assert [s.timestamp.second for s in samples] == [31, 33]
@@ -111,11 +153,16 @@ def test_arbitrary_text_never_raises(text):
     assert p.samples + p.skipped_lines <= len(text.splitlines())
 
 
-_ALPHABET = st.sampled_from(list("0123456789%@[],/ .CmWMBxRAGPU_-:offlbn") + ["\x00", "é", "nan", "inf", "1e999"])
+_ALPHABET = st.sampled_from(
+    list("0123456789%@[],/ .CmWMBxRAGPU_-:offlbn") + ["\x00", "é", "nan", "inf", "1e999"]
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from([line for _, line in ALL]), st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 3), _ALPHABET), max_size=8))
+@given(
+    st.sampled_from([line for _, line in ALL]),
+    st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 3), _ALPHABET), max_size=8),
+)
 def test_mutated_real_lines_never_raise(line, edits):
     for pos, op, text in edits:
         pos %= len(line) + 1
@@ -135,7 +182,9 @@ def test_mutated_real_lines_never_raise(line, edits):
 
 # -- the CLI ---------------------------------------------------------------------------------
 def _governor(*args):
-    return subprocess.run([sys.executable, "-m", "governor", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "governor", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_cli_summarize_json_has_the_contract_keys():
@@ -145,7 +194,10 @@ def test_cli_summarize_json_has_the_contract_keys():
     assert set(doc) == {"samples", "skipped_lines", "duration_s", "rails", "gpu"}
     assert doc["duration_s"] == pytest.approx(0.8)
     assert set(doc["rails"]["VDD_IN"]) == {"mean_w", "max_w", "energy_j"}
-    assert set(doc["gpu"]) == {"mean_load_pct", "clock_mhz"} and set(doc["gpu"]["clock_mhz"]) == {"min", "max"}
+    assert set(doc["gpu"]) == {"mean_load_pct", "clock_mhz"} and set(doc["gpu"]["clock_mhz"]) == {
+        "min",
+        "max",
+    }
 
 
 def test_cli_parse_json_lines_and_missing_file(tmp_path):

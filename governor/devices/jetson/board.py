@@ -22,9 +22,20 @@ _MODEL_PATTERNS = (
     (r"\bnano\b|p3448|p3450|p3541", "nano"),
 )
 # SoC in ``compatible`` -> catalog name when the model text says nothing more
-_SOC = (("tegra264", "thor"), ("tegra234", "agx-orin"), ("tegra194", "agx-xavier"), ("tegra186", "tx2"), ("tegra210", "nano"))
+_SOC = (
+    ("tegra264", "thor"),
+    ("tegra234", "agx-orin"),
+    ("tegra194", "agx-xavier"),
+    ("tegra186", "tx2"),
+    ("tegra210", "nano"),
+)
 # Orin modules by part number in ``compatible`` (p3767-0000/0001 NX, -0003/4/5 Nano)
-_ORIN_PARTS = (("p3767-0000", "orin-nx"), ("p3767-0001", "orin-nx"), ("p3767-000", "orin-nano"), ("p3701", "agx-orin"))
+_ORIN_PARTS = (
+    ("p3767-0000", "orin-nx"),
+    ("p3767-0001", "orin-nx"),
+    ("p3767-000", "orin-nano"),
+    ("p3701", "agx-orin"),
+)
 # (lowest MHz, highest MHz) of the GPU table -> catalog name (boards.md)
 _TABLES = (
     ((76.8, 921.6), "nano"),

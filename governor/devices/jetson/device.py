@@ -23,7 +23,12 @@ from governor.devices.jetson.sysfs import (
 )
 from governor.devices.jetson.tools import JetsonClocks, Nvpmodel, find_tool
 from governor.devices.journal import Journal, journal_path
-from governor.errors import DeviceNotFoundError, GovernorError, InvalidRequestError, UnsupportedError
+from governor.errors import (
+    DeviceNotFoundError,
+    GovernorError,
+    InvalidRequestError,
+    UnsupportedError,
+)
 from governor.paths import state_dir
 from governor.timebase import Clock
 
@@ -159,7 +164,9 @@ class JetsonDevice(Device):
         return self.jetson_clocks
 
 
-def open_board(fs: SysfsRoot) -> Tuple[GpuDevfreq, Optional[RailSource], Optional[Nvpmodel], Optional[JetsonClocks]]:
+def open_board(
+    fs: SysfsRoot,
+) -> Tuple[GpuDevfreq, Optional[RailSource], Optional[Nvpmodel], Optional[JetsonClocks]]:
     """The parts of the board under ``fs``.
 
     Raises:
@@ -182,7 +189,9 @@ def open_board(fs: SysfsRoot) -> Tuple[GpuDevfreq, Optional[RailSource], Optiona
     )
 
 
-def open_jetson(spec: str = "", *, clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> JetsonDevice:
+def open_jetson(
+    spec: str = "", *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
+) -> JetsonDevice:
     """Open ``jetson`` (nothing may follow the colon).
 
     Raises:
@@ -192,7 +201,9 @@ def open_jetson(spec: str = "", *, clock: Optional[Clock] = None, journal: Optio
         raise InvalidRequestError(f"the jetson device takes no argument (got {spec!r})")
     fs = SysfsRoot()
     devfreq, rails, nvp, clocks = open_board(fs)
-    return JetsonDevice(fs, devfreq, rails=rails, nvpmodel=nvp, jetson_clocks=clocks, clock=clock, journal=journal)
+    return JetsonDevice(
+        fs, devfreq, rails=rails, nvpmodel=nvp, jetson_clocks=clocks, clock=clock, journal=journal
+    )
 
 
 def discover_jetson() -> List[str]:

@@ -119,7 +119,14 @@ def _iio_channels(fs: SysfsRoot) -> List[_Channel]:
             name = fs.read_optional(dev / f"rail_name_{c}")
             power = dev / f"in_power{c}_input"
             if _usable(name) and power.exists():
-                out.append(_Channel(name.strip(), power, dev / f"in_voltage{c}_input", dev / f"in_current{c}_input"))  # type: ignore[union-attr]
+                out.append(
+                    _Channel(
+                        name.strip(),
+                        power,
+                        dev / f"in_voltage{c}_input",
+                        dev / f"in_current{c}_input",
+                    )
+                )  # type: ignore[union-attr]
     return out
 
 
@@ -142,4 +149,3 @@ def find_rails(fs: SysfsRoot) -> Optional[RailSource]:
         if channels:
             return RailSource(fs, channels, layout)
     return None
-

@@ -106,7 +106,9 @@ class SysfsRoot:
                 raise DevicePermissionError(
                     f"writing {self.shown(path)} needs root: run with sudo or use the governor daemon"
                 ) from err
-            raise GovernorError(f"cannot write {value!r} to {self.shown(path)}: {err.strerror or err}") from err
+            raise GovernorError(
+                f"cannot write {value!r} to {self.shown(path)}: {err.strerror or err}"
+            ) from err
 
     def shown(self, path: Path) -> str:
         """``path`` as it would be on the board (the root stripped), for messages."""
@@ -166,7 +168,11 @@ class GpuDevfreq:
         """
         lo, hi = self.hz_for(min_mhz), self.hz_for(max_mhz)
         current_max = self.fs.read_number(self.node / "max_freq")
-        order = [("max_freq", hi), ("min_freq", lo)] if lo > current_max else [("min_freq", lo), ("max_freq", hi)]
+        order = (
+            [("max_freq", hi), ("min_freq", lo)]
+            if lo > current_max
+            else [("min_freq", lo), ("max_freq", hi)]
+        )
         for name, hz in order:
             self.fs.write(self.node / name, str(hz))
         return [name for name, _ in order]
@@ -217,7 +223,9 @@ def find_gpu_devfreq(fs: SysfsRoot) -> Optional[Path]:
         if (entry / "available_frequencies").exists() and _is_gpu_node(fs, entry):
             candidates.append(entry)
     if not candidates:
-        candidates = [fs.path(p) for p in KNOWN_NODES if fs.path(p).joinpath("available_frequencies").exists()]
+        candidates = [
+            fs.path(p) for p in KNOWN_NODES if fs.path(p).joinpath("available_frequencies").exists()
+        ]
     if not candidates:
         return None
     candidates.sort(key=lambda p: (not p.name.startswith("gpu-gpc"), p.name))

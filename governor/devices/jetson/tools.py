@@ -42,8 +42,7 @@ def _run(argv: Sequence[str], doing: str) -> str:
         proc = subprocess.run(
             list(argv),
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
             timeout=_TIMEOUT_S,
             check=False,
         )
@@ -52,12 +51,16 @@ def _run(argv: Sequence[str], doing: str) -> str:
     except PermissionError as err:
         raise DevicePermissionError(f"cannot run {argv[0]}: {err}") from err
     except subprocess.TimeoutExpired as err:
-        raise GovernorError(f"{argv[0]} did not answer within {_TIMEOUT_S:g} s while trying to {doing}") from err
+        raise GovernorError(
+            f"{argv[0]} did not answer within {_TIMEOUT_S:g} s while trying to {doing}"
+        ) from err
     out = proc.stdout.decode(errors="replace")
     if proc.returncode != 0:
         err_text = (proc.stderr.decode(errors="replace") + out).strip()
         last = err_text.splitlines()[-1] if err_text else f"exit status {proc.returncode}"
-        if not _is_root() or re.search(r"permission|not permitted|root|sudo", err_text, re.IGNORECASE):
+        if not _is_root() or re.search(
+            r"permission|not permitted|root|sudo", err_text, re.IGNORECASE
+        ):
             raise DevicePermissionError(
                 f"{Path(argv[0]).name} could not {doing} ({last}): it needs root: run with sudo or use the governor daemon"
             )
@@ -81,7 +84,7 @@ class Nvpmodel:
         match = re.search(r"NV Power Mode:\s*(\S+)", out)
         if not match:
             raise GovernorError(f"unexpected nvpmodel -q output: {out.strip()[:120]!r}")
-        after = out[match.end():].split()
+        after = out[match.end() :].split()
         mode_id = int(after[0]) if after and after[0].isdigit() else None
         return match.group(1), mode_id
 

@@ -43,7 +43,14 @@ def to_sample(ts: TegrastatsSample, t_s: float) -> Sample:
 class TegrastatsDevice(Device):
     """Telemetry from a running tegrastats; no controls (``control_reason`` says so)."""
 
-    def __init__(self, reader: TegrastatsReader, *, uri: str = "tegrastats", clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> None:
+    def __init__(
+        self,
+        reader: TegrastatsReader,
+        *,
+        uri: str = "tegrastats",
+        clock: Optional[Clock] = None,
+        journal: Optional[Journal] = None,
+    ) -> None:
         self.reader = reader
         first = reader.latest()
         self._seen = reader.count
@@ -57,7 +64,13 @@ class TegrastatsDevice(Device):
             temperature=first.gpu_temperature_c is not None,
             utilisation=first.gpu_load_pct is not None,
         )
-        identity = Identity(uri=uri, kind="tegrastats", name=f"{display} (tegrastats)", model=model, l4t_version=l4t_version(fs))
+        identity = Identity(
+            uri=uri,
+            kind="tegrastats",
+            name=f"{display} (tegrastats)",
+            model=model,
+            l4t_version=l4t_version(fs),
+        )
         super().__init__(identity, caps, clock=clock, journal=journal)
 
     def control_permitted(self) -> bool:
@@ -74,7 +87,9 @@ class TegrastatsDevice(Device):
         self.reader.close()
 
 
-def open_tegrastats(spec: str = "", *, clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> TegrastatsDevice:
+def open_tegrastats(
+    spec: str = "", *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
+) -> TegrastatsDevice:
     """Open ``tegrastats[:?interval_ms=N]``.
 
     Raises:
@@ -84,11 +99,15 @@ def open_tegrastats(spec: str = "", *, clock: Optional[Clock] = None, journal: O
     options = dict(parse_qsl(query)) if query else {}
     unknown = sorted(set(options) - {"interval_ms"})
     if unknown:
-        raise InvalidRequestError(f"unknown tegrastats option(s) {', '.join(unknown)}; known: interval_ms")
+        raise InvalidRequestError(
+            f"unknown tegrastats option(s) {', '.join(unknown)}; known: interval_ms"
+        )
     try:
         interval_ms = int(options.get("interval_ms", "1000"))
     except ValueError:
-        raise InvalidRequestError(f"tegrastats interval_ms={options['interval_ms']!r} is not an integer") from None
+        raise InvalidRequestError(
+            f"tegrastats interval_ms={options['interval_ms']!r} is not an integer"
+        ) from None
     if not 1 <= interval_ms <= 60000:
         raise InvalidRequestError("tegrastats interval_ms must be 1..60000")
     exe = find_tool("tegrastats")
@@ -96,7 +115,9 @@ def open_tegrastats(spec: str = "", *, clock: Optional[Clock] = None, journal: O
         raise DeviceNotFoundError("tegrastats is not on PATH (it ships with L4T in /usr/bin)")
     reader = TegrastatsReader(exe, interval_ms).start()
     try:
-        return TegrastatsDevice(reader, uri="tegrastats" + (f":{spec}" if spec else ""), clock=clock, journal=journal)
+        return TegrastatsDevice(
+            reader, uri="tegrastats" + (f":{spec}" if spec else ""), clock=clock, journal=journal
+        )
     except Exception as err:
         reader.close()
         if isinstance(err, DeviceNotFoundError):

@@ -27,14 +27,26 @@ _STAMP = re.compile(r"^\s*(\d{2})-(\d{2})-(\d{4})\s+(\d{2}):(\d{2}):(\d{2})\s+")
 _DATE_LINE = re.compile(
     r"^\s*(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+(\w{3})\s+(\d{1,2})\s+(\d{2}):(\d{2}):(\d{2})\s+(?:\w+\s+)?(\d{4})\s*$"
 )
-_MONTHS = {m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}
+_MONTHS = {
+    m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())
+}
 _RAM = re.compile(r"^(\d+)/(\d+)([kKmMgG]B)$")
 _TEMP = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)@(-?\d+(?:\.\d+)?)C$")
 _RAIL_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _RAIL_VALUES = re.compile(r"^\d+(?:\.\d+)?(?:mW)?(?:/\d+(?:\.\d+)?(?:mW)?){1,2}$")
 _FREQ = re.compile(r"^(?:(\d+(?:\.\d+)?)%)?(?:@(?:\[([\d.,]+)\]|(\d+(?:\.\d+)?)))?$")
 _DUMMY_TEMPS = ("PMIC",)
-_NOT_RAILS = ("RAM", "SWAP", "IRAM", "EMC_FREQ", "GR3D_FREQ", "GR3D2_FREQ", "MTS", "APE", "VIC_FREQ")
+_NOT_RAILS = (
+    "RAM",
+    "SWAP",
+    "IRAM",
+    "EMC_FREQ",
+    "GR3D_FREQ",
+    "GR3D2_FREQ",
+    "MTS",
+    "APE",
+    "VIC_FREQ",
+)
 
 
 @dataclass(frozen=True)
@@ -88,7 +100,9 @@ class TegrastatsSample:
                 "clocks_mhz": list(self.gpu_clocks_mhz),
             },
             "temperatures_c": dict(self.temperatures_c),
-            "rails": {n: {"power_w": r.power_w, "average_w": r.average_w} for n, r in self.rails.items()},
+            "rails": {
+                n: {"power_w": r.power_w, "average_w": r.average_w} for n, r in self.rails.items()
+            },
         }
 
 
@@ -109,7 +123,9 @@ def _freq(token: str) -> Tuple[Optional[float], Tuple[float, ...]]:
         return None, ()
     load = _finite(match.group(1)) if match.group(1) else None
     if match.group(2):
-        clocks = tuple(float(c) for c in match.group(2).split(",") if c and c.replace(".", "", 1).isdigit())
+        clocks = tuple(
+            float(c) for c in match.group(2).split(",") if c and c.replace(".", "", 1).isdigit()
+        )
     elif match.group(3):
         clocks = (float(match.group(3)),)
     else:
@@ -145,7 +161,14 @@ def parse_date_line(line: str) -> Optional[_dt.datetime]:
     if month is None:
         return None
     try:
-        return _dt.datetime(int(match.group(6)), month, int(match.group(2)), int(match.group(3)), int(match.group(4)), int(match.group(5)))
+        return _dt.datetime(
+            int(match.group(6)),
+            month,
+            int(match.group(2)),
+            int(match.group(3)),
+            int(match.group(4)),
+            int(match.group(5)),
+        )
     except ValueError:
         return None
 
@@ -156,7 +179,7 @@ def _parse(line: str) -> Optional[TegrastatsSample]:
     if stamp:
         mm, dd, yyyy, hh, mi, ss = (int(g) for g in stamp.groups())
         timestamp = _dt.datetime(yyyy, mm, dd, hh, mi, ss)
-        line = line[stamp.end():]
+        line = line[stamp.end() :]
     tokens = line.split()
     if len(tokens) < 2 or tokens[0] != "RAM":
         return None
@@ -187,7 +210,10 @@ def _parse(line: str) -> Optional[TegrastatsSample]:
         if tok == "EMC_FREQ" and nxt:
             load, clocks = _freq(nxt)
             if load is not None or clocks:
-                fields["emc_load_pct"], fields["emc_clock_mhz"] = load, (clocks[0] if clocks else None)
+                fields["emc_load_pct"], fields["emc_clock_mhz"] = (
+                    load,
+                    (clocks[0] if clocks else None),
+                )
                 i += 2
                 continue
         temp = _TEMP.match(tok)

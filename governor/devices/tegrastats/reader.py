@@ -30,15 +30,21 @@ class TegrastatsReader:
         self._thread: Optional[threading.Thread] = None
         self._error: Optional[str] = None
 
-    def start(self) -> "TegrastatsReader":
+    def start(self) -> TegrastatsReader:
         argv: List[str] = [self.executable, "--interval", str(self.interval_ms)]
         try:
             self._proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                text=True, bufsize=1,
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                bufsize=1,
             )
         except OSError as err:
-            raise DeviceNotFoundError(f"cannot run {self.executable}: {err.strerror or err}") from err
+            raise DeviceNotFoundError(
+                f"cannot run {self.executable}: {err.strerror or err}"
+            ) from err
         self._thread = threading.Thread(target=self._pump, name="governor-tegrastats", daemon=True)
         self._thread.start()
         return self
@@ -99,7 +105,7 @@ class TegrastatsReader:
             self._thread.join(timeout=2.0)
             self._thread = None
 
-    def __enter__(self) -> "TegrastatsReader":
+    def __enter__(self) -> TegrastatsReader:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -24,7 +24,9 @@ def _intervals_s(samples: List[TegrastatsSample], interval_s: float) -> List[flo
     return [interval_s] * len(samples)
 
 
-def summarize(samples: List[TegrastatsSample], skipped_lines: int = 0, interval_ms: float = 1000.0) -> Dict[str, Any]:
+def summarize(
+    samples: List[TegrastatsSample], skipped_lines: int = 0, interval_ms: float = 1000.0
+) -> Dict[str, Any]:
     """The document of ``governor tegrastats summarize --json`` (keys in specs/cli-json.md)."""
     if interval_ms <= 0:
         raise ValueError("interval_ms must be positive")
@@ -53,7 +55,10 @@ def summarize(samples: List[TegrastatsSample], skipped_lines: int = 0, interval_
         "rails": rails,
         "gpu": {
             "mean_load_pct": mean_load,
-            "clock_mhz": {"min": min(clocks) if clocks else None, "max": max(clocks) if clocks else None},
+            "clock_mhz": {
+                "min": min(clocks) if clocks else None,
+                "max": max(clocks) if clocks else None,
+            },
         },
     }
 
