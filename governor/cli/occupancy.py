@@ -14,8 +14,12 @@ def register(app: typer.Typer) -> None:
 def occupancy_cmd(
     cc: Annotated[str, typer.Option("--cc", help="Compute capability, e.g. 8.6 (5.0 to 9.0).")],
     threads: Annotated[str, typer.Option("--threads", help="Threads per block: N, XxY or XxYxZ.")],
-    registers: Annotated[int, typer.Option("--registers", help="Registers per thread (0: not limiting).")] = 0,
-    shared_bytes: Annotated[int, typer.Option("--shared-bytes", help="Shared memory per block (B).")] = 0,
+    registers: Annotated[
+        int, typer.Option("--registers", help="Registers per thread (0: not limiting).")
+    ] = 0,
+    shared_bytes: Annotated[
+        int, typer.Option("--shared-bytes", help="Shared memory per block (B).")
+    ] = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """How many blocks fit on one SM, the occupancy, and which limit binds."""

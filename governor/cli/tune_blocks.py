@@ -35,29 +35,70 @@ def tune_blocks(
     device: DeviceOpt = "sim:a100-pcie",
     kernel: Annotated[
         Optional[List[str]],
-        typer.Option("--kernel", "-k", help="Simulated kernel (repeat for concurrent kernels): vector-add, stencil-2d, gemm-tile, reduce, nbody."),
+        typer.Option(
+            "--kernel",
+            "-k",
+            help="Simulated kernel (repeat for concurrent kernels): vector-add, stencil-2d, gemm-tile, reduce, nbody.",
+        ),
     ] = None,
-    recorded: Annotated[Optional[str], typer.Option("--recorded", help="A Kernel Tuner cache JSON to tune over.")] = None,
+    recorded: Annotated[
+        Optional[str], typer.Option("--recorded", help="A Kernel Tuner cache JSON to tune over.")
+    ] = None,
     command: Annotated[
-        Optional[str], typer.Option("--command", help="Command with {block} (or {bx} {by} {bz}) placeholders, run per point.")
+        Optional[str],
+        typer.Option(
+            "--command",
+            help="Command with {block} (or {bx} {by} {bz}) placeholders, run per point.",
+        ),
     ] = None,
-    cc: Annotated[Optional[str], typer.Option("--cc", help="Compute capability (default: from the board or recording).")] = None,
-    registers: Annotated[int, typer.Option("--registers", help="Registers per thread (--recorded/--command).")] = 0,
-    shared_bytes: Annotated[int, typer.Option("--shared-bytes", help="Static shared memory per block (B).")] = 0,
-    shared_per_thread: Annotated[int, typer.Option("--shared-per-thread", help="Dynamic shared memory per thread (B).")] = 0,
-    objective: Annotated[Objective, typer.Option("--objective", help="energy (Alg. 2/4) or time (Alg. 1/3).")] = Objective.energy,
-    threshold: Annotated[float, typer.Option("--threshold", help="Keep blocks with occupancy >= this.")] = 0.8,
+    cc: Annotated[
+        Optional[str],
+        typer.Option("--cc", help="Compute capability (default: from the board or recording)."),
+    ] = None,
+    registers: Annotated[
+        int, typer.Option("--registers", help="Registers per thread (--recorded/--command).")
+    ] = 0,
+    shared_bytes: Annotated[
+        int, typer.Option("--shared-bytes", help="Static shared memory per block (B).")
+    ] = 0,
+    shared_per_thread: Annotated[
+        int, typer.Option("--shared-per-thread", help="Dynamic shared memory per thread (B).")
+    ] = 0,
+    objective: Annotated[
+        Objective, typer.Option("--objective", help="energy (Alg. 2/4) or time (Alg. 1/3).")
+    ] = Objective.energy,
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Keep blocks with occupancy >= this.")
+    ] = 0.8,
     start_clock: Annotated[
-        Optional[float], typer.Option("--start-clock", help="Start the clock walk here (MHz); default: the profile's PPW-optimal clock, else the top.")
+        Optional[float],
+        typer.Option(
+            "--start-clock",
+            help="Start the clock walk here (MHz); default: the profile's PPW-optimal clock, else the top.",
+        ),
     ] = None,
-    from_top: Annotated[bool, typer.Option("--from-top", help="Ignore the calibrated clock; start at the top clock.")] = False,
-    save: Annotated[bool, typer.Option("--save", help="Store the choice in the board's profile.")] = False,
-    board: Annotated[Optional[str], typer.Option("--board", help="Profile name for --save (default: the device's model).")] = None,
+    from_top: Annotated[
+        bool,
+        typer.Option("--from-top", help="Ignore the calibrated clock; start at the top clock."),
+    ] = False,
+    save: Annotated[
+        bool, typer.Option("--save", help="Store the choice in the board's profile.")
+    ] = False,
+    board: Annotated[
+        Optional[str],
+        typer.Option("--board", help="Profile name for --save (default: the device's model)."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Choose block sizes (and a clock, for energy) in a few measurements."""
     from governor.errors import InvalidRequestError
-    from governor.tuning.blocks import KernelResources, exhaustive, rank_candidates, tune_energy_multi, tune_time_multi
+    from governor.tuning.blocks import (
+        KernelResources,
+        exhaustive,
+        rank_candidates,
+        tune_energy_multi,
+        tune_time_multi,
+    )
     from governor.tuning.blocks.cache import choice_key, ppw_start_clock_mhz, save_choice
 
     if recorded and command:
@@ -74,7 +115,9 @@ def tune_blocks(
             bench: Any = RecordedBench(recorded)
             cc = cc or guess_cc(bench.device_name)
             if cc is None:
-                raise InvalidRequestError(f"cannot tell the compute capability of {bench.device_name!r}; pass --cc")
+                raise InvalidRequestError(
+                    f"cannot tell the compute capability of {bench.device_name!r}; pass --cc"
+                )
             names = [bench.kernel_name]
             res = KernelResources(registers, shared_bytes, shared_per_thread)
             candidates = [rank_candidates(cc, res, bench.blocks(), threshold)]
@@ -90,7 +133,9 @@ def tune_blocks(
             facts = getattr(getattr(dev, "board", None), "facts", {}) or {}
             cc = cc or (str(facts["cc"]) if "cc" in facts else None)
             if cc is None:
-                raise InvalidRequestError(f"cannot tell the compute capability of {dev.identity.name}; pass --cc")
+                raise InvalidRequestError(
+                    f"cannot tell the compute capability of {dev.identity.name}; pass --cc"
+                )
             source = dev.uri
             if command:
                 from governor.tuning.blocks.bench import CommandBench
@@ -110,9 +155,13 @@ def tune_blocks(
                 candidates = []
                 exhaustive_blocks = []
                 for m in models:
-                    r = KernelResources(m.registers_per_thread, m.static_shared_bytes, m.shared_bytes_per_thread)
+                    r = KernelResources(
+                        m.registers_per_thread, m.static_shared_bytes, m.shared_bytes_per_thread
+                    )
                     candidates.append(rank_candidates(cc, r, None, threshold))
-                    exhaustive_blocks.append([c.block for c in rank_candidates(cc, r, default_blocks(), 0.0)])
+                    exhaustive_blocks.append(
+                        [c.block for c in rank_candidates(cc, r, default_blocks(), 0.0)]
+                    )
         start = start_clock
         if start is None and not from_top and objective is Objective.energy:
             start = ppw_start_clock_mhz(board_name)
@@ -127,7 +176,14 @@ def tune_blocks(
             truth = {"time_s": point.time_s, "energy_j": point.energy_j}
         saved = None
         if save:
-            saved = str(save_choice(board_name, choice_key(names, objective.value), result, {"source": source, "cc": cc}))
+            saved = str(
+                save_choice(
+                    board_name,
+                    choice_key(names, objective.value),
+                    result,
+                    {"source": source, "cc": cc},
+                )
+            )
     finally:
         if dev is not None:
             dev.restore()

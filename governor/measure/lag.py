@@ -113,8 +113,13 @@ class LagFit:
     powers_w: Tuple[float, ...]
 
     def to_dict(self) -> dict:
-        return {"c_s": self.c_s, "t_step_s": self.t_step_s, "before_w": self.before_w, "after_w": self.after_w,
-                "samples": len(self.times_s)}
+        return {
+            "c_s": self.c_s,
+            "t_step_s": self.t_step_s,
+            "before_w": self.before_w,
+            "after_w": self.after_w,
+            "samples": len(self.times_s),
+        }
 
 
 def fit_lag_constant(
@@ -136,7 +141,9 @@ def fit_lag_constant(
     before = [p for t, p in zip(times_s, powers_w) if t < t_step_s]
     after = [p for t, p in zip(times_s, powers_w) if t >= t_step_s]
     if len(before) < 2 or len(after) < 4:
-        raise CalibrationError("a lag fit needs samples before and after the step", data=list(powers_w))
+        raise CalibrationError(
+            "a lag fit needs samples before and after the step", data=list(powers_w)
+        )
     lo = before_w if before_w is not None else sum(before) / len(before)
     tail = after[-max(2, len(after) // 4) :]
     hi = after_w if after_w is not None else sum(tail) / len(tail)
@@ -168,7 +175,9 @@ def step_response(
         CalibrationError: the step was not visible.
     """
     if not (hasattr(device, "run_workload") and hasattr(device, "stop_workload")):
-        raise UnsupportedError(f"{device.uri} cannot produce a power step by itself; fit C from recorded samples")
+        raise UnsupportedError(
+            f"{device.uri} cannot produce a power step by itself; fit C from recorded samples"
+        )
     if interval_s <= 0 or before_s <= 0 or after_s <= 0:
         raise InvalidRequestError("step response durations must be positive")
     clock = device.clock

@@ -81,17 +81,58 @@ def _limits() -> Dict[str, ArchLimits]:
         ArchLimits("6.0", 2048, 32, shared_per_sm_bytes=64 * _KB, sub_partitions=2),
         ArchLimits("6.1", 2048, 32, shared_per_sm_bytes=96 * _KB),
         ArchLimits("6.2", 2048, 32, max_regs_per_block=32768, shared_per_sm_bytes=64 * _KB),
-        ArchLimits("7.0", 2048, 32, shared_per_sm_bytes=96 * _KB, max_shared_per_block_bytes=96 * _KB),
-        ArchLimits("7.2", 2048, 32, shared_per_sm_bytes=96 * _KB, max_shared_per_block_bytes=96 * _KB),
-        ArchLimits("7.5", 1024, 16, shared_per_sm_bytes=64 * _KB, max_shared_per_block_bytes=64 * _KB),
+        ArchLimits(
+            "7.0", 2048, 32, shared_per_sm_bytes=96 * _KB, max_shared_per_block_bytes=96 * _KB
+        ),
+        ArchLimits(
+            "7.2", 2048, 32, shared_per_sm_bytes=96 * _KB, max_shared_per_block_bytes=96 * _KB
+        ),
+        ArchLimits(
+            "7.5", 1024, 16, shared_per_sm_bytes=64 * _KB, max_shared_per_block_bytes=64 * _KB
+        ),
     ]
     ampere_plus = dict(reserved_shared_per_block_bytes=_KB, shared_unit_bytes=128)
     table += [
-        ArchLimits("8.0", 2048, 32, shared_per_sm_bytes=164 * _KB, max_shared_per_block_bytes=163 * _KB, **ampere_plus),
-        ArchLimits("8.6", 1536, 16, shared_per_sm_bytes=100 * _KB, max_shared_per_block_bytes=99 * _KB, **ampere_plus),
-        ArchLimits("8.7", 1536, 16, shared_per_sm_bytes=164 * _KB, max_shared_per_block_bytes=163 * _KB, **ampere_plus),
-        ArchLimits("8.9", 1536, 24, shared_per_sm_bytes=100 * _KB, max_shared_per_block_bytes=99 * _KB, **ampere_plus),
-        ArchLimits("9.0", 2048, 32, shared_per_sm_bytes=228 * _KB, max_shared_per_block_bytes=227 * _KB, **ampere_plus),
+        ArchLimits(
+            "8.0",
+            2048,
+            32,
+            shared_per_sm_bytes=164 * _KB,
+            max_shared_per_block_bytes=163 * _KB,
+            **ampere_plus,
+        ),
+        ArchLimits(
+            "8.6",
+            1536,
+            16,
+            shared_per_sm_bytes=100 * _KB,
+            max_shared_per_block_bytes=99 * _KB,
+            **ampere_plus,
+        ),
+        ArchLimits(
+            "8.7",
+            1536,
+            16,
+            shared_per_sm_bytes=164 * _KB,
+            max_shared_per_block_bytes=163 * _KB,
+            **ampere_plus,
+        ),
+        ArchLimits(
+            "8.9",
+            1536,
+            24,
+            shared_per_sm_bytes=100 * _KB,
+            max_shared_per_block_bytes=99 * _KB,
+            **ampere_plus,
+        ),
+        ArchLimits(
+            "9.0",
+            2048,
+            32,
+            shared_per_sm_bytes=228 * _KB,
+            max_shared_per_block_bytes=227 * _KB,
+            **ampere_plus,
+        ),
     ]
     return {a.cc: a for a in table}
 
@@ -132,7 +173,9 @@ def parse_block(block: BlockLike) -> Tuple[int, int, int]:
         try:
             dims = [int(p) for p in parts]
         except ValueError:
-            raise InvalidRequestError(f"invalid block shape {block!r}; use N, XxY or XxYxZ") from None
+            raise InvalidRequestError(
+                f"invalid block shape {block!r}; use N, XxY or XxYxZ"
+            ) from None
     elif isinstance(block, int) and not isinstance(block, bool):
         dims = [block]
     else:
@@ -234,7 +277,9 @@ def occupancy(
                 f"a block of {threads} threads at {regs} registers each needs more than the "
                 f"{arch.max_regs_per_block} registers a block may use on CC {arch.cc}"
             )
-        warps_by_regs = (arch.regs_per_sm // arch.sub_partitions // regs_per_warp) * arch.sub_partitions
+        warps_by_regs = (
+            arch.regs_per_sm // arch.sub_partitions // regs_per_warp
+        ) * arch.sub_partitions
         by_regs = warps_by_regs // warps
     else:
         by_regs = arch.max_blocks_per_sm
@@ -244,7 +289,12 @@ def occupancy(
     else:
         by_shared = arch.max_blocks_per_sm
     by_blocks = arch.max_blocks_per_sm
-    limits = (("warps", by_warps), ("registers", by_regs), ("shared", by_shared), ("blocks", by_blocks))
+    limits = (
+        ("warps", by_warps),
+        ("registers", by_regs),
+        ("shared", by_shared),
+        ("blocks", by_blocks),
+    )
     blocks = min(n for _, n in limits)
     unused = {"registers": regs == 0, "shared": shared == 0}  # a resource not used limits nothing
     limited_by = next(name for name, n in limits if n == blocks and not unused.get(name, False))

@@ -22,7 +22,13 @@ from governor.tuning.blocks import (
     tune_time,
     tune_time_multi,
 )
-from governor.tuning.blocks.bench import CallableBench, CommandBench, RecordedBench, SimBench, guess_cc
+from governor.tuning.blocks.bench import (
+    CallableBench,
+    CommandBench,
+    RecordedBench,
+    SimBench,
+    guess_cc,
+)
 from governor.tuning.blocks.cache import load_choice, ppw_start_clock_mhz
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kernel_tuner"
@@ -146,7 +152,9 @@ def _sim_case(board, names):
     cc = str(dev.board.facts["cc"])
     cands, space = [], []
     for m in models:
-        r = KernelResources(m.registers_per_thread, m.static_shared_bytes, m.shared_bytes_per_thread)
+        r = KernelResources(
+            m.registers_per_thread, m.static_shared_bytes, m.shared_bytes_per_thread
+        )
         cands.append(rank_candidates(cc, r))
         space.append([c.block for c in rank_candidates(cc, r, default_blocks(), 0.0)])
     return dev, bench, cands, space
@@ -154,7 +162,11 @@ def _sim_case(board, names):
 
 @pytest.mark.parametrize(
     "board,names",
-    [("agx-orin", ["reduce"]), ("a100-pcie", ["stencil-2d"]), ("a100-pcie", ["vector-add", "gemm-tile", "nbody"])],
+    [
+        ("agx-orin", ["reduce"]),
+        ("a100-pcie", ["stencil-2d"]),
+        ("a100-pcie", ["vector-add", "gemm-tile", "nbody"]),
+    ],
 )
 def test_sim_energy_within_2pct_of_exhaustive_with_10pct_of_its_measurements(board, names):
     dev, bench, cands, space = _sim_case(board, names)
@@ -176,7 +188,10 @@ def test_sim_optimum_matches_brute_force_on_a_small_space():
     clocks = bench.clocks_mhz()[-4:]
     fast = bench.optimum(space, "energy", clocks)
     brute = min(
-        (bench.truth((a, b), c).energy_j, (a, b), c) for a in space[0] for b in space[1] for c in clocks
+        (bench.truth((a, b), c).energy_j, (a, b), c)
+        for a in space[0]
+        for b in space[1]
+        for c in clocks
     )
     assert fast[0] == brute[1] and fast[1] == brute[2]
 
@@ -200,7 +215,9 @@ def test_kernel_model_shares_sms_and_quantises_waves():
 def test_ppw_clock_from_profile_starts_the_walk(tmp_path, monkeypatch):
     monkeypatch.setenv("GOVERNOR_DATA_DIR", str(tmp_path))
     (tmp_path / "profiles").mkdir()
-    (tmp_path / "profiles" / "agx-orin.json").write_text(json.dumps({"board": "agx-orin", "ppw_optimal_clock_mhz": 800.0}))
+    (tmp_path / "profiles" / "agx-orin.json").write_text(
+        json.dumps({"board": "agx-orin", "ppw_optimal_clock_mhz": 800.0})
+    )
     assert ppw_start_clock_mhz("agx-orin") == 800.0
     dev, bench, cands, _ = _sim_case("agx-orin", ["reduce"])
     with dev:
@@ -213,7 +230,9 @@ def test_command_bench_fills_placeholders_and_treats_failures_as_data():
     dev = open_device("sim:a100-pcie?realtime=1")
     script = "import sys; sys.exit(0 if int(sys.argv[1]) <= 256 else 3)"
     with dev:
-        bench = CommandBench(dev, [sys.executable, "-c", script, "{bx}", "{block}"], interval_s=0.01)
+        bench = CommandBench(
+            dev, [sys.executable, "-c", script, "{bx}", "{block}"], interval_s=0.01
+        )
         assert bench.render(((16, 16, 1),), 900.0)[-2:] == ["16", "16x16"]
         ok = bench.measure(((256, 1, 1),), 1410.0)
         assert ok.ok and ok.time_s > 0 and ok.energy_j > 0
@@ -243,7 +262,9 @@ def test_cli_tune_blocks_recorded_json(capsys):
 
 def test_cli_tune_blocks_sim_save(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("GOVERNOR_DATA_DIR", str(tmp_path))
-    code, out, _ = _cli(capsys, "tune-blocks", "--device", "sim:xavier-nx", "-k", "reduce", "-k", "nbody", "--save")
+    code, out, _ = _cli(
+        capsys, "tune-blocks", "--device", "sim:xavier-nx", "-k", "reduce", "-k", "nbody", "--save"
+    )
     assert code == 0 and "exhaustive" in out and "saved to" in out
     saved = load_choice("xavier-nx", "reduce+nbody@energy")
     assert saved["procedure"] == "alg4-energy-multi" and len(saved["blocks"]) == 2

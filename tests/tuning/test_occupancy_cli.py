@@ -17,11 +17,22 @@ def _cli(capsys, *args):
 
 
 def test_json_keys(capsys):
-    code, out, _ = _cli(capsys, "occupancy", "--cc", "8.6", "--threads", "256", "--registers", "64", "--json")
+    code, out, _ = _cli(
+        capsys, "occupancy", "--cc", "8.6", "--threads", "256", "--registers", "64", "--json"
+    )
     doc = json.loads(out)
     assert code == 0
     # 8.6: 8 warps, rpw 2048 -> 32 warps by registers -> 4 blocks, 32 of 48 warps
-    assert {k: doc[k] for k in ("compute_capability", "threads_per_block", "blocks_per_sm", "active_warps_per_sm", "limited_by")} == {
+    assert {
+        k: doc[k]
+        for k in (
+            "compute_capability",
+            "threads_per_block",
+            "blocks_per_sm",
+            "active_warps_per_sm",
+            "limited_by",
+        )
+    } == {
         "compute_capability": "8.6",
         "threads_per_block": 256,
         "blocks_per_sm": 4,
@@ -32,7 +43,9 @@ def test_json_keys(capsys):
 
 
 def test_plain_output_and_2d_shape(capsys):
-    code, out, _ = _cli(capsys, "occupancy", "--cc", "8.0", "--threads", "16x16", "--shared-bytes", "20000")
+    code, out, _ = _cli(
+        capsys, "occupancy", "--cc", "8.0", "--threads", "16x16", "--shared-bytes", "20000"
+    )
     assert code == 0 and "limited by shared" in out and "87.5%" in out
 
 

@@ -84,7 +84,16 @@ class KernelModel:
             raise InvalidRequestError(f"kernel {self.name!r}: threads and work_s must be positive")
         if not 0.0 <= self.mem_fraction <= 1.0:
             raise InvalidRequestError(f"kernel {self.name!r}: mem_fraction must be in [0, 1]")
-        if min(self.latency_warps, self.sync_cost, self.wave_overhead_cycles, self.activity, self.mem_w) < 0:
+        if (
+            min(
+                self.latency_warps,
+                self.sync_cost,
+                self.wave_overhead_cycles,
+                self.activity,
+                self.mem_w,
+            )
+            < 0
+        ):
             raise InvalidRequestError(f"kernel {self.name!r}: model parameters must be >= 0")
 
     def shared_bytes(self, threads_per_block: int) -> int:
@@ -130,7 +139,9 @@ def split_sms(kernels: Sequence[KernelModel], sms: int) -> List[int]:
     if k < 1:
         raise InvalidRequestError("at least one kernel is needed")
     if k > sms:
-        raise InvalidRequestError(f"{k} concurrent kernels need at least {k} SMs; the board has {sms}")
+        raise InvalidRequestError(
+            f"{k} concurrent kernels need at least {k} SMs; the board has {sms}"
+        )
     if k == 1:
         return [sms]
     total = sum(m.work_s for m in kernels)
@@ -158,7 +169,13 @@ class KernelSetPoint:
 
 
 def kernel_time_energy(
-    board: BoardSpec, arch: ArchLimits, model: KernelModel, block: object, clock_mhz: float, sms: int, total_sms: int
+    board: BoardSpec,
+    arch: ArchLimits,
+    model: KernelModel,
+    block: object,
+    clock_mhz: float,
+    sms: int,
+    total_sms: int,
 ) -> Tuple[float, float]:
     """(time_s, dynamic energy_j) of one kernel on ``sms`` SMs at ``clock_mhz``."""
     occ = model.occupancy(arch, block)
@@ -180,7 +197,8 @@ def kernel_time_energy(
     # dynamic power of the kernel on the whole board, then its share
     dynamic_w = max(
         0.0,
-        board.steady_gpu_power_w(clock_mhz, base, mem_clock) - board.steady_gpu_power_w(clock_mhz, None, mem_clock),
+        board.steady_gpu_power_w(clock_mhz, base, mem_clock)
+        - board.steady_gpu_power_w(clock_mhz, None, mem_clock),
     )
     efficiency = (a / (a + h)) / (w / (w + h)) if h > 0 else 1.0
     activity = 0.5 + 0.5 * min(1.0, efficiency)
@@ -201,12 +219,15 @@ def evaluate(
         InvalidRequestError: a block that cannot launch, mismatched lengths, too many kernels.
     """
     if len(blocks) != len(kernels):
-        raise InvalidRequestError(f"{len(kernels)} kernels need {len(kernels)} blocks, got {len(blocks)}")
+        raise InvalidRequestError(
+            f"{len(kernels)} kernels need {len(kernels)} blocks, got {len(blocks)}"
+        )
     arch = board_arch(board)
     total = board_sms(board)
     shares = split_sms(kernels, total)
     parts = [
-        kernel_time_energy(board, arch, m, b, clock_mhz, s, total) for m, b, s in zip(kernels, blocks, shares)
+        kernel_time_energy(board, arch, m, b, clock_mhz, s, total)
+        for m, b, s in zip(kernels, blocks, shares)
     ]
     times = tuple(p[0] for p in parts)
     makespan = max(times)
@@ -247,20 +268,59 @@ def equivalent_workload(board: BoardSpec, point: KernelSetPoint, name: str = "ke
 EXAMPLE_KERNELS: Dict[str, KernelModel] = {
     m.name: m
     for m in (
-        KernelModel("vector-add", threads=1 << 24, work_s=0.004, mem_fraction=0.9,
-                    registers_per_thread=16, latency_warps=24.0, sync_cost=0.0),
-        KernelModel("stencil-2d", threads=1 << 22, work_s=0.006, mem_fraction=0.5,
-                    registers_per_thread=40, static_shared_bytes=1024, shared_bytes_per_thread=8,
-                    latency_warps=12.0, sync_cost=0.03),
-        KernelModel("gemm-tile", threads=1 << 20, work_s=0.010, mem_fraction=0.1,
-                    registers_per_thread=64, static_shared_bytes=4096, shared_bytes_per_thread=16,
-                    latency_warps=6.0, sync_cost=0.05, activity=1.1),
-        KernelModel("reduce", threads=1 << 23, work_s=0.003, mem_fraction=0.8,
-                    registers_per_thread=24, shared_bytes_per_thread=4,
-                    latency_warps=16.0, sync_cost=0.04),
-        KernelModel("nbody", threads=1 << 18, work_s=0.008, mem_fraction=0.05,
-                    registers_per_thread=48, shared_bytes_per_thread=16,
-                    latency_warps=4.0, sync_cost=0.02, activity=1.2),
+        KernelModel(
+            "vector-add",
+            threads=1 << 24,
+            work_s=0.004,
+            mem_fraction=0.9,
+            registers_per_thread=16,
+            latency_warps=24.0,
+            sync_cost=0.0,
+        ),
+        KernelModel(
+            "stencil-2d",
+            threads=1 << 22,
+            work_s=0.006,
+            mem_fraction=0.5,
+            registers_per_thread=40,
+            static_shared_bytes=1024,
+            shared_bytes_per_thread=8,
+            latency_warps=12.0,
+            sync_cost=0.03,
+        ),
+        KernelModel(
+            "gemm-tile",
+            threads=1 << 20,
+            work_s=0.010,
+            mem_fraction=0.1,
+            registers_per_thread=64,
+            static_shared_bytes=4096,
+            shared_bytes_per_thread=16,
+            latency_warps=6.0,
+            sync_cost=0.05,
+            activity=1.1,
+        ),
+        KernelModel(
+            "reduce",
+            threads=1 << 23,
+            work_s=0.003,
+            mem_fraction=0.8,
+            registers_per_thread=24,
+            shared_bytes_per_thread=4,
+            latency_warps=16.0,
+            sync_cost=0.04,
+        ),
+        KernelModel(
+            "nbody",
+            threads=1 << 18,
+            work_s=0.008,
+            mem_fraction=0.05,
+            registers_per_thread=48,
+            shared_bytes_per_thread=16,
+            latency_warps=4.0,
+            sync_cost=0.02,
+            activity=1.2,
+        ),
     )
 }
 

@@ -8,7 +8,13 @@ Choices are cached in the board's profile (:mod:`.cache`).
 
 from __future__ import annotations
 
-from governor.tuning.blocks.candidates import Candidate, KernelResources, default_blocks, rank_candidates, shapes_2d
+from governor.tuning.blocks.candidates import (
+    Candidate,
+    KernelResources,
+    default_blocks,
+    rank_candidates,
+    shapes_2d,
+)
 from governor.tuning.blocks.procedures import (
     Measurement,
     TuneResult,

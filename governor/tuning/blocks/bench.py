@@ -35,7 +35,9 @@ class CallableBench:
     """Wraps ``fn(block, clock_mhz) -> (time_s, energy_j)`` (one kernel) or
     ``fn(blocks, clock_mhz)`` (``n_kernels`` > 1); blocks are ``(x, y, z)`` tuples."""
 
-    def __init__(self, fn: Callable[..., Any], clocks_mhz: Sequence[float], n_kernels: int = 1) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], clocks_mhz: Sequence[float], n_kernels: int = 1
+    ) -> None:
         if not clocks_mhz:
             raise InvalidRequestError("a benchmark needs at least one clock")
         self.fn = fn
@@ -107,13 +109,23 @@ class RecordedBench:
             raise InvalidRequestError(f"{self.path} has no block_size_x parameter")
         self.device_name = str(doc.get("device_name", ""))
         self.kernel_name = str(doc.get("kernel_name", "kernel"))
-        held = {k: v[0] for k, v in params.items() if k not in ("block_size_x", "block_size_y", "block_size_z", "nvml_gr_clock")}
+        held = {
+            k: v[0]
+            for k, v in params.items()
+            if k not in ("block_size_x", "block_size_y", "block_size_z", "nvml_gr_clock")
+        }
         held.update(fixed or {})
         self.table: Dict[Tuple[Block, float], Measurement] = {}
         for entry in doc["cache"].values():
             if any(entry.get(k) != v for k, v in held.items()):
                 continue
-            block = parse_block([entry.get("block_size_x", 1), entry.get("block_size_y", 1), entry.get("block_size_z", 1)])
+            block = parse_block(
+                [
+                    entry.get("block_size_x", 1),
+                    entry.get("block_size_y", 1),
+                    entry.get("block_size_z", 1),
+                ]
+            )
             clock = float(entry.get("nvml_gr_clock", entry.get("core_freq", 0.0)))
             time_s = _number(entry.get("time")) / 1000.0
             energy = None
@@ -128,7 +140,9 @@ class RecordedBench:
                 continue
             self.table[(block, clock)] = Measurement(time_s, float(energy))
         if not self.table:
-            raise InvalidRequestError(f"{self.path} holds no entries for the fixed parameters {held}")
+            raise InvalidRequestError(
+                f"{self.path} holds no entries for the fixed parameters {held}"
+            )
 
     def blocks(self) -> List[Block]:
         return sorted({b for b, _ in self.table}, key=lambda b: (b[0] * b[1] * b[2], b))
@@ -274,7 +288,11 @@ class SimBench:
         if runs <= 0:
             return Measurement(math.inf, math.inf)
         return Measurement(
-            elapsed / runs, energy / runs, point.kernel_time_s, point.kernel_energy_j, meter.mean_clock_mhz()
+            elapsed / runs,
+            energy / runs,
+            point.kernel_time_s,
+            point.kernel_energy_j,
+            meter.mean_clock_mhz(),
         )
 
     def optimum(
@@ -286,7 +304,12 @@ class SimBench:
         each clock and each candidate makespan τ every kernel takes its cheapest block that
         finishes within τ; the best τ over all kernels' times is the optimum.
         """
-        from governor.devices.sim.kernels import kernel_time_energy, board_arch, board_sms, split_sms
+        from governor.devices.sim.kernels import (
+            board_arch,
+            board_sms,
+            kernel_time_energy,
+            split_sms,
+        )
 
         arch, total = board_arch(self.board), board_sms(self.board)
         shares = split_sms(self.kernels, total)
@@ -319,7 +342,11 @@ class SimBench:
                         chosen.append(min(fits, key=lambda r: (r[0], r[1])))
                 else:
                     makespan = max(r[0] for r in chosen)
-                    value = idle_w * makespan + sum(r[1] for r in chosen) if objective == "energy" else makespan
+                    value = (
+                        idle_w * makespan + sum(r[1] for r in chosen)
+                        if objective == "energy"
+                        else makespan
+                    )
                     found = True
                     if best is None or value < best[0] - 1e-15:
                         best = (value, tuple(r[2] for r in chosen), clock)
@@ -328,7 +355,11 @@ class SimBench:
         if best is None:
             raise InvalidRequestError("no point of the space can launch")
         point = self.truth(best[1], best[2])
-        return best[1], best[2], Measurement(point.time_s, point.energy_j, point.kernel_time_s, point.kernel_energy_j)
+        return (
+            best[1],
+            best[2],
+            Measurement(point.time_s, point.energy_j, point.kernel_time_s, point.kernel_energy_j),
+        )
 
 
 class CommandBench:

@@ -28,7 +28,12 @@ def ppw_start_clock_mhz(board: str) -> Optional[float]:
     for path in profile_paths(board):
         if path.exists():
             value = read_profile_file(path).get("ppw_optimal_clock_mhz")
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+            if (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and value > 0
+            ):
                 return float(value)
             return None
     return None

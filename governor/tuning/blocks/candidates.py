@@ -127,7 +127,9 @@ def rank_candidates(
         except InvalidRequestError:
             continue
         if occ.blocks_per_sm >= 1:
-            found.append(Candidate(shape, threads, occ.occupancy, occ.blocks_per_sm, occ.limited_by))
+            found.append(
+                Candidate(shape, threads, occ.occupancy, occ.blocks_per_sm, occ.limited_by)
+            )
     if not found:
         raise InvalidRequestError(f"no block shape of this kernel can launch on CC {arch.cc}")
     # registers or shared memory may cap every shape below the threshold: then the threshold

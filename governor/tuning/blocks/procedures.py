@@ -78,7 +78,9 @@ class Meter:
         key = (blocks, clock_mhz)
         if key not in self._cache:
             raw = self.bench.measure(blocks, clock_mhz)
-            result = raw if isinstance(raw, Measurement) else Measurement(float(raw[0]), float(raw[1]))
+            result = (
+                raw if isinstance(raw, Measurement) else Measurement(float(raw[0]), float(raw[1]))
+            )
             self._cache[key] = result
             self.history.append((blocks, clock_mhz, result))
         return self._cache[key]
@@ -218,7 +220,9 @@ def _walk(meter: Meter, blocks: Blocks, clocks: Sequence[float], start: int, ste
     return best
 
 
-def _clock_walk(meter: Meter, blocks: Blocks, clocks: Sequence[float], start: int, stride: Optional[int]) -> int:
+def _clock_walk(
+    meter: Meter, blocks: Blocks, clocks: Sequence[float], start: int, stride: Optional[int]
+) -> int:
     step = stride if stride is not None else max(1, round(len(clocks) / 12))
     if step < 1:
         raise InvalidRequestError(f"clock stride must be at least 1, not {step}")
@@ -230,13 +234,17 @@ def _clock_walk(meter: Meter, blocks: Blocks, clocks: Sequence[float], start: in
 
 def _result(meter: Meter, procedure: str, blocks: Blocks, clock: float) -> TuneResult:
     m = meter(blocks, clock)
-    return TuneResult(procedure, blocks, clock, m.time_s, m.energy_j, meter.count, tuple(meter.history))
+    return TuneResult(
+        procedure, blocks, clock, m.time_s, m.energy_j, meter.count, tuple(meter.history)
+    )
 
 
 def _check_kernels(bench: Any, cands: Sequence[Sequence[Any]]) -> List[List[Block]]:
     n = int(getattr(bench, "n_kernels", 1))
     if len(cands) != n:
-        raise InvalidRequestError(f"the benchmark runs {n} kernel(s) but {len(cands)} candidate lists were given")
+        raise InvalidRequestError(
+            f"the benchmark runs {n} kernel(s) but {len(cands)} candidate lists were given"
+        )
     return [_as_blocks(c) for c in cands]
 
 
@@ -290,7 +298,9 @@ def tune_energy_multi(
     return _result(meter, name, current, clocks[index])
 
 
-def tune_time(bench: Any, candidates: Sequence[Any], clock_mhz: Optional[float] = None, patience: int = 1) -> TuneResult:
+def tune_time(
+    bench: Any, candidates: Sequence[Any], clock_mhz: Optional[float] = None, patience: int = 1
+) -> TuneResult:
     """Alg. 1: the fastest block of one kernel, trying candidates in rank order."""
     return tune_time_multi(bench, [candidates], clock_mhz=clock_mhz, patience=patience)
 
@@ -304,7 +314,11 @@ def tune_energy(
 ) -> TuneResult:
     """Alg. 2: the block and clock of least energy for one kernel."""
     return tune_energy_multi(
-        bench, [candidates], start_clock_mhz=start_clock_mhz, clock_stride=clock_stride, patience=patience
+        bench,
+        [candidates],
+        start_clock_mhz=start_clock_mhz,
+        clock_stride=clock_stride,
+        patience=patience,
     )
 
 
@@ -334,5 +348,6 @@ def exhaustive(
             if best is None or v < best[0]:
                 best = (v, tuple(combo), clock)
     assert best is not None
-    return TuneResult(f"exhaustive-{objective}", best[1], best[2], *meter(best[1], best[2])[:2], meter.count)
-
+    return TuneResult(
+        f"exhaustive-{objective}", best[1], best[2], *meter(best[1], best[2])[:2], meter.count
+    )
