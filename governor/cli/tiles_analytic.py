@@ -115,26 +115,47 @@ def run(
     return 0
 
 
+def _digest(doc: Any) -> str:
+    import hashlib
+
+    return hashlib.sha1(_cache_key(doc).encode()).hexdigest()[:12]
+
+
 def _run_hhc(stencil, nest, gpu, size, steps, within, objective, board) -> Dict[str, Any]:
     if nest:
         raise InvalidRequestError("--nest belongs to --model doacross; HHC takes --stencil")
     if not stencil:
         raise InvalidRequestError("--model hhc needs --stencil NAME (e.g. gradient2d)")
-    if not gpu:
-        raise InvalidRequestError("--model hhc needs --gpu NAME (gtx980 or titanx)")
+    if not gpu and not board:
+        raise InvalidRequestError(
+            "--model hhc needs --gpu NAME (gtx980 or titanx) or --board NAME calibrated "
+            "with `governor tiles-calibrate --model hhc`"
+        )
     from governor.tuning.analytic import catalog
+    from governor.tuning.analytic.device import load_hhc
 
     st = catalog.stencil(stencil)
-    card = catalog.hhc_gpu(gpu)
+    card = load_hhc(board, gpu) if board else None
+    source = "calibrated" if card is not None else "thesis"
+    if card is None:
+        if not gpu:
+            raise InvalidRequestError(
+                f"board {board!r} has no calibrated HHC constants: run `governor tiles-calibrate "
+                f"--model hhc --device sim:{board} --save` or pass --gpu gtx980|titanx"
+            )
+        card = catalog.hhc_gpu(gpu)
     dims = _parse_size(size)
     _check_common(steps, within, objective)
     if len(dims) != st.dims:
         raise InvalidRequestError(f"{st.name} is {st.dims}-D: --size needs {st.dims} integers")
+    if st.name not in card.c_iter_s:
+        raise InvalidRequestError(f"{card.name} has no C_iter for {st.name}; calibrate it first")
     power = _power_model(objective, board)
     cache_board = board or card.name
     key = _cache_key(
         {"stencil": st.name, "gpu": card.name, "size": dims, "steps": int(steps),
-         "within": float(within), "objective": objective}
+         "within": float(within), "objective": objective,
+         "constants": _digest(card.to_dict())}
     )  # fmt: skip
     hit = _cache_get(cache_board, "tiles-hhc", key) if power is None else None
     if hit is not None:
@@ -142,7 +163,8 @@ def _run_hhc(stencil, nest, gpu, size, steps, within, objective, board) -> Dict[
     from governor.tuning.analytic.hhc import select_hhc
 
     result = select_hhc(st, card, dims, int(steps), float(within), objective, power)
-    doc = result.to_dict()
+    doc = dict(result.to_dict(), constants_source=source,
+               reference_clock_mhz=card.reference_clock_mhz)  # fmt: skip
     if power is None:
         _cache_put(cache_board, "tiles-hhc", key, doc)
     return dict(doc, cached=False)
@@ -154,31 +176,32 @@ def _run_doacross(stencil, nest, gpu, size, steps, within, objective, board) -> 
     if not nest:
         raise InvalidRequestError("--model doacross needs --nest sor1d|sor2d|sor3d")
     from governor.tuning.analytic import catalog
-    from governor.tuning.analytic.doacross import DoacrossConstants, doacross_search
+    from governor.tuning.analytic.device import load_doacross
+    from governor.tuning.analytic.doacross import doacross_search
 
     ns = catalog.nest(nest)
-    card = catalog.doacross_gpu(gpu or "c1060")
+    constants = stored_gpu = ref_clock = None
+    if board:
+        hit = load_doacross(board, gpu)
+        if hit is not None:
+            constants, stored_gpu, ref_clock = hit
+    card = stored_gpu or catalog.doacross_gpu(gpu or "c1060")
     dims = _parse_size(size)
     _check_common(steps, within, objective)
     if len(dims) != ns.depth - 1:
         raise InvalidRequestError(f"{ns.name} needs {ns.depth - 1} space sizes in --size")
     power = _power_model(objective, board)
-    constants = None
-    if board:
-        from governor.profiles.store import get_tuning
-
-        stored = get_tuning(board, "doacross-constants", card.name)
-        if stored is not None:
-            constants = DoacrossConstants.from_dict(stored)
     cache_board = board or card.name
     key = _cache_key(
         {"nest": ns.name, "gpu": card.name, "size": dims, "steps": int(steps),
-         "objective": objective}
+         "objective": objective,
+         "constants": _digest(constants.to_dict()) if constants else "illustrative"}
     )  # fmt: skip
     hit = _cache_get(cache_board, "tiles-doacross", key) if power is None else None
     if hit is not None:
         return dict(hit, cached=True)
-    result = doacross_search(ns, card, dims, int(steps), constants, objective, power)
+    extra = {} if ref_clock is None else {"reference_clock_mhz": ref_clock}
+    result = doacross_search(ns, card, dims, int(steps), constants, objective, power, **extra)
     doc = result.to_dict()
     if power is None:
         _cache_put(cache_board, "tiles-doacross", key, doc)

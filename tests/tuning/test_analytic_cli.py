@@ -74,9 +74,9 @@ def test_energy_objective_uses_the_board_profile(capsys, tmp_path):
     prof = tmp_path / "data" / "profiles"
     prof.mkdir(parents=True, exist_ok=True)
     (prof / "nano.json").write_text(json.dumps({
-        "board": "nano", "supported_clocks_mhz": list(pm.supported_clocks_mhz),
-        "power_model": {"p_idle_w": 30.0, "alpha": 0.06, "ridge_clock_mhz": 1000.0,
-                        "beta": 0.002, "p_max_w": 200.0}}))  # fmt: skip
+        "board": "nano", "fingerprint": {"supported_clocks_mhz": list(pm.supported_clocks_mhz)},
+        "power_model": {"p_idle_w": 30.0, "alpha_w_per_mhz": 0.06, "ridge_clock_mhz": 1000.0,
+                        "beta_per_mhz": 0.002, "p_max_w": 200.0}}))  # fmt: skip
     doc = _run(capsys, stencil="jacobi2d", gpu="gtx980", size="1024,1024", steps=64,
                objective="energy", board="nano")  # fmt: skip
     assert doc["objective"] == "energy" and doc["best"]["clock_mhz"] in (700, 1000, 1216)

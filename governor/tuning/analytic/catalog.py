@@ -9,10 +9,10 @@ trusting absolute times.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, Tuple
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Dict, Mapping, Tuple
 
-from governor.errors import DeviceNotFoundError
+from governor.errors import DeviceNotFoundError, InvalidRequestError
 
 __all__ = [
     "DOACROSS_GPUS",
@@ -76,6 +76,18 @@ class HhcGpu:
     def l_s_per_word(self) -> float:
         return self.l_s_per_gb * self.word_bytes * 1e-9
 
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> HhcGpu:
+        """Build from :meth:`to_dict` output (extra keys are ignored).
+
+        Raises:
+            InvalidRequestError: a field is missing or malformed.
+        """
+        return _from_dict(cls, doc, "HHC GPU")
+
 
 @dataclass(frozen=True)
 class Nest:
@@ -101,6 +113,34 @@ class DoacrossGpu:
     regs_per_thread: int = 16
     word_bytes: int = 4
     warp_size: int = 32
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> DoacrossGpu:
+        """Build from :meth:`to_dict` output. Raises InvalidRequestError when malformed."""
+        return _from_dict(cls, doc, "DOACROSS GPU")
+
+
+def _from_dict(cls: Any, doc: Mapping[str, Any], what: str) -> Any:
+    try:
+        kwargs: Dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in doc:
+                continue
+            value = doc[f.name]
+            if f.name == "name":
+                kwargs[f.name] = str(value)
+            elif f.name == "c_iter_s":
+                kwargs[f.name] = {str(k): float(v) for k, v in value.items()}
+            elif isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{f.name} must be a number")
+            else:
+                kwargs[f.name] = type(f.default)(value) if isinstance(f.default, float) else value
+        return cls(**kwargs)
+    except (TypeError, ValueError, AttributeError) as err:
+        raise InvalidRequestError(f"bad {what} constants: {err}") from None
 
 
 STENCILS: Dict[str, Stencil] = {

@@ -3,9 +3,11 @@
 Two routes to energy:
 
 - :class:`PowerModel`, the ridge-point model of a calibrated board
-  (P(f) = min(p_max_w, p_idle_w + alpha·f·V(f)²), V = 1 below the ridge, 1 + beta·(f − ridge)
-  above). Energy of a tile choice at a clock is P(f) × the time model at that clock. Read one
-  from a profile with :func:`power_model_for_board`.
+  (P(f) = min(p_max_w, p_idle_w + alpha_w_per_mhz·f·V(f)²), V = 1 below the ridge,
+  1 + beta_per_mhz·(f − ridge) above). Energy of a tile choice at a clock is P(f) × the time
+  model at that clock. Read one from a profile with :func:`power_model_for_board`, which takes
+  the profile's real keys (``alpha_w_per_mhz``, ``beta_per_mhz``, clocks under
+  ``fingerprint.supported_clocks_mhz``).
 - :class:`StencilEnergyConstants`, the thesis's component model
   E = P_stat·T_alg + N_tiles·(e_gs·M_io + e_sr·SR + V_tile·(fadd·e_fadd + fmul·e_fmul)),
   fitted by :func:`fit_energy_l1`, an L1 linear program with every constant ≥ 0.
@@ -13,6 +15,7 @@ Two routes to energy:
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -36,75 +39,132 @@ ENERGY_TERMS = ("p_stat_w", "e_gs_j", "e_sr_j", "e_fadd_j", "e_fmul_j")
 
 @dataclass(frozen=True)
 class PowerModel:
-    """A board's power under load as a function of core clock, and its supported clocks."""
+    """A board's power under load as a function of core clock, and its supported clocks.
+
+    Field names are those of a profile's ``power_model`` (``governor calibrate``, see
+    :mod:`governor.models.power`); ``p_max_w`` may be infinite (no cap observed).
+    """
 
     p_idle_w: float
-    alpha: float
+    alpha_w_per_mhz: float
     ridge_clock_mhz: float
-    beta: float
-    p_max_w: float
+    beta_per_mhz: float
+    p_max_w: float = math.inf
     supported_clocks_mhz: Tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("p_idle_w", "alpha", "ridge_clock_mhz", "beta", "p_max_w"):
+        for name in ("p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz", "p_max_w"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
-                raise InvalidRequestError(f"power model {name} must be a finite number >= 0")
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not ok or math.isnan(value) or value < 0:
+                raise InvalidRequestError(f"power model {name} must be a number >= 0")
+            if name != "p_max_w" and math.isinf(value):
+                raise InvalidRequestError(f"power model {name} must be finite")
         clocks = tuple(float(c) for c in self.supported_clocks_mhz)
-        if any(c <= 0 for c in clocks):
+        if any(not (c > 0 and math.isfinite(c)) for c in clocks):
             raise InvalidRequestError("power model clocks must be positive MHz")
         object.__setattr__(self, "supported_clocks_mhz", tuple(sorted(set(clocks))))
+
+    # the names this class had before it followed the profile's keys
+    @property
+    def alpha(self) -> float:
+        return self.alpha_w_per_mhz
+
+    @property
+    def beta(self) -> float:
+        return self.beta_per_mhz
 
     def power_w(self, clock_mhz: Any) -> np.ndarray:
         """Power in W at ``clock_mhz`` (scalar or array)."""
         f = np.asarray(clock_mhz, dtype=float)
-        volt = np.where(f < self.ridge_clock_mhz, 1.0, 1.0 + self.beta * (f - self.ridge_clock_mhz))
-        return np.minimum(self.p_max_w, self.p_idle_w + self.alpha * f * volt**2)
+        volt = 1.0 + self.beta_per_mhz * np.maximum(0.0, f - self.ridge_clock_mhz)
+        return np.minimum(self.p_max_w, self.p_idle_w + self.alpha_w_per_mhz * f * volt**2)
 
     __call__ = power_w
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "p_idle_w": self.p_idle_w,
+            "alpha_w_per_mhz": self.alpha_w_per_mhz,
+            "ridge_clock_mhz": self.ridge_clock_mhz,
+            "beta_per_mhz": self.beta_per_mhz,
+            "p_max_w": None if math.isinf(self.p_max_w) else self.p_max_w,
+            "supported_clocks_mhz": list(self.supported_clocks_mhz),
+        }
 
     @classmethod
     def from_dict(
         cls, doc: Mapping[str, Any], clocks_mhz: Optional[Sequence[float]] = None
     ) -> PowerModel:
-        """Build from a profile's ``power_model`` object (and its ``supported_clocks_mhz``)."""
+        """Build from a profile's ``power_model`` object: keys ``p_idle_w``,
+        ``alpha_w_per_mhz``, ``ridge_clock_mhz``, ``beta_per_mhz``, ``p_max_w`` (null: no cap).
+        ``clocks_mhz`` defaults to the object's own ``supported_clocks_mhz``.
+
+        Raises:
+            InvalidRequestError: a key is missing or not a number (one line).
+        """
+        if not isinstance(doc, Mapping):
+            raise InvalidRequestError("power model must be a JSON object")
+        missing = [k for k in _PM_KEYS if k not in doc]
+        if missing:
+            raise InvalidRequestError(f"power model lacks {', '.join(missing)}")
         try:
+            p_max = doc.get("p_max_w")
             return cls(
                 p_idle_w=float(doc["p_idle_w"]),
-                alpha=float(doc["alpha"]),
+                alpha_w_per_mhz=float(doc["alpha_w_per_mhz"]),
                 ridge_clock_mhz=float(doc["ridge_clock_mhz"]),
-                beta=float(doc["beta"]),
-                p_max_w=float(doc["p_max_w"]),
-                supported_clocks_mhz=tuple(clocks_mhz or doc.get("supported_clocks_mhz", ())),
+                beta_per_mhz=float(doc["beta_per_mhz"]),
+                p_max_w=math.inf if p_max is None else float(p_max),
+                supported_clocks_mhz=tuple(clocks_mhz or doc.get("supported_clocks_mhz") or ()),
             )
-        except (KeyError, TypeError, ValueError) as err:
-            raise InvalidRequestError(f"power model is missing or has a bad field: {err}") from err
+        except (TypeError, ValueError) as err:
+            raise InvalidRequestError(f"power model has a bad field: {err}") from None
+
+
+_PM_KEYS = ("p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz")
+
+
+def _profile_clocks(doc: Mapping[str, Any]) -> Any:
+    fp = doc.get("fingerprint")
+    if isinstance(fp, Mapping) and fp.get("supported_clocks_mhz"):
+        return fp["supported_clocks_mhz"]
+    model = doc.get("power_model")
+    if isinstance(model, Mapping) and model.get("supported_clocks_mhz"):
+        return model["supported_clocks_mhz"]
+    return None
 
 
 def power_model_for_board(board: str) -> PowerModel:
-    """The power model stored in ``board``'s calibration profile.
+    """The power model in ``board``'s calibration profile (``governor calibrate`` writes it):
+    top-level ``power_model`` and the clocks in ``fingerprint.supported_clocks_mhz``.
 
     Raises:
-        ProfileError: no profile, or one without ``power_model``/``supported_clocks_mhz``
-            (the message says to run ``governor calibrate`` first).
+        ProfileError: no profile, or one without a usable power model or clocks (the message
+            says to run ``governor calibrate`` first).
     """
     from governor.profiles.store import profile_paths, read_profile_file
 
     for path in profile_paths(board):
-        if path.exists():
-            doc = read_profile_file(path)
-            model = doc.get("power_model")
-            clocks = doc.get("supported_clocks_mhz") or (model or {}).get("supported_clocks_mhz")
-            if not isinstance(model, dict) or not clocks:
-                raise ProfileError(
-                    f"profile of {board!r} has no power_model/supported_clocks_mhz; "
-                    f"run `governor calibrate` on it first",
-                    path,
-                )
-            try:
-                return PowerModel.from_dict(model, clocks)
-            except InvalidRequestError as err:
-                raise ProfileError(f"bad power_model in profile of {board!r}: {err}", path) from err
+        if not path.exists():
+            continue
+        doc = read_profile_file(path)
+        model = doc.get("power_model")
+        if model is None and "tuning" in doc:
+            continue  # a tuning-only cache, not a calibration
+        clocks = _profile_clocks(doc)
+        if not isinstance(model, Mapping) or not clocks:
+            raise ProfileError(
+                f"profile of {board!r} has no power_model / fingerprint.supported_clocks_mhz; "
+                f"run `governor calibrate` on it first",
+                path,
+            )
+        if not isinstance(clocks, (list, tuple)):
+            raise ProfileError(f"profile of {board!r}: supported_clocks_mhz is not a list", path)
+        try:
+            return PowerModel.from_dict(model, [float(c) for c in clocks])
+        except (InvalidRequestError, TypeError, ValueError) as err:
+            raise ProfileError(f"bad power_model in profile of {board!r}: {err}", path) from None
     raise ProfileError(
         f"no calibration profile for board {board!r}; run `governor calibrate` on it first"
     )
