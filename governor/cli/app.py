@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "governor.cli.monitor",
     "governor.cli.tegrastats",
     "governor.cli.tiles",
+    "governor.cli.tiles_calibrate",
     "governor.cli.occupancy",
     "governor.cli.tune_blocks",
 )
