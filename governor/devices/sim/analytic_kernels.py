@@ -289,7 +289,7 @@ def true_time_s(truth: SimTruth, kind: str, params: Mapping[str, Any], clock_mhz
             return _positive(params, "seconds", kind)
         param = "words" if bench.endswith("copy") else "ops"
         scale = 1.0 if bench == "global_copy" else core
-        return _positive(params, param, kind) * truth.rates_s[bench] * scale + 1e-4
+        return _positive(params, param, kind) * truth.rates_s[bench] * scale + _LAUNCH_S
     raise InvalidRequestError(
         f"simulated boards have no analytic kernel {kind!r}; known: {', '.join(KERNEL_KINDS)}"
     )

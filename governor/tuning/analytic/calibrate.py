@@ -277,7 +277,7 @@ _ENERGY_BENCHES = {
 def calibrate_stencil_energy(
     measure: Measure,
     extra_runs: Optional[Tuple[Any, Any]] = None,
-    sizes: Sequence[float] = (1e8, 3e8, 1e9, 3e9),
+    sizes: Sequence[float] = (1e9, 3e9, 1e10, 3e10),
 ) -> StencilEnergyConstants:
     """Run energy micro-benchmarks and fit P_stat, e_gs, e_sr, e_fadd, e_fmul by the L1 LP.
 
