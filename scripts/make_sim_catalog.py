@@ -194,7 +194,7 @@ def generic_workloads(f_max: float, load_top_w: float, idle_w: float, mem_clock)
     compute = dict(description="compute-bound FMA chain filling every SM (the built-in load)",
                    compute_mcycles=r4(UNIT_S * f_max), mem_s=0.0, overlap_k=1.0, a_stall=0.0, a_busy=1.0, mem_w=0.0)
     memory = dict(description="memory-bound streaming copy: speed set by DRAM, little gain from clock",
-                  compute_mcycles=r4(0.3 * UNIT_S * f_max), mem_s=UNIT_S, overlap_k=3.0, a_stall=0.3, a_busy=1.0,
+                  compute_mcycles=r4(0.3 * UNIT_S * f_max), mem_s=UNIT_S, overlap_k=3.0, a_stall=0.5, a_busy=0.5,
                   mem_w=r4(0.1 * (load_top_w - idle_w)))
     if mem_clock:
         memory["mem_clock_mhz"] = mem_clock
