@@ -25,6 +25,7 @@ from governor.tuning.analytic.calibrate import (
     calibrate_on_device,
     calibrate_stencil_energy,
 )
+from governor.tuning.analytic.device import calibrate_device, store_constants
 from governor.tuning.analytic.doacross import (
     DoacrossConstants,
     DoacrossResult,
@@ -64,6 +65,7 @@ __all__ = [
     "SyntheticEnergyGpu",
     "SyntheticHhcGpu",
     "ThreadOrg",
+    "calibrate_device",
     "calibrate_doacross",
     "calibrate_hhc",
     "calibrate_on_device",
@@ -78,5 +80,6 @@ __all__ = [
     "ideal_time_s",
     "power_model_for_board",
     "select_hhc",
+    "store_constants",
     "total_time_s",
 ]

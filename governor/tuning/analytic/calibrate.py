@@ -23,8 +23,9 @@ Fits: slopes by non-negative least squares; α, β, γ by non-negative least squ
 count (DOACROSS); the stencil energy constants by the L1 linear program of
 :func:`~governor.tuning.analytic.energy.fit_energy_l1`. All constants come out ≥ 0.
 
-To calibrate on the simulated board once its device exposes kernels, pass a callable that runs
-them: :func:`calibrate_on_device` is the one place that hookup goes.
+On a simulated board, :class:`governor.devices.sim.analytic_kernels.SimKernelRunner` runs these
+kinds (``calibrate_on_device(SimKernelRunner(dev), ...)``);
+:func:`governor.tuning.analytic.device.calibrate_device` wraps that with a locked clock.
 """
 
 from __future__ import annotations
@@ -342,9 +343,8 @@ def calibrate_on_device(
     """Calibrate whichever models are asked for on a device reached through ``run_kernel``.
 
     ``run_kernel(kind, params)`` runs one micro-benchmark (see the module table) on the device
-    and returns its time in s (or (time_s, energy_j) for ``energy:*`` kinds). This is where the
-    simulated board (``sim:NAME``) plugs in once it can run these kernels: wrap its kernel
-    runner in such a callable. Returns ``{"hhc": HhcGpu, "doacross": DoacrossConstants,
+    and returns its time in s (or (time_s, energy_j) for ``energy:*`` kinds). For a simulated
+    board pass ``governor.devices.sim.analytic_kernels.SimKernelRunner(dev)``. Returns ``{"hhc": HhcGpu, "doacross": DoacrossConstants,
     "energy": StencilEnergyConstants}`` for the parts requested.
     """
 
