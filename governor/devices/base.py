@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, FrozenSet, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Optional, Sequence, Tuple
 
 from governor.devices.journal import Journal
 from governor.errors import InvalidRequestError, UnsupportedError
@@ -305,23 +305,20 @@ class Device:
         hi = lo if max_mhz is None else self.snap_clock_mhz(max_mhz, strict=strict)
         if lo > hi:
             raise InvalidRequestError(f"minimum clock {lo:g} MHz is above maximum {hi:g} MHz")
-        self._journal("gpu_clocks", self._current("gpu_clocks"))
-        self._write_gpu_clocks(lo, hi)
+        self._change("gpu_clocks", lambda: self._write_gpu_clocks(lo, hi))
         log.info("%s: GPU clock locked to %g-%g MHz", self.uri, lo, hi)
         return (lo, hi)
 
     def reset_gpu_clocks(self) -> None:
         """Let the driver choose the GPU clock again."""
         self._require("lock_gpu_clocks", "resetting the GPU clock")
-        self._journal("gpu_clocks", self._current("gpu_clocks"))
-        self._reset_gpu_clocks()
+        self._change("gpu_clocks", self._reset_gpu_clocks)
 
     def lock_mem_clock(self, clock_mhz: Optional[float]) -> Optional[float]:
         """Lock the memory clock (MHz; None unlocks). Returns the clock applied."""
         self._require("lock_mem_clock", "locking the memory clock")
         value = None if clock_mhz is None else self.snap_clock_mhz(clock_mhz, mem=True)
-        self._journal("mem_clock", self._current("mem_clock"))
-        self._write_mem_clock(value)
+        self._change("mem_clock", lambda: self._write_mem_clock(value))
         return value
 
     def set_power_limit(self, power_w: float) -> float:
@@ -340,8 +337,7 @@ class Device:
                 f"power limit {value:g} W is outside {limits.min_w:g}-{limits.max_w:g} W "
                 f"for {self.identity.name}"
             )
-        self._journal("power_limit", self._current("power_limit"))
-        self._write_power_limit(value)
+        self._change("power_limit", lambda: self._write_power_limit(value))
         return value
 
     def set_power_mode(self, mode: str) -> str:
@@ -352,8 +348,7 @@ class Device:
             raise InvalidRequestError(
                 f"unknown power mode {mode!r} for {self.identity.name}; known: {', '.join(modes)}"
             )
-        self._journal("power_mode", self._current("power_mode"))
-        self._write_power_mode(mode)
+        self._change("power_mode", lambda: self._write_power_mode(mode))
         return mode
 
     # -- restore ---------------------------------------------------------------------
@@ -401,9 +396,19 @@ class Device:
             "power_mode": state.power_mode,
         }[name]
 
-    def _journal(self, name: str, original: Any) -> None:
-        if self.journal.record(name, original):
+    def _change(self, name: str, write: Callable[[], None]) -> None:
+        """Journal the original of ``name`` (first change only), then write. A write that
+        fails leaves nothing to undo, so an entry this call made is dropped again."""
+        original = self._current(name)
+        recorded = self.journal.record(name, original)
+        if recorded:
             log.debug("%s: journaled original %s=%r", self.uri, name, original)
+        try:
+            write()
+        except BaseException:
+            if recorded:
+                self.journal.forget(name)
+            raise
 
     def _apply_original(self, name: str, original: Any) -> None:
         if name == "gpu_clocks":

@@ -139,3 +139,24 @@ def test_missing_capabilities_are_reported_not_crashed():
     with governor.open_device("sim:a100-pcie") as dev:
         with pytest.raises(UnsupportedError):
             dev.set_power_mode("MAXN")
+
+
+class _RefusingSim(SimDevice):
+    def _write_power_limit(self, power_w):
+        from governor.errors import DevicePermissionError
+
+        raise DevicePermissionError("needs root")
+
+
+def test_a_refused_write_leaves_nothing_to_undo():
+    dev = _RefusingSim(get_board("t4"))
+    from governor.errors import DevicePermissionError
+
+    with pytest.raises(DevicePermissionError):
+        dev.set_power_limit(65)
+    assert not dev.changed and dev.restore() == {}
+    dev.lock_gpu_clocks(900)
+    with pytest.raises(DevicePermissionError):
+        dev.set_power_limit(65)
+    assert dev.journal.originals() == {"gpu_clocks": None}  # the earlier change is still undoable
+    dev.restore()
