@@ -246,6 +246,13 @@ class Device:
         """Whether this process may change settings now (root, or a daemon holding the right)."""
         return True
 
+    def control_reason(self) -> Optional[str]:
+        """Why settings cannot be changed here, in one line; None when they can."""
+        caps = self.capabilities
+        if not (caps.lock_gpu_clocks or caps.lock_mem_clock or caps.power_limit or caps.power_mode):
+            return "nothing can be set on this device"
+        return None if self.control_permitted() else "not permitted for this user"
+
     # -- reading ---------------------------------------------------------------------
     def sample(self) -> Sample:
         """One telemetry reading, stamped with this device's clock.

@@ -104,6 +104,8 @@ class DeviceInfo(Dict[str, Any]):
 
 
 def describe(device: Device) -> DeviceInfo:
+    limits = device.power_limit_range()
+    reason = device.control_reason()
     return DeviceInfo(
         uri=device.uri,
         name=device.identity.name,
@@ -112,8 +114,11 @@ def describe(device: Device) -> DeviceInfo:
         identity=device.identity.to_dict(),
         supported_clocks_mhz=list(device.supported_clocks_mhz()),
         capabilities=device.capabilities.to_dict(),
-        can_control=device.control_permitted()
-        and any((device.capabilities.lock_gpu_clocks, device.capabilities.power_limit, device.capabilities.power_mode)),
+        can_control=reason is None,
+        control_reason=reason,
+        power_limit_range_w=None if limits is None else [limits.min_w, limits.max_w],
+        power_modes=list(device.power_modes()),
+        power_source=getattr(device, "power_source", None),
     )
 
 
