@@ -1,0 +1,24 @@
+"""The governor daemon: a root process that owns the GPUs and lets unprivileged users ask.
+
+``governor daemon --config FILE`` enforces the site's policy on the configured devices and
+serves a Unix socket on which members of a group may ask for a short allow-list of actions
+(apply the ``ppw`` or ``max`` profile policy, lock the GPU clock within the site's limits,
+reset, status). Nothing a client sends reaches a shell; every request is size-limited and
+validated against a hand-written schema before the daemon touches a device.
+
+Modules (imported on demand, so ``import governor`` loads none of them):
+
+- :mod:`~governor.runtime.daemon.config`   the TOML config file, validated to one-line errors
+- :mod:`~governor.runtime.daemon.protocol` JSON lines: request schema, replies, size limit
+- :mod:`~governor.runtime.daemon.server`   the socket server, device actions, signal handling
+- :mod:`~governor.runtime.daemon.client`   ``request()``, ``daemon_available()``, ``DaemonDevice``
+"""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_SOCKET", "SOCKET_ENV"]
+
+#: where the daemon listens unless its config says otherwise (and where clients look)
+DEFAULT_SOCKET = "/run/governor/governor.sock"
+#: clients look here first for the socket path
+SOCKET_ENV = "GOVERNOR_DAEMON_SOCKET"

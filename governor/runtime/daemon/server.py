@@ -1,0 +1,683 @@
+"""The daemon: owns the configured devices, enforces the site policy, serves the socket.
+
+One thread accepts connections; each connection gets a thread (at most ``max_clients``) that
+reads request lines, validates them (:mod:`.protocol`), checks the allow-list and the clock
+limits (:mod:`.config`), and acts on the device through the Device API only: nothing a client
+sends is passed to a shell or a subprocess. Every request is logged with the caller's uid and
+pid from ``SO_PEERCRED``.
+
+Actions:
+
+- ``status``: the daemon, each device's state, limits, policy and last client action;
+- ``apply`` ``ppw``: lock the GPU to the profile's PPW-optimal clock (clamped to the limits);
+  ``apply`` ``max``: lock it to the highest clock within the limits;
+- ``lock``: lock the GPU clock to ``[min_mhz, max_mhz]``, which must lie within the limits;
+- ``reset``: restore what was changed, then resume the configured policy.
+
+A client's ``apply``/``lock`` pauses the configured policy on that device until ``reset``.
+On SIGTERM/SIGINT (or :meth:`DaemonServer.stop`) the daemon stops its policies, restores
+every device and removes its socket.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import signal
+import socket
+import stat
+import struct
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from governor._version import __version__
+from governor.devices.base import Device
+from governor.errors import DeviceBusyError, GovernorError, InvalidRequestError
+from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
+from governor.runtime.daemon.protocol import (
+    ProtocolError,
+    Request,
+    decode_request,
+    encode,
+    error_reply,
+    ok_reply,
+)
+
+__all__ = ["DaemonServer", "PeerCredentials", "bind_socket", "peer_credentials", "run_daemon"]
+
+log = logging.getLogger("governor.daemon")
+
+_ACCEPT_POLL_S = 0.2
+_TOLERANCE_MHZ = Device.CLOCK_TOLERANCE_MHZ
+
+PeerCredentials = Tuple[Optional[int], Optional[int], Optional[int]]  # pid, uid, gid
+
+
+def peer_credentials(conn: socket.socket) -> PeerCredentials:
+    """(pid, uid, gid) of the process at the other end of a Unix socket (Linux SO_PEERCRED)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:  # pragma: no cover - not Linux
+        return (None, None, None)
+    try:
+        raw = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+        pid, uid, gid = struct.unpack("3i", raw)
+    except OSError:  # pragma: no cover - peer already gone
+        return (None, None, None)
+    return (pid, uid, gid)
+
+
+# -- the socket --------------------------------------------------------------------------------
+def _group_id(name: Optional[str], source: str) -> Optional[int]:
+    if name is None:
+        return None
+    if name.isdigit():
+        return int(name)
+    import grp
+
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        raise ConfigError(
+            f"{source}: daemon.socket_group: no group named {name!r} "
+            f"(create it with 'groupadd --system {name}')"
+        ) from None
+
+
+def _safe_parent(parent: Path) -> None:
+    """Create the socket's directory (0755) if needed; refuse one others could tamper with."""
+    if not os.path.lexists(parent):
+        try:
+            parent.mkdir(mode=0o755, parents=True)
+        except OSError as err:
+            raise GovernorError(f"cannot create the socket directory {parent}: {err.strerror or err}") from None
+    st = os.lstat(parent)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise GovernorError(f"the socket directory {parent} is not a plain directory (a symlink?)")
+    euid = os.geteuid()
+    if st.st_uid not in (0, euid):
+        raise GovernorError(f"the socket directory {parent} belongs to uid {st.st_uid}, not to this user")
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise GovernorError(
+            f"the socket directory {parent} is writable by others (mode {oct(st.st_mode & 0o7777)}); "
+            "use a directory only root can write, such as /run/governor"
+        )
+
+
+def _remove_stale(path: Path) -> None:
+    """Remove a socket no daemon answers on; refuse a live one or a non-socket file."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise GovernorError(f"{path} exists and is not a socket; refusing to replace it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(0.5)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        log.info("removing stale socket %s", path)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        return
+    finally:
+        probe.close()
+    raise DeviceBusyError(f"another governor daemon is already listening on {path}")
+
+
+def bind_socket(
+    path: Path, *, mode: int = 0o660, group: Optional[str] = None, source: str = "<config>", backlog: int = 16
+) -> socket.socket:
+    """A listening Unix socket at ``path`` with ``mode`` and ``group``, created safely.
+
+    The socket is bound under a temporary name, given its mode and group, and only then
+    renamed into place, so no client ever sees it with looser permissions.
+
+    Raises:
+        ConfigError: unknown group; DeviceBusyError: a daemon already listens there;
+        GovernorError: an unsafe directory or a non-socket file in the way.
+    """
+    path = Path(path)
+    gid = _group_id(group, source)
+    _safe_parent(path.parent)
+    _remove_stale(path)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        os.unlink(temp)
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(temp))
+        os.chmod(temp, mode)
+        if gid is not None:
+            os.chown(temp, -1, gid)
+        os.replace(temp, path)
+        sock.listen(backlog)
+    except OSError as err:
+        sock.close()
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise GovernorError(f"cannot listen on {path}: {err.strerror or err}") from None
+    return sock
+
+
+# -- devices -----------------------------------------------------------------------------------
+class _Slot:
+    """A configured device with its lock, its policy runner and the last client action."""
+
+    def __init__(self, config: DeviceConfig, device: Device) -> None:
+        self.config = config
+        self.device = device
+        self.lock = threading.RLock()
+        self.governor: Any = None
+        self.enforced: Optional[Dict[str, Any]] = None
+        self.policy_error: Optional[str] = None
+        self.override: Optional[Dict[str, Any]] = None
+
+    def limits_mhz(self) -> Tuple[float, float]:
+        table = self.device.supported_clocks_mhz()
+        lo = self.config.min_mhz if self.config.min_mhz is not None else (table[0] if table else 0.0)
+        hi = self.config.max_mhz if self.config.max_mhz is not None else (table[-1] if table else 0.0)
+        return (lo, hi)
+
+    def clocks_within_limits(self) -> List[float]:
+        lo, hi = self.limits_mhz()
+        return [c for c in self.device.supported_clocks_mhz() if lo - _TOLERANCE_MHZ <= c <= hi + _TOLERANCE_MHZ]
+
+    def nearest_allowed(self, clock_mhz: float) -> float:
+        allowed = self.clocks_within_limits()
+        if not allowed:
+            lo, hi = self.limits_mhz()
+            raise GovernorError(
+                f"{self.device.uri} supports no clock within the configured limits {lo:g}-{hi:g} MHz"
+            )
+        return min(allowed, key=lambda c: (abs(c - clock_mhz), c))
+
+
+def _load_runtime() -> Optional[Tuple[Any, Any]]:
+    """(Governor, policies) from governor.runtime, or None when it is not there."""
+    try:
+        from governor.runtime import Governor, policies  # type: ignore[attr-defined]
+    except ImportError as err:
+        log.debug("governor.runtime is not available: %s", err)
+        return None
+    return Governor, policies
+
+
+class DaemonServer:
+    """The daemon. ``start()`` opens devices and the socket; ``serve_forever()`` blocks;
+    ``stop()`` (any thread, or a signal) restores devices and removes the socket."""
+
+    def __init__(
+        self,
+        config: DaemonConfig,
+        *,
+        opener: Optional[Callable[[str], Device]] = None,
+    ) -> None:
+        self.config = config
+        self._opener = opener
+        self._slots: Dict[str, _Slot] = {}
+        self._listener: Optional[socket.socket] = None
+        self._socket_ino: Optional[Tuple[int, int]] = None
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._clients = threading.BoundedSemaphore(config.max_clients)
+        self._connections: List[socket.socket] = []
+        self._conn_lock = threading.Lock()
+        self._started_at = time.monotonic()
+        self._thread: Optional[threading.Thread] = None
+        self._cleanup_lock = threading.Lock()
+        self._cleaned = False
+        self._serving = False
+        self._serving_thread: Optional[threading.Thread] = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    @property
+    def socket_path(self) -> Path:
+        return self.config.socket
+
+    def start(self) -> "DaemonServer":
+        """Open the devices (restoring what a crashed predecessor left), enforce their policies,
+        and listen. On failure everything opened so far is restored and closed.
+
+        Raises:
+            GovernorError: a device cannot be opened, or the socket cannot be created.
+        """
+        try:
+            self._open_devices()
+            self._listener = bind_socket(
+                self.config.socket,
+                mode=self.config.socket_mode,
+                group=self.config.socket_group,
+                source=self.config.source,
+                backlog=max(self.config.max_clients, 4),
+            )
+            st = os.stat(self.config.socket)
+            self._socket_ino = (st.st_dev, st.st_ino)
+            self._listener.settimeout(_ACCEPT_POLL_S)
+            for slot in self._slots.values():
+                self._enforce(slot)
+        except BaseException:
+            self._cleanup()
+            raise
+        log.info(
+            "governor daemon %s listening on %s for %s (allowed: %s)",
+            __version__,
+            self.config.socket,
+            ", ".join(self._slots),
+            ", ".join(self.config.allow),
+        )
+        return self
+
+    def _open_devices(self) -> None:
+        opener = self._opener
+        if opener is None:
+            from governor.devices.registry import open_device
+
+            opener = open_device
+        for dev_config in self.config.devices:
+            device = opener(dev_config.uri)
+            slot = _Slot(dev_config, device)
+            self._slots[dev_config.uri] = slot
+            if device.changed:
+                log.warning("%s: restoring settings left by a previous run: %s", device.uri, device.restore())
+            if not device.capabilities.lock_gpu_clocks:
+                log.warning("%s cannot lock its GPU clock: only status will work", device.uri)
+            elif not slot.clocks_within_limits():
+                lo, hi = slot.limits_mhz()
+                log.error("%s supports no clock within the configured limits %g-%g MHz", device.uri, lo, hi)
+
+    def serve_forever(self) -> None:
+        """Accept clients until :meth:`stop`; then restore devices and remove the socket."""
+        if self._listener is None:
+            self.start()
+        listener = self._listener
+        assert listener is not None
+        self._serving = True
+        self._serving_thread = threading.current_thread()
+        try:
+            while not self._stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except socket.timeout:
+                    continue
+                except OSError as err:
+                    if self._stop.is_set():
+                        break
+                    if err.errno in (errno.EINTR, errno.ECONNABORTED, errno.EMFILE, errno.ENFILE):
+                        time.sleep(0.05)
+                        continue
+                    raise
+                self._admit(conn)
+        finally:
+            self._cleanup()
+
+    def start_in_thread(self) -> "DaemonServer":
+        """Start and serve from a background thread (tests, embedding)."""
+        self.start()
+        self._thread = threading.Thread(target=self.serve_forever, name="governor-daemon", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Ask the daemon to stop; when serving from a thread, wait until it has cleaned up."""
+        self._stop.set()
+        with self._conn_lock:
+            for conn in list(self._connections):
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+        elif not self._serving:
+            self._cleanup()
+        elif self._serving_thread is not threading.current_thread():
+            self._stopped.wait(timeout_s)
+
+    def request_stop(self) -> None:
+        """Signal-safe: only sets the flag the accept loop polls."""
+        self._stop.set()
+
+    def _cleanup(self) -> None:
+        with self._cleanup_lock:
+            if self._cleaned:
+                return
+            self._cleaned = True
+        self._stop.set()
+        if self._listener is not None:
+            try:
+                self._listener.close()
+            except OSError:
+                pass
+        self._remove_socket()
+        for slot in self._slots.values():
+            with slot.lock:
+                self._stop_governor(slot)
+                try:
+                    restored = slot.device.restore()
+                    if restored:
+                        log.info("%s: restored %s", slot.device.uri, restored)
+                except GovernorError as err:
+                    log.error("%s: could not restore: %s (run 'governor reset')", slot.device.uri, err)
+                finally:
+                    try:
+                        slot.device.close()
+                    except GovernorError as err:  # pragma: no cover - defensive
+                        log.warning("%s: close failed: %s", slot.device.uri, err)
+        self._stopped.set()
+        log.info("governor daemon stopped")
+
+    def _remove_socket(self) -> None:
+        path = self.config.socket
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        if self._socket_ino is not None and (st.st_dev, st.st_ino) != self._socket_ino:
+            return  # another daemon's socket now: leave it
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+    # -- connections ---------------------------------------------------------------------------
+    def _admit(self, conn: socket.socket) -> None:
+        if not self._clients.acquire(blocking=False):
+            try:
+                conn.settimeout(1.0)
+                conn.sendall(encode(error_reply("busy", "too many clients; try again shortly")))
+            except OSError:
+                pass
+            conn.close()
+            return
+        with self._conn_lock:
+            self._connections.append(conn)
+        thread = threading.Thread(target=self._serve_client, args=(conn,), name="governor-daemon-client", daemon=True)
+        thread.start()
+
+    def _serve_client(self, conn: socket.socket) -> None:
+        peer = peer_credentials(conn)
+        limit = self.config.max_request_bytes
+        buffer = b""
+        try:
+            conn.settimeout(self.config.client_timeout_s)
+            while not self._stop.is_set():
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if len(line) + 1 > limit:
+                        self._send(conn, error_reply("too-large", f"request is larger than {limit} bytes"))
+                        self._log(peer, None, "too-large")
+                        return
+                    if line.strip():
+                        self._send(conn, self.handle_line(line, peer))
+                if len(buffer) >= limit:
+                    self._send(conn, error_reply("too-large", f"request is larger than {limit} bytes"))
+                    self._log(peer, None, "too-large")
+                    return
+                try:
+                    chunk = conn.recv(4096)
+                except socket.timeout:
+                    return
+                if not chunk:
+                    if buffer.strip():  # a last request without its newline
+                        self._send(conn, self.handle_line(buffer, peer))
+                    return
+                buffer += chunk
+        except OSError as err:
+            log.debug("client connection ended: %s", err)
+        finally:
+            with self._conn_lock:
+                if conn in self._connections:
+                    self._connections.remove(conn)
+            try:
+                conn.close()
+            except OSError:
+                pass
+            self._clients.release()
+
+    @staticmethod
+    def _send(conn: socket.socket, reply: Dict[str, Any]) -> None:
+        conn.sendall(encode(reply))
+
+    def _log(self, peer: PeerCredentials, request: Optional[Request], outcome: str) -> None:
+        pid, uid, _ = peer
+        what = request.to_dict() if request is not None else {}
+        log.info("uid=%s pid=%s %s -> %s", uid, pid, what or "(unparsed request)", outcome)
+
+    # -- requests ------------------------------------------------------------------------------
+    def handle_line(self, line: bytes, peer: PeerCredentials = (None, None, None)) -> Dict[str, Any]:
+        """The reply to one request line. Never raises: every failure becomes an error reply."""
+        request: Optional[Request] = None
+        try:
+            request = decode_request(line, self.config.max_request_bytes)
+            reply = self.dispatch(request, peer)
+        except ProtocolError as err:
+            reply = error_reply(err.code, str(err), err.request_id if request is None else request.id)
+        except InvalidRequestError as err:
+            reply = error_reply("bad-request", str(err), request.id if request else None)
+        except GovernorError as err:
+            reply = error_reply("failed", str(err), request.id if request else None)
+        except Exception as err:  # the daemon must survive anything a request triggers
+            log.exception("internal error while handling %r", line[:200])
+            reply = error_reply("internal", f"internal error: {type(err).__name__}: {err}", request.id if request else None)
+        self._log(peer, request, "ok" if reply["ok"] else f"{reply['code']}: {reply['error']}")
+        return reply
+
+    def dispatch(self, request: Request, peer: PeerCredentials = (None, None, None)) -> Dict[str, Any]:
+        """Carry out a validated request. Raises ProtocolError/GovernorError on refusal."""
+        if request.action not in self.config.allow:
+            raise ProtocolError(
+                "not-allowed",
+                f"action {request.action!r} is not allowed by this daemon; allowed: {', '.join(self.config.allow)}",
+                request.id,
+            )
+        if request.action == "status":
+            slots = [self._slot(request)] if request.device is not None or len(self._slots) == 1 else list(self._slots.values())
+            return ok_reply(request, self._status(slots, peer))
+        slot = self._slot(request)
+        with slot.lock:
+            if request.action == "apply":
+                result = self._apply(slot, request, peer)
+            elif request.action == "lock":
+                result = self._lock(slot, request, peer)
+            else:
+                result = self._reset(slot)
+        return ok_reply(request, result, slot.device.uri)
+
+    def _slot(self, request: Request) -> _Slot:
+        if request.device is None:
+            if len(self._slots) == 1:
+                return next(iter(self._slots.values()))
+            raise ProtocolError(
+                "bad-request",
+                f"this daemon serves several devices; name one with device: {', '.join(self._slots)}",
+                request.id,
+            )
+        slot = self._slots.get(request.device)
+        if slot is None:
+            raise ProtocolError(
+                "unknown-device",
+                f"device {request.device!r} is not served by this daemon; served: {', '.join(self._slots)}",
+                request.id,
+            )
+        return slot
+
+    def _mark(self, slot: _Slot, what: Dict[str, Any], peer: PeerCredentials) -> None:
+        pid, uid, _ = peer
+        slot.override = dict(what, by_uid=uid, by_pid=pid, at_unix_s=round(time.time(), 3))
+
+    def _apply(self, slot: _Slot, request: Request, peer: PeerCredentials) -> Dict[str, Any]:
+        policy = str(request.policy)
+        if policy not in self.config.allow_policies:
+            from governor.runtime.daemon.config import CLIENT_POLICIES
+
+            code = "not-allowed" if policy in CLIENT_POLICIES else "bad-request"
+            raise ProtocolError(
+                code,
+                f"policy {policy!r} cannot be applied through the daemon; allowed: {', '.join(self.config.allow_policies)}",
+                request.id,
+            )
+        self._stop_governor(slot)
+        previous = slot.device.state().to_dict()
+        applied = self._apply_static(slot, policy)
+        self._mark(slot, applied, peer)
+        return {"device": slot.device.uri, "applied": applied, "previous": previous}
+
+    def _apply_static(self, slot: _Slot, policy: str) -> Dict[str, Any]:
+        """Lock the clock for ``ppw`` (profile's PPW-optimal clock) or ``max`` (top clock),
+        both within the configured limits."""
+        device = slot.device
+        applied: Dict[str, Any] = {"policy": policy}
+        if policy == "ppw":
+            from governor.profiles.profile import load_profile_for
+
+            path, doc, warnings = load_profile_for(device)
+            wanted = float(doc["ppw_optimal_clock_mhz"])
+            applied["profile"] = str(path)
+            if warnings:
+                applied["warnings"] = list(warnings)
+        else:
+            allowed = slot.clocks_within_limits()
+            wanted = allowed[-1] if allowed else slot.limits_mhz()[1]
+        clock = slot.nearest_allowed(wanted)
+        if abs(clock - wanted) > _TOLERANCE_MHZ:
+            applied["clamped_from_mhz"] = wanted
+        lo, hi = device.lock_gpu_clocks(clock)
+        applied["gpu_clocks_mhz"] = [lo, hi]
+        return applied
+
+    def _lock(self, slot: _Slot, request: Request, peer: PeerCredentials) -> Dict[str, Any]:
+        lo_limit, hi_limit = slot.limits_mhz()
+        low = float(request.min_mhz)  # type: ignore[arg-type]
+        high = float(request.max_mhz) if request.max_mhz is not None else low
+        for key, value in (("min_mhz", low), ("max_mhz", high)):
+            if value < lo_limit - _TOLERANCE_MHZ or value > hi_limit + _TOLERANCE_MHZ:
+                raise ProtocolError(
+                    "out-of-limits",
+                    f"{key} {value:g} MHz is outside the limits {lo_limit:g}-{hi_limit:g} MHz set for {slot.device.uri}",
+                    request.id,
+                )
+        self._stop_governor(slot)
+        previous = slot.device.state().to_dict()
+        lo, hi = slot.device.lock_gpu_clocks(slot.nearest_allowed(low), slot.nearest_allowed(high))
+        applied = {"gpu_clocks_mhz": [lo, hi]}
+        self._mark(slot, applied, peer)
+        return {"device": slot.device.uri, "applied": applied, "previous": previous}
+
+    def _reset(self, slot: _Slot) -> Dict[str, Any]:
+        self._stop_governor(slot)
+        restored = slot.device.restore()
+        slot.override = None
+        self._enforce(slot)
+        return {"device": slot.device.uri, "restored": restored, "policy": slot.config.policy["policy"]}
+
+    # -- the configured policy -----------------------------------------------------------------
+    def _enforce(self, slot: _Slot) -> None:
+        """Start the configured policy on ``slot``; failures are logged and kept for status."""
+        spec = dict(slot.config.policy)
+        name = spec["policy"]
+        slot.enforced = None
+        slot.policy_error = None
+        if name == "none" or not slot.device.capabilities.lock_gpu_clocks:
+            return
+        try:
+            runtime = _load_runtime()
+            if runtime is not None:
+                governor_cls, policies = runtime
+                policy = policies.from_spec(spec)
+                slot.governor = governor_cls(slot.device, policy, profile=None, interval_s=self.config.interval_s)
+                slot.governor.start()
+                slot.enforced = {"policy": name, "by": "governor", "spec": spec}
+            elif name in ("ppw", "max"):
+                slot.enforced = dict(self._apply_static(slot, name), by="static")
+            else:
+                raise GovernorError(f"the {name} policy needs governor.runtime, which this installation lacks")
+            log.info("%s: enforcing %s", slot.device.uri, slot.enforced)
+        except GovernorError as err:
+            slot.policy_error = str(err)
+            slot.governor = None
+            log.error("%s: cannot enforce the %s policy: %s", slot.device.uri, name, err)
+
+    def _stop_governor(self, slot: _Slot) -> None:
+        governor = slot.governor
+        slot.governor = None
+        if governor is not None:
+            try:
+                governor.stop()
+            except GovernorError as err:
+                log.warning("%s: stopping the policy: %s", slot.device.uri, err)
+            slot.enforced = None
+
+    # -- status --------------------------------------------------------------------------------
+    def _status(self, slots: List[_Slot], peer: PeerCredentials) -> Dict[str, Any]:
+        pid, uid, _ = peer
+        return {
+            "daemon": {
+                "version": __version__,
+                "pid": os.getpid(),
+                "socket": str(self.config.socket),
+                "uptime_s": round(time.monotonic() - self._started_at, 3),
+                "allow": list(self.config.allow),
+                "allow_policies": list(self.config.allow_policies),
+            },
+            "caller": {"uid": uid, "pid": pid},
+            "devices": [self._device_status(slot) for slot in slots],
+        }
+
+    def _device_status(self, slot: _Slot) -> Dict[str, Any]:
+        with slot.lock:
+            device = slot.device
+            table = device.supported_clocks_mhz()
+            doc: Dict[str, Any] = {
+                "uri": device.uri,
+                "name": device.identity.name,
+                "model": device.identity.model,
+                "supported_clocks_mhz": [table[0], table[-1]] if table else None,
+                "limits_mhz": list(slot.limits_mhz()),
+                "policy": dict(slot.config.policy),
+                "enforcing": slot.enforced,
+                "policy_error": slot.policy_error,
+                "client_override": slot.override,
+                "changed": device.changed,
+            }
+            try:
+                doc["state"] = device.state().to_dict()
+            except GovernorError as err:
+                doc["state"] = None
+                doc["state_error"] = str(err)
+            if slot.governor is not None:
+                try:
+                    doc["governor"] = slot.governor.status()
+                except GovernorError as err:
+                    doc["governor"] = {"error": str(err)}
+            return doc
+
+
+def run_daemon(config: DaemonConfig, *, opener: Optional[Callable[[str], Device]] = None) -> int:
+    """Run the daemon in this (main) thread until SIGTERM/SIGINT; returns the exit status."""
+    server = DaemonServer(config, opener=opener)
+    previous: Dict[int, Any] = {}
+
+    def _on_signal(signum: int, _frame: Any) -> None:
+        log.info("received signal %d: restoring devices and stopping", signum)
+        server.request_stop()
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous[signum] = signal.signal(signum, _on_signal)
+    try:
+        server.start()
+        server.serve_forever()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 0
