@@ -93,7 +93,9 @@ class DaemonClient:
             ) from None
         except OSError as err:
             sock.close()
-            raise GovernorError(f"cannot reach the governor daemon at {self.socket_path}: {err.strerror or err}") from None
+            raise GovernorError(
+                f"cannot reach the governor daemon at {self.socket_path}: {err.strerror or err}"
+            ) from None
         return sock
 
     def send_raw(self, payload: bytes) -> Dict[str, Any]:
@@ -114,11 +116,15 @@ class DaemonClient:
                 f"the governor daemon at {self.socket_path} did not answer within {self.timeout_s:g} s"
             ) from None
         except OSError as err:
-            raise GovernorError(f"lost the governor daemon at {self.socket_path}: {err.strerror or err}") from None
+            raise GovernorError(
+                f"lost the governor daemon at {self.socket_path}: {err.strerror or err}"
+            ) from None
         finally:
             sock.close()
         if not buffer.strip():
-            raise GovernorError(f"the governor daemon at {self.socket_path} closed the connection without a reply")
+            raise GovernorError(
+                f"the governor daemon at {self.socket_path} closed the connection without a reply"
+            )
         return decode_reply(buffer.split(b"\n", 1)[0])
 
     def call(self, document: Dict[str, Any]) -> Dict[str, Any]:
@@ -141,7 +147,9 @@ class DaemonClient:
         return result if isinstance(result, dict) else {}
 
 
-def request(action: str, *, socket_path: Optional[Any] = None, timeout_s: float = 5.0, **params: Any) -> Dict[str, Any]:
+def request(
+    action: str, *, socket_path: Optional[Any] = None, timeout_s: float = 5.0, **params: Any
+) -> Dict[str, Any]:
     """Send one request to the daemon and return its result (see :meth:`DaemonClient.request`)."""
     return DaemonClient(socket_path, timeout_s=timeout_s).request(action, **params)
 
@@ -180,7 +188,9 @@ class DaemonDevice(Device):
     resumes the site's policy. Power limits and power modes are reported as unsupported.
     """
 
-    def __init__(self, inner: Device, socket_path: Optional[Any] = None, *, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, inner: Device, socket_path: Optional[Any] = None, *, timeout_s: float = 5.0
+    ) -> None:
         self.inner = inner
         self.client = DaemonClient(socket_path, timeout_s=timeout_s)
         capabilities = replace(
@@ -190,7 +200,9 @@ class DaemonDevice(Device):
             power_limit=False,
             power_mode=False,
         )
-        super().__init__(inner.identity, capabilities, clock=inner.clock, journal=Journal(inner.uri))
+        super().__init__(
+            inner.identity, capabilities, clock=inner.clock, journal=Journal(inner.uri)
+        )
 
     def __repr__(self) -> str:
         return f"<DaemonDevice {self.uri} via {self.client.socket_path}>"

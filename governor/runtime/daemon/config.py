@@ -135,7 +135,9 @@ class _Checker:
     def fail(self, key: str, message: str) -> ConfigError:
         return ConfigError(f"{self.source}: {key}: {message}")
 
-    def table(self, doc: Dict[str, Any], key: str, where: str, known: Tuple[str, ...]) -> Dict[str, Any]:
+    def table(
+        self, doc: Dict[str, Any], key: str, where: str, known: Tuple[str, ...]
+    ) -> Dict[str, Any]:
         value = doc.get(key, {})
         if not isinstance(value, dict):
             raise self.fail(where, "must be a table")
@@ -146,7 +148,9 @@ class _Checker:
             )
         return value
 
-    def string(self, table: Dict[str, Any], key: str, where: str, default: Optional[str]) -> Optional[str]:
+    def string(
+        self, table: Dict[str, Any], key: str, where: str, default: Optional[str]
+    ) -> Optional[str]:
         value = table.get(key, default)
         if value is None:
             return None
@@ -181,7 +185,12 @@ class _Checker:
         return value
 
     def choices(
-        self, table: Dict[str, Any], key: str, where: str, known: Tuple[str, ...], default: Tuple[str, ...]
+        self,
+        table: Dict[str, Any],
+        key: str,
+        where: str,
+        known: Tuple[str, ...],
+        default: Tuple[str, ...],
     ) -> Tuple[str, ...]:
         value = table.get(key, list(default))
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -197,7 +206,7 @@ class _Checker:
         if isinstance(value, str):
             value = {"policy": value}
         if not isinstance(value, dict):
-            raise self.fail(where, "must be a table such as { policy = \"ppw\" }")
+            raise self.fail(where, 'must be a table such as { policy = "ppw" }')
         unknown = sorted(set(value) - {"policy", *_POLICY_NUMBERS})
         if unknown:
             raise self.fail(
@@ -206,7 +215,9 @@ class _Checker:
             )
         name = value.get("policy", "none")
         if name not in POLICIES:
-            raise self.fail(f"{where}.policy", f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+            raise self.fail(
+                f"{where}.policy", f"unknown policy {name!r}; known: {', '.join(POLICIES)}"
+            )
         spec: Dict[str, Any] = {"policy": name}
         for key in _POLICY_NUMBERS:
             number = self.number(value, key, where, None)
@@ -275,16 +286,24 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
             "daemon.socket_mode", f"must be an octal string granting at most 0660, not {mode!r}"
         )
     max_bytes = daemon.get("max_request_bytes", 4096)
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or not (
-        _MAX_REQUEST_BYTES[0] <= max_bytes <= _MAX_REQUEST_BYTES[1]
+    if (
+        isinstance(max_bytes, bool)
+        or not isinstance(max_bytes, int)
+        or not (_MAX_REQUEST_BYTES[0] <= max_bytes <= _MAX_REQUEST_BYTES[1])
     ):
         raise check.fail(
             "daemon.max_request_bytes",
             f"must be an integer from {_MAX_REQUEST_BYTES[0]} to {_MAX_REQUEST_BYTES[1]}, not {max_bytes!r}",
         )
     max_clients = daemon.get("max_clients", 16)
-    if isinstance(max_clients, bool) or not isinstance(max_clients, int) or not (1 <= max_clients <= 1024):
-        raise check.fail("daemon.max_clients", f"must be an integer from 1 to 1024, not {max_clients!r}")
+    if (
+        isinstance(max_clients, bool)
+        or not isinstance(max_clients, int)
+        or not (1 <= max_clients <= 1024)
+    ):
+        raise check.fail(
+            "daemon.max_clients", f"must be an integer from 1 to 1024, not {max_clients!r}"
+        )
 
     site_policy = check.policy(doc.get("policy", {"policy": "none"}), "policy")
     raw_devices = doc.get("device", [])
@@ -297,7 +316,9 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
             raise check.fail(where, "must be a table")
         unknown = sorted(set(raw) - {"uri", "min_mhz", "max_mhz", "policy"})
         if unknown:
-            raise check.fail(f"{where}.{unknown[0]}", "unknown key; known keys are uri, min_mhz, max_mhz, policy")
+            raise check.fail(
+                f"{where}.{unknown[0]}", "unknown key; known keys are uri, min_mhz, max_mhz, policy"
+            )
         uri = check.string(raw, "uri", where, None)
         if uri is None:
             raise check.fail(f"{where}.uri", "is required (e.g. nvml:0, jetson, sim:agx-orin)")
@@ -324,11 +345,15 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
         socket_group=check.string(daemon, "socket_group", "daemon", None),
         socket_mode=socket_mode,
         allow=check.choices(daemon, "allow", "daemon", ACTIONS, ACTIONS),
-        allow_policies=check.choices(daemon, "allow_policies", "daemon", CLIENT_POLICIES, CLIENT_POLICIES),
+        allow_policies=check.choices(
+            daemon, "allow_policies", "daemon", CLIENT_POLICIES, CLIENT_POLICIES
+        ),
         interval_s=float(check.number(daemon, "interval_s", "daemon", 0.5, 0.0, 60.0) or 0.5),
         max_request_bytes=max_bytes,
         max_clients=max_clients,
-        client_timeout_s=float(check.number(daemon, "client_timeout_s", "daemon", 5.0, 0.0, 600.0) or 5.0),
+        client_timeout_s=float(
+            check.number(daemon, "client_timeout_s", "daemon", 5.0, 0.0, 600.0) or 5.0
+        ),
         test_mode=test_mode,
         source=source,
     )
@@ -349,7 +374,9 @@ def load_config(path: Any) -> DaemonConfig:
     return parse_config(text, str(file))
 
 
-def check_may_start(config: DaemonConfig, *, euid: Optional[int] = None, test_mode: bool = False) -> None:
+def check_may_start(
+    config: DaemonConfig, *, euid: Optional[int] = None, test_mode: bool = False
+) -> None:
     """Refuse to start as a non-root user unless in test mode with a socket under the temp dir.
 
     Raises:

@@ -118,11 +118,15 @@ def _string(value: Any, key: str, request_id: IdType) -> str:
 
 def _clock(value: Any, key: str, request_id: IdType) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ProtocolError("bad-request", f"{key} must be a number (MHz), not {_short(value)}", request_id)
+        raise ProtocolError(
+            "bad-request", f"{key} must be a number (MHz), not {_short(value)}", request_id
+        )
     number = float(value)
     if not math.isfinite(number) or not (0 < number <= _MAX_CLOCK_MHZ):
         raise ProtocolError(
-            "bad-request", f"{key} must be above 0 and at most {_MAX_CLOCK_MHZ:g} MHz, not {_short(value)}", request_id
+            "bad-request",
+            f"{key} must be above 0 and at most {_MAX_CLOCK_MHZ:g} MHz, not {_short(value)}",
+            request_id,
         )
     return number
 
@@ -146,7 +150,9 @@ def decode_request(line: bytes, max_bytes: int = 4096) -> Request:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise ProtocolError("bad-json", f"request is not valid JSON: {reason}") from None
     if not isinstance(doc, dict):
-        raise ProtocolError("bad-json", "request must be a JSON object such as {\"action\": \"status\"}")
+        raise ProtocolError(
+            "bad-json", 'request must be a JSON object such as {"action": "status"}'
+        )
     request_id = doc.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, (str, int, type(None))):
         raise ProtocolError("bad-request", "id must be a string or an integer")
@@ -155,13 +161,19 @@ def decode_request(line: bytes, max_bytes: int = 4096) -> Request:
     if isinstance(request_id, int) and abs(request_id) > 2**53:
         raise ProtocolError("bad-request", "id is too large")
     if "action" not in doc:
-        raise ProtocolError("bad-request", "request has no action; known: " + ", ".join(SCHEMA), request_id)
+        raise ProtocolError(
+            "bad-request", "request has no action; known: " + ", ".join(SCHEMA), request_id
+        )
     action = doc["action"]
     if not isinstance(action, str):
-        raise ProtocolError("bad-request", f"action must be a string, not {_short(action)}", request_id)
+        raise ProtocolError(
+            "bad-request", f"action must be a string, not {_short(action)}", request_id
+        )
     if action not in SCHEMA:
         raise ProtocolError(
-            "unknown-action", f"unknown action {_short(action)}; known: {', '.join(SCHEMA)}", request_id
+            "unknown-action",
+            f"unknown action {_short(action)}; known: {', '.join(SCHEMA)}",
+            request_id,
         )
     fields = SCHEMA[action]
     unknown = sorted(set(doc) - _COMMON - set(fields))
@@ -193,7 +205,9 @@ def decode_request(line: bytes, max_bytes: int = 4096) -> Request:
 
 def encode(document: Dict[str, Any]) -> bytes:
     """One JSON line (UTF-8, newline-terminated); non-finite floats become null."""
-    return (json.dumps(_finite(document), separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8")
+    return (json.dumps(_finite(document), separators=(",", ":"), sort_keys=True) + "\n").encode(
+        "utf-8"
+    )
 
 
 def _finite(value: Any) -> Any:
@@ -208,7 +222,9 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def ok_reply(request: Request, result: Dict[str, Any], device: Optional[str] = None) -> Dict[str, Any]:
+def ok_reply(
+    request: Request, result: Dict[str, Any], device: Optional[str] = None
+) -> Dict[str, Any]:
     reply: Dict[str, Any] = {"ok": True, "action": request.action, "result": result}
     if device is not None:
         reply["device"] = device

@@ -92,13 +92,17 @@ def _safe_parent(parent: Path) -> None:
         try:
             parent.mkdir(mode=0o755, parents=True)
         except OSError as err:
-            raise GovernorError(f"cannot create the socket directory {parent}: {err.strerror or err}") from None
+            raise GovernorError(
+                f"cannot create the socket directory {parent}: {err.strerror or err}"
+            ) from None
     st = os.lstat(parent)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise GovernorError(f"the socket directory {parent} is not a plain directory (a symlink?)")
     euid = os.geteuid()
     if st.st_uid not in (0, euid):
-        raise GovernorError(f"the socket directory {parent} belongs to uid {st.st_uid}, not to this user")
+        raise GovernorError(
+            f"the socket directory {parent} belongs to uid {st.st_uid}, not to this user"
+        )
     if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
         raise GovernorError(
             f"the socket directory {parent} is writable by others (mode {oct(st.st_mode & 0o7777)}); "
@@ -131,7 +135,12 @@ def _remove_stale(path: Path) -> None:
 
 
 def bind_socket(
-    path: Path, *, mode: int = 0o660, group: Optional[str] = None, source: str = "<config>", backlog: int = 16
+    path: Path,
+    *,
+    mode: int = 0o660,
+    group: Optional[str] = None,
+    source: str = "<config>",
+    backlog: int = 16,
 ) -> socket.socket:
     """A listening Unix socket at ``path`` with ``mode`` and ``group``, created safely.
 
@@ -184,13 +193,23 @@ class _Slot:
 
     def limits_mhz(self) -> Tuple[float, float]:
         table = self.device.supported_clocks_mhz()
-        lo = self.config.min_mhz if self.config.min_mhz is not None else (table[0] if table else 0.0)
-        hi = self.config.max_mhz if self.config.max_mhz is not None else (table[-1] if table else 0.0)
+        lo = (
+            self.config.min_mhz if self.config.min_mhz is not None else (table[0] if table else 0.0)
+        )
+        hi = (
+            self.config.max_mhz
+            if self.config.max_mhz is not None
+            else (table[-1] if table else 0.0)
+        )
         return (lo, hi)
 
     def clocks_within_limits(self) -> List[float]:
         lo, hi = self.limits_mhz()
-        return [c for c in self.device.supported_clocks_mhz() if lo - _TOLERANCE_MHZ <= c <= hi + _TOLERANCE_MHZ]
+        return [
+            c
+            for c in self.device.supported_clocks_mhz()
+            if lo - _TOLERANCE_MHZ <= c <= hi + _TOLERANCE_MHZ
+        ]
 
     def nearest_allowed(self, clock_mhz: float) -> float:
         allowed = self.clocks_within_limits()
@@ -244,7 +263,7 @@ class DaemonServer:
     def socket_path(self) -> Path:
         return self.config.socket
 
-    def start(self) -> "DaemonServer":
+    def start(self) -> DaemonServer:
         """Open the devices (restoring what a crashed predecessor left), enforce their policies,
         and listen. On failure everything opened so far is restored and closed.
 
@@ -288,12 +307,21 @@ class DaemonServer:
             slot = _Slot(dev_config, device)
             self._slots[dev_config.uri] = slot
             if device.changed:
-                log.warning("%s: restoring settings left by a previous run: %s", device.uri, device.restore())
+                log.warning(
+                    "%s: restoring settings left by a previous run: %s",
+                    device.uri,
+                    device.restore(),
+                )
             if not device.capabilities.lock_gpu_clocks:
                 log.warning("%s cannot lock its GPU clock: only status will work", device.uri)
             elif not slot.clocks_within_limits():
                 lo, hi = slot.limits_mhz()
-                log.error("%s supports no clock within the configured limits %g-%g MHz", device.uri, lo, hi)
+                log.error(
+                    "%s supports no clock within the configured limits %g-%g MHz",
+                    device.uri,
+                    lo,
+                    hi,
+                )
 
     def serve_forever(self) -> None:
         """Accept clients until :meth:`stop`; then restore devices and remove the socket."""
@@ -320,10 +348,12 @@ class DaemonServer:
         finally:
             self._cleanup()
 
-    def start_in_thread(self) -> "DaemonServer":
+    def start_in_thread(self) -> DaemonServer:
         """Start and serve from a background thread (tests, embedding)."""
         self.start()
-        self._thread = threading.Thread(target=self.serve_forever, name="governor-daemon", daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, name="governor-daemon", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -367,7 +397,9 @@ class DaemonServer:
                     if restored:
                         log.info("%s: restored %s", slot.device.uri, restored)
                 except GovernorError as err:
-                    log.error("%s: could not restore: %s (run 'governor reset')", slot.device.uri, err)
+                    log.error(
+                        "%s: could not restore: %s (run 'governor reset')", slot.device.uri, err
+                    )
                 finally:
                     try:
                         slot.device.close()
@@ -401,7 +433,9 @@ class DaemonServer:
             return
         with self._conn_lock:
             self._connections.append(conn)
-        thread = threading.Thread(target=self._serve_client, args=(conn,), name="governor-daemon-client", daemon=True)
+        thread = threading.Thread(
+            target=self._serve_client, args=(conn,), name="governor-daemon-client", daemon=True
+        )
         thread.start()
 
     def _serve_client(self, conn: socket.socket) -> None:
@@ -414,13 +448,17 @@ class DaemonServer:
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     if len(line) + 1 > limit:
-                        self._send(conn, error_reply("too-large", f"request is larger than {limit} bytes"))
+                        self._send(
+                            conn, error_reply("too-large", f"request is larger than {limit} bytes")
+                        )
                         self._log(peer, None, "too-large")
                         return
                     if line.strip():
                         self._send(conn, self.handle_line(line, peer))
                 if len(buffer) >= limit:
-                    self._send(conn, error_reply("too-large", f"request is larger than {limit} bytes"))
+                    self._send(
+                        conn, error_reply("too-large", f"request is larger than {limit} bytes")
+                    )
                     self._log(peer, None, "too-large")
                     return
                 try:
@@ -454,25 +492,35 @@ class DaemonServer:
         log.info("uid=%s pid=%s %s -> %s", uid, pid, what or "(unparsed request)", outcome)
 
     # -- requests ------------------------------------------------------------------------------
-    def handle_line(self, line: bytes, peer: PeerCredentials = (None, None, None)) -> Dict[str, Any]:
+    def handle_line(
+        self, line: bytes, peer: PeerCredentials = (None, None, None)
+    ) -> Dict[str, Any]:
         """The reply to one request line. Never raises: every failure becomes an error reply."""
         request: Optional[Request] = None
         try:
             request = decode_request(line, self.config.max_request_bytes)
             reply = self.dispatch(request, peer)
         except ProtocolError as err:
-            reply = error_reply(err.code, str(err), err.request_id if request is None else request.id)
+            reply = error_reply(
+                err.code, str(err), err.request_id if request is None else request.id
+            )
         except InvalidRequestError as err:
             reply = error_reply("bad-request", str(err), request.id if request else None)
         except GovernorError as err:
             reply = error_reply("failed", str(err), request.id if request else None)
         except Exception as err:  # the daemon must survive anything a request triggers
             log.exception("internal error while handling %r", line[:200])
-            reply = error_reply("internal", f"internal error: {type(err).__name__}: {err}", request.id if request else None)
+            reply = error_reply(
+                "internal",
+                f"internal error: {type(err).__name__}: {err}",
+                request.id if request else None,
+            )
         self._log(peer, request, "ok" if reply["ok"] else f"{reply['code']}: {reply['error']}")
         return reply
 
-    def dispatch(self, request: Request, peer: PeerCredentials = (None, None, None)) -> Dict[str, Any]:
+    def dispatch(
+        self, request: Request, peer: PeerCredentials = (None, None, None)
+    ) -> Dict[str, Any]:
         """Carry out a validated request. Raises ProtocolError/GovernorError on refusal."""
         if request.action not in self.config.allow:
             raise ProtocolError(
@@ -481,7 +529,11 @@ class DaemonServer:
                 request.id,
             )
         if request.action == "status":
-            slots = [self._slot(request)] if request.device is not None or len(self._slots) == 1 else list(self._slots.values())
+            slots = (
+                [self._slot(request)]
+                if request.device is not None or len(self._slots) == 1
+                else list(self._slots.values())
+            )
             return ok_reply(request, self._status(slots, peer))
         slot = self._slot(request)
         with slot.lock:
@@ -578,7 +630,11 @@ class DaemonServer:
         restored = slot.device.restore()
         slot.override = None
         self._enforce(slot)
-        return {"device": slot.device.uri, "restored": restored, "policy": slot.config.policy["policy"]}
+        return {
+            "device": slot.device.uri,
+            "restored": restored,
+            "policy": slot.config.policy["policy"],
+        }
 
     # -- the configured policy -----------------------------------------------------------------
     def _enforce(self, slot: _Slot) -> None:
@@ -594,13 +650,17 @@ class DaemonServer:
             if runtime is not None:
                 governor_cls, policies = runtime
                 policy = policies.from_spec(spec)
-                slot.governor = governor_cls(slot.device, policy, profile=None, interval_s=self.config.interval_s)
+                slot.governor = governor_cls(
+                    slot.device, policy, profile=None, interval_s=self.config.interval_s
+                )
                 slot.governor.start()
                 slot.enforced = {"policy": name, "by": "governor", "spec": spec}
             elif name in ("ppw", "max"):
                 slot.enforced = dict(self._apply_static(slot, name), by="static")
             else:
-                raise GovernorError(f"the {name} policy needs governor.runtime, which this installation lacks")
+                raise GovernorError(
+                    f"the {name} policy needs governor.runtime, which this installation lacks"
+                )
             log.info("%s: enforcing %s", slot.device.uri, slot.enforced)
         except GovernorError as err:
             slot.policy_error = str(err)
