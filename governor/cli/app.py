@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "governor.cli.tiles_calibrate",
     "governor.cli.occupancy",
     "governor.cli.tune_blocks",
+    "governor.cli.daemon",
 )
 
 
