@@ -31,7 +31,7 @@ def calibrate_command(
     from governor.calibrate.loads import CommandLoad, make_load
     from governor.calibrate.procedure import DeviceProber, ReplayProber, calibrate
     from governor.devices.registry import last_auto_note, open_device
-    from governor.errors import InvalidRequestError
+    from governor.errors import CalibrationError, InvalidRequestError
     from governor.profiles.profile import save_calibration
 
     if window_s <= 0:
@@ -52,8 +52,12 @@ def calibrate_command(
                 )
             prober = DeviceProber(dev, the_load, window_s=window_s)
             load_info = {"kind": the_load.kind, "name": the_load.name}
-        with _Progress(enabled=not json_out, total=max_probes) as progress:
-            result = calibrate(prober, max_probes=max_probes, on_probe=progress.update)
+        try:
+            with _Progress(enabled=not json_out, total=max_probes) as progress:
+                result = calibrate(prober, max_probes=max_probes, on_probe=progress.update)
+        except CalibrationError as err:
+            message = str(err).replace("; raw points kept", "")
+            raise CalibrationError(f"{message}; raw points kept in {_keep_raw(dev, err.data)}", err.data) from err
         profile_path = save_calibration(dev, result, load_info) if save else None
         plot_path = None
         if plot is not None:
@@ -65,6 +69,22 @@ def calibrate_command(
         emit_json(doc)
     else:
         _print(doc, result)
+
+
+def _keep_raw(dev, data) -> str:
+    """Save what a failed calibration measured, so nothing is lost; returns the path."""
+    import datetime as dt
+    import json
+
+    from governor.cli.common import to_jsonable
+    from governor.paths import data_dir
+    from governor.profiles.profile import board_key
+
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = data_dir() / "failed" / f"{board_key(dev)}-{stamp}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_jsonable({"device": dev.uri, "data": data}), indent=2) + "\n", encoding="utf-8")
+    return str(path)
 
 
 def _document(dev, result, load_info, profile_path, plot_path, note) -> Dict[str, Any]:
