@@ -102,7 +102,10 @@ class DaemonClient:
         """Send raw bytes (one request line) and return the parsed reply, ok or not."""
         sock = self._connect()
         try:
-            sock.sendall(payload)
+            try:
+                sock.sendall(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the daemon hung up first (busy, too large): its reply may still be queued
             buffer = b""
             while b"\n" not in buffer:
                 chunk = sock.recv(65536)

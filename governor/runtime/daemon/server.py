@@ -670,12 +670,12 @@ class DaemonServer:
     def _stop_governor(self, slot: _Slot) -> None:
         governor = slot.governor
         slot.governor = None
+        slot.enforced = None
         if governor is not None:
             try:
                 governor.stop()
             except GovernorError as err:
                 log.warning("%s: stopping the policy: %s", slot.device.uri, err)
-            slot.enforced = None
 
     # -- status --------------------------------------------------------------------------------
     def _status(self, slots: List[_Slot], peer: PeerCredentials) -> Dict[str, Any]:

@@ -1,0 +1,106 @@
+"""Starting a daemon on a socket in a temporary directory, and talking to it as a client would."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def short_socket_dir() -> Path:
+    """A fresh directory under /tmp (pytest's tmp_path can exceed the 108-byte socket limit)."""
+    return Path(tempfile.mkdtemp(prefix="gvd-"))
+
+
+def config_text(
+    socket_path: Path, devices: Iterable[str], daemon: str = "", policy: str = ""
+) -> str:
+    lines = ["[daemon]", f'socket = "{socket_path}"', "client_timeout_s = 2.0", daemon]
+    if policy:
+        lines += ["[policy]", policy]
+    for device in devices:
+        lines += ["[[device]]", device]
+    return "\n".join(lines) + "\n"
+
+
+def send(socket_path: Path, payload: bytes, timeout_s: float = 5.0) -> Dict[str, Any]:
+    """Send raw bytes, read one reply line (what an unprivileged client does)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout_s)
+        sock.connect(str(socket_path))
+        try:
+            sock.sendall(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the daemon hung up first; its reply is still queued
+        data = b""
+        while b"\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data.split(b"\n", 1)[0])
+
+
+def ask(socket_path: Path, **doc: Any) -> Dict[str, Any]:
+    return send(socket_path, (json.dumps(doc) + "\n").encode())
+
+
+def wait_for_socket(
+    path: Path, proc: Optional[subprocess.Popen] = None, timeout_s: float = 15.0
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists():
+            try:
+                ask(path, action="status")
+                return
+            except OSError:
+                pass
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(
+                f"daemon exited early: {proc.stderr.read() if proc.stderr else ''}"
+            )
+        time.sleep(0.05)
+    raise AssertionError(f"daemon did not listen on {path} within {timeout_s} s")
+
+
+def start_daemon_process(
+    config: Path, env: Optional[Dict[str, str]] = None, extra: List[str] = ()
+) -> subprocess.Popen:
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "governor",
+            "daemon",
+            "--config",
+            str(config),
+            "--test-mode",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=full_env,
+    )
+
+
+def stop_process(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout_s)
