@@ -14,10 +14,10 @@ CuPy is imported only when a load is made, through :func:`_import_cupy` (tests r
 
 from __future__ import annotations
 
-import threading
-from typing import Any, Optional
+import contextlib
+from typing import Any
 
-from governor.calibrate.loads import Load
+from governor.calibrate.loads import LoadFailed, ThreadedLoad
 from governor.devices.base import Device
 from governor.errors import CalibrationError, InvalidRequestError, UnsupportedError
 
@@ -85,57 +85,33 @@ def memory_elements(
     return per_buffer // _FLOAT_BYTES
 
 
-class _CudaLoad(Load):
-    """Launches ``_launch`` back to back in a thread; counts completed launches."""
+class _CudaLoad(ThreadedLoad):
+    """Launches ``_launch`` back to back on one CUDA stream; one completed launch is one unit."""
 
     def __init__(self, cupy: Any, cuda_index: int) -> None:
+        super().__init__()
         self._cp = cupy
         self.cuda_index = cuda_index
-        self._thread: Optional[threading.Thread] = None
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._units = 0
-        self._error: Optional[str] = None
+        self._stream: Any = None
 
     def _launch(self) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(
-            target=self._loop, name=f"governor-{self.kind}-load", daemon=True
-        )
-        self._thread.start()
-
-    def _loop(self) -> None:
+    @contextlib.contextmanager
+    def _context(self):
         try:
             with self._cp.cuda.Device(self.cuda_index):
-                stream = self._cp.cuda.Stream(non_blocking=True)
-                with stream:
-                    while not self._stop.is_set():
-                        self._launch()
-                        stream.synchronize()
-                        with self._lock:
-                            self._units += 1
+                self._stream = self._cp.cuda.Stream(non_blocking=True)
+                with self._stream:
+                    yield
+        except LoadFailed:
+            raise
         except Exception as err:  # a CUDA error: report it through check()
-            self._error = f"{self.name} failed on CUDA device {self.cuda_index}: {err}"
+            raise LoadFailed(f"{self.name} failed on CUDA device {self.cuda_index}: {err}") from err
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
-    def check(self) -> None:
-        if self._error:
-            raise CalibrationError(self._error)
-
-    def work_done(self) -> float:
-        self.check()
-        with self._lock:
-            return float(self._units)
+    def _run_once(self) -> None:
+        self._launch()
+        self._stream.synchronize()
 
 
 class CudaComputeLoad(_CudaLoad):

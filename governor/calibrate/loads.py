@@ -12,6 +12,7 @@ has finished (``work_done()``); calibration divides time by work to get time per
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -21,7 +22,7 @@ from typing import Optional
 from governor.devices.base import Device
 from governor.errors import CalibrationError, InvalidRequestError, UnsupportedError
 
-__all__ = ["CommandLoad", "Load", "SimLoad", "make_load"]
+__all__ = ["CommandLoad", "Load", "LoadFailed", "SimLoad", "ThreadedLoad", "make_load"]
 
 
 class Load:
@@ -42,7 +43,7 @@ class Load:
     def check(self) -> None:
         """Raise if the load has failed since it started (a command exiting non-zero...)."""
 
-    def __enter__(self) -> "Load":
+    def __enter__(self) -> Load:
         self.start()
         return self
 
@@ -75,56 +76,59 @@ class SimLoad(Load):
         return self.device.work_done()  # type: ignore[attr-defined]
 
 
-class CommandLoad(Load):
-    """The user's command, run back to back in a background thread; one run = one unit.
+class ThreadedLoad(Load):
+    """Runs :meth:`_run_once` back to back in a background thread; each call is one unit.
 
-    Work is counted in whole runs plus the elapsed fraction of the current one (estimated
-    from the mean run time so far), so short windows still resolve throughput.
+    Work is counted in whole units plus the elapsed fraction of the current one (estimated from
+    the mean unit time so far), so short windows still resolve throughput. A failure stops the
+    thread and is raised by :meth:`check` (and :meth:`work_done`).
     """
 
-    kind = "command"
-
-    def __init__(self, command: str, clock=None) -> None:
-        argv = shlex.split(command)
-        if not argv:
-            raise InvalidRequestError("--load command is empty")
-        self.argv = argv
-        self.name = command
-        self._thread: Optional[threading.Thread] = None
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._runs = 0
-        self._run_time_s = 0.0
-        self._current_start: Optional[float] = None
-        self._error: Optional[str] = None
+    def __init__(self) -> None:
         import time
 
         self._now = time.monotonic
+        self._thread: Optional[threading.Thread] = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._units = 0
+        self._unit_time_s = 0.0
+        self._current_start: Optional[float] = None
+        self._error: Optional[str] = None
+
+    def _run_once(self) -> None:  # pragma: no cover - interface
+        """Do one unit of work; raise :class:`LoadFailed` to stop with a message."""
+        raise NotImplementedError
+
+    def _context(self):
+        """A context manager held around the whole loop (a CUDA device and stream...)."""
+        return contextlib.nullcontext()
 
     def start(self) -> None:
+        if self._thread is not None:
+            return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="governor-load", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, name=f"governor-{self.kind}-load", daemon=True
+        )
         self._thread.start()
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
-            t0 = self._now()
-            with self._lock:
-                self._current_start = t0
-            try:
-                proc = subprocess.run(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
-            except OSError as err:
-                self._error = f"cannot run {self.argv[0]!r}: {err.strerror or err}"
-                return
-            t1 = self._now()
-            if proc.returncode != 0:
-                tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-                self._error = f"load command exited with {proc.returncode}: {tail[0]}"
-                return
-            with self._lock:
-                self._runs += 1
-                self._run_time_s += t1 - t0
-                self._current_start = None
+        try:
+            with self._context():
+                while not self._stop.is_set():
+                    t0 = self._now()
+                    with self._lock:
+                        self._current_start = t0
+                    self._run_once()
+                    with self._lock:
+                        self._units += 1
+                        self._unit_time_s += self._now() - t0
+                        self._current_start = None
+        except LoadFailed as err:
+            self._error = str(err)
+        except Exception as err:  # a driver or OS error: report it through check()
+            self._error = f"{self.name} failed: {err}"
 
     def stop(self) -> None:
         self._stop.set()
@@ -139,11 +143,40 @@ class CommandLoad(Load):
     def work_done(self) -> float:
         self.check()
         with self._lock:
-            done = float(self._runs)
-            if self._current_start is not None and self._runs:
-                mean = self._run_time_s / self._runs
+            done = float(self._units)
+            if self._current_start is not None and self._units:
+                mean = self._unit_time_s / self._units
                 done += min(0.999, (self._now() - self._current_start) / mean)
             return done
+
+
+class LoadFailed(Exception):
+    """Raised inside a load's thread to stop it with a one-line reason."""
+
+
+class CommandLoad(ThreadedLoad):
+    """The user's command, run back to back; one run = one unit of work."""
+
+    kind = "command"
+
+    def __init__(self, command: str) -> None:
+        argv = shlex.split(command)
+        if not argv:
+            raise InvalidRequestError("--load command is empty")
+        super().__init__()
+        self.argv = argv
+        self.name = command
+
+    def _run_once(self) -> None:
+        try:
+            proc = subprocess.run(
+                self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy()
+            )
+        except OSError as err:
+            raise LoadFailed(f"cannot run {self.argv[0]!r}: {err.strerror or err}") from err
+        if proc.returncode != 0:
+            tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+            raise LoadFailed(f"load command exited with {proc.returncode}: {tail[0]}")
 
 
 def make_load(device: Device, spec: str) -> Load:
@@ -163,7 +196,7 @@ def make_load(device: Device, spec: str) -> Load:
 
             return cuda_loads.make_cuda_load(device, kind)
         raise UnsupportedError(
-            f"no built-in load for {device.uri}; pass your own with --load \"COMMAND\""
+            f'no built-in load for {device.uri}; pass your own with --load "COMMAND"'
         )
     if spec.startswith("workload:"):
         return SimLoad(device, spec.split(":", 1)[1], "builtin")
