@@ -47,7 +47,9 @@ class PowerModel:
     ridge_reached: bool = True  # False when no point lies above the fitted ridge
 
     def volts(self, clock_mhz):
-        return 1.0 + self.beta_per_mhz * np.maximum(0.0, np.asarray(clock_mhz, dtype=float) - self.ridge_clock_mhz)
+        return 1.0 + self.beta_per_mhz * np.maximum(
+            0.0, np.asarray(clock_mhz, dtype=float) - self.ridge_clock_mhz
+        )
 
     def power_w(self, clock_mhz):
         """Predicted power (W) at ``clock_mhz`` (scalar or array) under the calibration load."""
@@ -73,7 +75,7 @@ class PowerModel:
         }
 
     @classmethod
-    def from_dict(cls, doc: Dict[str, object]) -> "PowerModel":
+    def from_dict(cls, doc: Dict[str, object]) -> PowerModel:
         p_max = doc.get("p_max_w")
         return cls(
             p_idle_w=float(doc["p_idle_w"]),  # type: ignore[arg-type]
@@ -81,7 +83,11 @@ class PowerModel:
             ridge_clock_mhz=float(doc["ridge_clock_mhz"]),  # type: ignore[arg-type]
             beta_per_mhz=float(doc["beta_per_mhz"]),  # type: ignore[arg-type]
             p_max_w=math.inf if p_max is None else float(p_max),  # type: ignore[arg-type]
-            uncertainty={str(k): float(v) for k, v in dict(doc.get("uncertainty") or {}).items() if v is not None},  # type: ignore[arg-type]
+            uncertainty={
+                str(k): float(v)
+                for k, v in dict(doc.get("uncertainty") or {}).items()
+                if v is not None
+            },  # type: ignore[arg-type]
             residual_rms_w=float(doc.get("residual_rms_w", 0.0)),  # type: ignore[arg-type]
             max_rel_residual=float(doc.get("max_rel_residual", 0.0)),  # type: ignore[arg-type]
             n_points=int(doc.get("n_points", 0)),  # type: ignore[arg-type]
@@ -91,14 +97,21 @@ class PowerModel:
 
 
 def _detect_capped(f: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Points on a power plateau at the top: two or more of the highest-power points within
-    1.5 % of the maximum although their clocks differ (firmware holding the limit)."""
+    """Points on a power plateau at the top: walking down from the highest clock, a point is
+    capped while the power rose into it far less steeply than the sweep's typical slope and
+    it sits within 1.5 % of the maximum (firmware holding the limit)."""
     capped = np.zeros(len(p), dtype=bool)
-    near = p >= 0.985 * p.max()
-    if near.sum() >= 2 and np.ptp(f[near]) > 0.005 * f.max():
-        capped[near] = True
-        # the lowest-clock point of the plateau may still be a genuine, uncapped reading
-        capped[np.argmin(np.where(near, f, np.inf))] = False
+    order = np.argsort(f)
+    fs, ps = f[order], p[order]
+    slopes = np.diff(ps) / np.maximum(np.diff(fs), 1e-9)
+    rising = slopes[slopes > 0]
+    if len(rising) == 0:
+        return capped
+    typical = float(np.median(rising))
+    k = len(fs) - 1
+    while k > 0 and slopes[k - 1] < 0.25 * typical and ps[k] >= 0.985 * ps.max():
+        capped[order[k]] = True
+        k -= 1
     return capped
 
 
@@ -138,9 +151,13 @@ def fit_power_model(
     if f.shape != p.shape or f.ndim != 1:
         raise CalibrationError("clocks and powers must be equal-length lists", raw)
     if not (np.all(np.isfinite(f)) and np.all(np.isfinite(p))) or np.any(f <= 0) or np.any(p <= 0):
-        raise CalibrationError("power model: clocks and powers must be positive finite numbers", raw)
+        raise CalibrationError(
+            "power model: clocks and powers must be positive finite numbers", raw
+        )
     if len(np.unique(f)) < 3:
-        raise CalibrationError(f"power model needs at least 3 distinct clocks, got {len(np.unique(f))}", raw)
+        raise CalibrationError(
+            f"power model needs at least 3 distinct clocks, got {len(np.unique(f))}", raw
+        )
     cap = np.asarray(capped, dtype=bool) if capped is not None else _detect_capped(f, p)
     free = ~cap
     if free.sum() < 3:
@@ -158,7 +175,9 @@ def fit_power_model(
     # 1. grid over the kink; the linear parameters are exact at each grid point
     best = None
     grid = [(float(x.max()), 0.0)]  # no slope: the ridge is irrelevant, try it once
-    grid += [(r, b) for r in np.linspace(x.min(), x.max(), 41) for b in np.geomspace(0.05, 30.0, 40)]
+    grid += [
+        (r, b) for r in np.linspace(x.min(), x.max(), 41) for b in np.geomspace(0.05, 30.0, 40)
+    ]
     for r, b in grid:
         c0, a = _linear(x, y, r, b, y0_fixed)
         if a <= 0:
@@ -181,7 +200,10 @@ def fit_power_model(
     start = [c0, a, r, b] if y0_fixed is None else [a, r, b]
     lower = [-np.inf, 0.0, x.min() - 1.0, 0.0] if y0_fixed is None else [0.0, x.min() - 1.0, 0.0]
     upper = [np.inf, np.inf, 1.0, np.inf] if y0_fixed is None else [np.inf, 1.0, np.inf]
-    start = [min(max(s, lo + 1e-12), hi - 1e-12) if np.isfinite(hi) else max(s, lo + 1e-12) for s, lo, hi in zip(start, lower, upper)]
+    start = [
+        min(max(s, lo + 1e-12), hi - 1e-12) if np.isfinite(hi) else max(s, lo + 1e-12)
+        for s, lo, hi in zip(start, lower, upper)
+    ]
     sol = least_squares(lambda q: model(q, x) - y, start, bounds=(lower, upper), method="trf")
     params = sol.x if sol.cost <= best[0] / 2 + 1e-15 else np.array(start)
     if y0_fixed is None:
@@ -200,12 +222,19 @@ def fit_power_model(
         try:
             cov = np.linalg.inv(jac.T @ jac) * s2
             sd = np.sqrt(np.clip(np.diag(cov), 0, None))
-            names = ["p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz"][4 - n_par:]
-            scales = {"p_idle_w": p_scale, "alpha_w_per_mhz": p_scale / f_scale, "ridge_clock_mhz": f_scale, "beta_per_mhz": 1.0 / f_scale}
+            names = ["p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz"][4 - n_par :]
+            scales = {
+                "p_idle_w": p_scale,
+                "alpha_w_per_mhz": p_scale / f_scale,
+                "ridge_clock_mhz": f_scale,
+                "beta_per_mhz": 1.0 / f_scale,
+            }
             unc = {n: float(v * scales[n]) for n, v in zip(names, sd)}
         except np.linalg.LinAlgError:
             unc = {}
-    pred = np.minimum(p_max, (c0 + a * (f / f_scale) * (1 + b * np.maximum(0, f / f_scale - r)) ** 2) * p_scale)
+    pred = np.minimum(
+        p_max, (c0 + a * (f / f_scale) * (1 + b * np.maximum(0, f / f_scale - r)) ** 2) * p_scale
+    )
     rel = np.abs(pred / p - 1.0)
     result = PowerModel(
         p_idle_w=c0 * p_scale,

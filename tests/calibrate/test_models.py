@@ -25,14 +25,19 @@ def synthetic(clocks, p0, alpha, ridge, beta, p_max=math.inf, noise=0.0, seed=0)
     return f, truth.power_w(f) * (1 + noise * rng.standard_normal(len(f))), truth
 
 
-@pytest.mark.parametrize("clocks,ridge", [
-    (np.linspace(76.8, 921.6, 12), 650.0),        # Jetson Nano
-    (np.linspace(306, 624.75, 6), 520.0),          # Kernel Tuner refuses this range
-    (np.linspace(114.75, 1300.5, 13), 950.0),      # Kernel Tuner runs out of evaluations here
-    (np.arange(210, 1981, 15.0), 1400.0),          # H100
-])
+@pytest.mark.parametrize(
+    "clocks,ridge",
+    [
+        (np.linspace(76.8, 921.6, 12), 650.0),  # Jetson Nano
+        (np.linspace(306, 624.75, 6), 520.0),  # Kernel Tuner refuses this range
+        (np.linspace(114.75, 1300.5, 13), 950.0),  # Kernel Tuner runs out of evaluations here
+        (np.arange(210, 1981, 15.0), 1400.0),  # H100
+    ],
+)
 def test_recovers_known_parameters_on_any_clock_range(clocks, ridge):
-    f, p, truth = synthetic(clocks, p0=20.0, alpha=0.05, ridge=ridge, beta=0.6 / (clocks[-1] - ridge))
+    f, p, truth = synthetic(
+        clocks, p0=20.0, alpha=0.05, ridge=ridge, beta=0.6 / (clocks[-1] - ridge)
+    )
     fit = fit_power_model(f, p)
     assert fit.ridge_clock_mhz == pytest.approx(ridge, rel=0.02)
     assert fit.p_idle_w == pytest.approx(20.0, rel=0.02)
@@ -41,7 +46,9 @@ def test_recovers_known_parameters_on_any_clock_range(clocks, ridge):
 
 
 def test_noisy_fit_reports_uncertainties_that_cover_the_truth():
-    f, p, truth = synthetic(np.arange(210, 1411, 60.0), 40.0, 0.06, 1050.0, 0.001, noise=0.01, seed=3)
+    f, p, truth = synthetic(
+        np.arange(210, 1411, 60.0), 40.0, 0.06, 1050.0, 0.001, noise=0.01, seed=3
+    )
     fit = fit_power_model(f, p)
     for name, true in (("ridge_clock_mhz", 1050.0), ("p_idle_w", 40.0), ("alpha_w_per_mhz", 0.06)):
         sd = fit.uncertainty[name]
@@ -85,13 +92,16 @@ def test_refuses_a_fit_that_does_not_explain_the_data_and_keeps_it():
     assert err.value.data["power_w"] == p.tolist()
 
 
-@pytest.mark.parametrize("clocks,powers,match", [
-    ([300, 600], [10, 20], "at least 3 distinct clocks"),
-    ([300, 600, 900], [10, float("nan"), 30], "positive finite"),
-    ([300, 600, 900], [10, -5, 30], "positive finite"),
-    ([300, 300, 300], [10, 11, 12], "at least 3 distinct"),
-    ([300, 600, 900], [30, 20, 10], "does not rise|does not explain"),
-])
+@pytest.mark.parametrize(
+    "clocks,powers,match",
+    [
+        ([300, 600], [10, 20], "at least 3 distinct clocks"),
+        ([300, 600, 900], [10, float("nan"), 30], "positive finite"),
+        ([300, 600, 900], [10, -5, 30], "positive finite"),
+        ([300, 300, 300], [10, 11, 12], "at least 3 distinct"),
+        ([300, 600, 900], [30, 20, 10], "does not rise|does not explain"),
+    ],
+)
 def test_bad_inputs_are_clear_errors(clocks, powers, match):
     with pytest.raises(CalibrationError, match=match):
         fit_power_model(clocks, powers)
@@ -101,7 +111,11 @@ def test_time_model_two_terms_and_sharp_roofline():
     f = np.arange(400, 1601, 100.0)
     two = TimeModel(0.004, 8.0, 1.0)
     fit = fit_time_model(f, two.time_s(f))
-    assert fit.k == 1.0 and fit.t_mem_s == pytest.approx(0.004, rel=1e-3) and fit.c_s_mhz == pytest.approx(8.0, rel=1e-3)
+    assert (
+        fit.k == 1.0
+        and fit.t_mem_s == pytest.approx(0.004, rel=1e-3)
+        and fit.c_s_mhz == pytest.approx(8.0, rel=1e-3)
+    )
     sharp = TimeModel(0.01, 8.0, 8.0)
     fit = fit_time_model(f, sharp.time_s(f))
     assert fit.k > 1.0 and fit.max_rel_residual < 0.01
@@ -109,10 +123,16 @@ def test_time_model_two_terms_and_sharp_roofline():
 
 @settings(max_examples=40, deadline=None)
 @given(
-    lo=st.floats(50, 400), span=st.floats(300, 1800), ridge_frac=st.floats(0.45, 0.85),
-    v_top=st.floats(1.15, 1.6), p0=st.floats(0.5, 100), dyn_top=st.floats(2, 400),
+    lo=st.floats(50, 400),
+    span=st.floats(300, 1800),
+    ridge_frac=st.floats(0.45, 0.85),
+    v_top=st.floats(1.15, 1.6),
+    p0=st.floats(0.5, 100),
+    dyn_top=st.floats(2, 400),
 )
-def test_property_fit_recovers_the_ridge_on_arbitrary_boards(lo, span, ridge_frac, v_top, p0, dyn_top):
+def test_property_fit_recovers_the_ridge_on_arbitrary_boards(
+    lo, span, ridge_frac, v_top, p0, dyn_top
+):
     hi = lo + span
     ridge = lo + ridge_frac * span
     beta = (v_top - 1) / (hi - ridge)
