@@ -63,10 +63,22 @@ def kernel_tuner_ridge(sweep):
         return None
     from kernel_tuner.energy import energy as kt_energy
 
-    cache = {"device_name": sweep.device, "kernel_name": "replay", "problem_size": [1], "tune_params_keys": ["nvml_gr_clock"],
-             "tune_params": {"nvml_gr_clock": list(sweep.requested_mhz)}, "objective": "time", "cache": {}}
+    cache = {
+        "device_name": sweep.device,
+        "kernel_name": "replay",
+        "problem_size": [1],
+        "tune_params_keys": ["nvml_gr_clock"],
+        "tune_params": {"nvml_gr_clock": list(sweep.requested_mhz)},
+        "objective": "time",
+        "cache": {},
+    }
     for r, c, p, t in zip(sweep.requested_mhz, sweep.clock_mhz, sweep.power_w, sweep.time_s):
-        cache["cache"][str(r)] = {"nvml_gr_clock": r, "core_freq": c, "nvml_power": p, "time": t * 1000}
+        cache["cache"][str(r)] = {
+            "nvml_gr_clock": r,
+            "core_freq": c,
+            "nvml_power": p,
+            "time": t * 1000,
+        }
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(cache, fh)
     try:
@@ -98,16 +110,20 @@ def replay_table(max_probes: int) -> list:
         ours.append(loss)
         race.append(race_loss)
         paper.append((p_loss, p_probes))
-        line = (f"| {path.stem} | {len(sweep)} | {min(energy, key=energy.get):g} | {result.ppw_optimal_clock_mhz:g} | "
-                f"{dev.probe_count} | +{100 * loss:.2f} % | +{100 * race_loss:.1f} % | {p_probes} | +{100 * p_loss:.2f} % |")
+        line = (
+            f"| {path.stem} | {len(sweep)} | {min(energy, key=energy.get):g} | {result.ppw_optimal_clock_mhz:g} | "
+            f"{dev.probe_count} | +{100 * loss:.2f} % | +{100 * race_loss:.1f} % | {p_probes} | +{100 * p_loss:.2f} % |"
+        )
         if have_kt:
             line += f" {kernel_tuner_ridge(sweep)} |"
         print(line)
         rows.append(loss)
-    print(f"\nOurs: mean +{100 * np.mean(ours):.2f} %, worst +{100 * max(ours):.2f} % (targets: 0.5 % mean, 3 % each). "
-          f"Race-to-idle: mean +{100 * np.mean(race):.1f} %, worst +{100 * max(race):.1f} %. "
-          f"Paper's procedure: mean +{100 * np.mean([p[0] for p in paper]):.2f} %, worst +{100 * max(p[0] for p in paper):.2f} %, "
-          f"{np.mean([p[1] for p in paper]):.1f} probes on average.")
+    print(
+        f"\nOurs: mean +{100 * np.mean(ours):.2f} %, worst +{100 * max(ours):.2f} % (targets: 0.5 % mean, 3 % each). "
+        f"Race-to-idle: mean +{100 * np.mean(race):.1f} %, worst +{100 * max(race):.1f} %. "
+        f"Paper's procedure: mean +{100 * np.mean([p[0] for p in paper]):.2f} %, worst +{100 * max(p[0] for p in paper):.2f} %, "
+        f"{np.mean([p[1] for p in paper]):.1f} probes on average."
+    )
     if not have_kt:
         print("(Kernel Tuner is not installed: its fit is not compared.)")
     return rows
@@ -118,13 +134,19 @@ def ridge_check() -> None:
     fit = fit_power_model(dev.sweep.clock_mhz, dev.sweep.power_w)
     ok = abs(fit.ridge_clock_mhz / KT_RIDGE_MHZ - 1) <= 0.05
     sd = fit.uncertainty.get("ridge_clock_mhz", float("nan"))
-    print(f"\n### RTX A4000 ridge\n\nfitted {fit.ridge_clock_mhz:.0f} ± {sd:.0f} MHz on all 10 clocks; Kernel Tuner's test "
-          f"value {KT_RIDGE_MHZ:.0f} MHz ± 5 %: {'within' if ok else 'OUTSIDE'}.")
+    print(
+        f"\n### RTX A4000 ridge\n\nfitted {fit.ridge_clock_mhz:.0f} ± {sd:.0f} MHz on all 10 clocks; Kernel Tuner's test "
+        f"value {KT_RIDGE_MHZ:.0f} MHz ± 5 %: {'within' if ok else 'OUTSIDE'}."
+    )
 
 
 def sim_table(seeds: int, max_probes: int) -> None:
-    print(f"\n### Simulated boards (seeds 0..{seeds - 1}, worst seed shown; at most {max_probes} probes)\n")
-    print("| board | load | chosen MHz | true optimum MHz | energy vs optimum | probes | device time under load (s) |")
+    print(
+        f"\n### Simulated boards (seeds 0..{seeds - 1}, worst seed shown; at most {max_probes} probes)\n"
+    )
+    print(
+        "| board | load | chosen MHz | true optimum MHz | energy vs optimum | probes | device time under load (s) |"
+    )
     print("|---|---|---|---|---|---|---|")
     summary = {"compute": [], "memory": []}
     for name, board in load_catalog().items():
@@ -133,31 +155,47 @@ def sim_table(seeds: int, max_probes: int) -> None:
             for seed in range(seeds):
                 dev = governor.open_device(f"sim:{name}?seed={seed}")
                 try:
-                    result = calibrate(DeviceProber(dev, make_load(dev, load)), max_probes=max_probes)
+                    result = calibrate(
+                        DeviceProber(dev, make_load(dev, load)), max_probes=max_probes
+                    )
                 except GovernorError as err:
                     print(f"| {name} | {workload} | failed: {err} | | | | |")
                     break
                 w = board.workloads[workload]
-                truth = {c: board.steady_energy_per_unit_j(c, w) for c in dev.supported_clocks_mhz()}
+                truth = {
+                    c: board.steady_energy_per_unit_j(c, w) for c in dev.supported_clocks_mhz()
+                }
                 loss = truth[result.ppw_optimal_clock_mhz] / min(truth.values()) - 1
-                row = (loss, result.ppw_optimal_clock_mhz, min(truth, key=truth.get), len(result.probes), result.device_time_s)
+                row = (
+                    loss,
+                    result.ppw_optimal_clock_mhz,
+                    min(truth, key=truth.get),
+                    len(result.probes),
+                    result.device_time_s,
+                )
                 if worst is None or row[0] > worst[0]:
                     worst = row
             if worst is None:
                 continue
             summary[workload].append(worst)
             loss, chosen, opt, probes, dev_s = worst
-            print(f"| {name} | {workload} | {chosen:g} | {opt:g} | +{100 * loss:.2f} % | {probes} | {dev_s:.1f} |")
+            print(
+                f"| {name} | {workload} | {chosen:g} | {opt:g} | +{100 * loss:.2f} % | {probes} | {dev_s:.1f} |"
+            )
     for workload, rows in summary.items():
         losses = [r[0] for r in rows]
-        print(f"\n{workload}: mean +{100 * np.mean(losses):.2f} %, worst +{100 * max(losses):.2f} %, "
-              f"boards within 1 %: {sum(l <= 0.01 for l in losses)}/{len(losses)}, "
-              f"most device time under load {max(r[4] for r in rows):.1f} s (target ≤ 30 s).")
+        print(
+            f"\n{workload}: mean +{100 * np.mean(losses):.2f} %, worst +{100 * max(losses):.2f} %, "
+            f"boards within 1 %: {sum(x <= 0.01 for x in losses)}/{len(losses)}, "
+            f"most device time under load {max(r[4] for r in rows):.1f} s (target ≤ 30 s)."
+        )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3, help="sensor-noise seeds per simulated board (worst shown)")
+    parser.add_argument(
+        "--seeds", type=int, default=3, help="sensor-noise seeds per simulated board (worst shown)"
+    )
     parser.add_argument("--max-probes", type=int, default=6)
     args = parser.parse_args()
     replay_table(args.max_probes)

@@ -28,8 +28,16 @@ from governor.models.time import fit_time_model  # noqa: E402
 from governor.profiles.store import SCHEMA_VERSION, write_profile_file  # noqa: E402
 
 SOURCES = {
-    "a100-pcie": ("a100_pcie_fp32_10pt.csv", "NVIDIA A100-PCIE-40GB", "Kernel Tuner tutorial data (KernelTuner/kernel_tuner_tutorial), Apache-2.0"),
-    "rtx-a4000": ("rtxa4000_fp32_10pt.csv", "NVIDIA RTX A4000", "Kernel Tuner project test data (KernelTuner/kernel_tuner), Apache-2.0"),
+    "a100-pcie": (
+        "a100_pcie_fp32_10pt.csv",
+        "NVIDIA A100-PCIE-40GB",
+        "Kernel Tuner tutorial data (KernelTuner/kernel_tuner_tutorial), Apache-2.0",
+    ),
+    "rtx-a4000": (
+        "rtxa4000_fp32_10pt.csv",
+        "NVIDIA RTX A4000",
+        "Kernel Tuner project test data (KernelTuner/kernel_tuner), Apache-2.0",
+    ),
 }
 
 
@@ -39,13 +47,23 @@ def reference_profile(board_name: str) -> dict:
     power = fit_power_model(sweep.clock_mhz, sweep.power_w)
     time = fit_time_model(sweep.clock_mhz, sweep.time_s)
     probes = [
-        Probe(requested_mhz=r, clock_mhz=c, power_w=p, time_per_unit_s=t, status="ok", method="recorded")
+        Probe(
+            requested_mhz=r,
+            clock_mhz=c,
+            power_w=p,
+            time_per_unit_s=t,
+            status="ok",
+            method="recorded",
+        )
         for r, c, p, t in zip(sweep.requested_mhz, sweep.clock_mhz, sweep.power_w, sweep.time_s)
     ]
     best = min(probes, key=lambda p: p.energy_per_unit_j)
     board = get_board(board_name)
     entry = {
-        "load": {"kind": "builtin", "name": "compute-bound FP32 FMA loop (Kernel Tuner synthetic_fp32)"},
+        "load": {
+            "kind": "builtin",
+            "name": "compute-bound FP32 FMA loop (Kernel Tuner synthetic_fp32)",
+        },
         "created": "reference",
         "device_uri": f"replay:tests/data/replay/{filename}",
         "ppw_optimal_clock_mhz": best.clock_mhz,
@@ -70,8 +88,12 @@ def reference_profile(board_name: str) -> dict:
             "supported_clocks_mhz": list(board.clocks_mhz),
         },
         "created": "reference",
-        "provenance": {"source": f"measurements by others: {notice}", "data": f"tests/data/replay/{filename}",
-                       "generator": "scripts/make_reference_profiles.py", "versions": {"governor": __version__}},
+        "provenance": {
+            "source": f"measurements by others: {notice}",
+            "data": f"tests/data/replay/{filename}",
+            "generator": "scripts/make_reference_profiles.py",
+            "versions": {"governor": __version__},
+        },
         "ppw_optimal_clock_mhz": entry["ppw_optimal_clock_mhz"],
         "ridge_clock_mhz": entry["ridge_clock_mhz"],
         "power_model": entry["power_model"],
@@ -85,9 +107,13 @@ def reference_profile(board_name: str) -> dict:
 
 def main() -> int:
     for board_name in SOURCES:
-        path = write_profile_file(ROOT / "profiles" / f"{board_name}.json", reference_profile(board_name))
+        path = write_profile_file(
+            ROOT / "profiles" / f"{board_name}.json", reference_profile(board_name)
+        )
         doc = reference_profile(board_name)
-        print(f"wrote {path.relative_to(ROOT)}: PPW-optimal {doc['ppw_optimal_clock_mhz']:g} MHz, ridge {doc['ridge_clock_mhz']:.0f} MHz")
+        print(
+            f"wrote {path.relative_to(ROOT)}: PPW-optimal {doc['ppw_optimal_clock_mhz']:g} MHz, ridge {doc['ridge_clock_mhz']:.0f} MHz"
+        )
     return 0
 
 

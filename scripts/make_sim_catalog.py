@@ -56,73 +56,250 @@ def expand(clocks) -> list:
 
 # ---------------------------------------------------------------------------- facts
 # Jetson rails: (name, scope, domains, input rail?)
-NANO_RAILS = [("POM_5V_IN", "board input", [], True), ("POM_5V_GPU", "gpu", ["gpu"], False), ("POM_5V_CPU", "cpu", ["cpu"], False)]
-TX2_RAILS = [
-    ("VDD_SYS_GPU", "gpu", ["gpu"], False), ("VDD_SYS_SOC", "soc", ["soc"], False),
-    ("VDD_4V0_WIFI", "system", ["wifi"], False), ("VDD_IN", "board input", [], True),
-    ("VDD_SYS_CPU", "cpu", ["cpu"], False), ("VDD_SYS_DDR", "memory", ["ddr"], False),
+NANO_RAILS = [
+    ("POM_5V_IN", "board input", [], True),
+    ("POM_5V_GPU", "gpu", ["gpu"], False),
+    ("POM_5V_CPU", "cpu", ["cpu"], False),
 ]
-NX_RAILS = [("VDD_IN", "board input", [], True), ("VDD_CPU_GPU_CV", "cpu+gpu+cv", ["cpu", "gpu", "cv"], False), ("VDD_SOC", "soc", ["soc"], False)]
+TX2_RAILS = [
+    ("VDD_SYS_GPU", "gpu", ["gpu"], False),
+    ("VDD_SYS_SOC", "soc", ["soc"], False),
+    ("VDD_4V0_WIFI", "system", ["wifi"], False),
+    ("VDD_IN", "board input", [], True),
+    ("VDD_SYS_CPU", "cpu", ["cpu"], False),
+    ("VDD_SYS_DDR", "memory", ["ddr"], False),
+]
+NX_RAILS = [
+    ("VDD_IN", "board input", [], True),
+    ("VDD_CPU_GPU_CV", "cpu+gpu+cv", ["cpu", "gpu", "cv"], False),
+    ("VDD_SOC", "soc", ["soc"], False),
+]
 AGX_XAVIER_RAILS = [
-    ("GPU", "gpu", ["gpu"], False), ("CPU", "cpu", ["cpu"], False), ("SOC", "soc", ["soc"], False),
-    ("CV", "cv", ["cv"], False), ("VDDRQ", "memory", ["ddr"], False), ("SYS5V", "system", ["sys"], False),
+    ("GPU", "gpu", ["gpu"], False),
+    ("CPU", "cpu", ["cpu"], False),
+    ("SOC", "soc", ["soc"], False),
+    ("CV", "cv", ["cv"], False),
+    ("VDDRQ", "memory", ["ddr"], False),
+    ("SYS5V", "system", ["sys"], False),
 ]
 AGX_ORIN_RAILS = [
-    ("VDD_GPU_SOC", "gpu+soc", ["gpu", "soc"], False), ("VDD_CPU_CV", "cpu+cv", ["cpu", "cv"], False),
-    ("VIN_SYS_5V0", "system", ["sys", "ddr"], False), ("VDDQ_VDD2_1V8AO", "memory", ["ddr"], False),
+    ("VDD_GPU_SOC", "gpu+soc", ["gpu", "soc"], False),
+    ("VDD_CPU_CV", "cpu+cv", ["cpu", "cv"], False),
+    ("VIN_SYS_5V0", "system", ["sys", "ddr"], False),
+    ("VDDQ_VDD2_1V8AO", "memory", ["ddr"], False),
 ]
 
 JETSONS = [
-    dict(name="nano", display="Jetson Nano 4GB", clocks=hz_list("76800000 153600000 230400000 307200000 384000000 460800000 537600000 614400000 691200000 768000000 844800000 921600000"),
-         rails=NANO_RAILS, domains={"cpu": 0.25, "soc": 0.35}, idle_gpu_w=0.2, load_top_w=4.5, rating_w=10.0,
-         modes={"MAXN": 921.6, "5W": 640.0}, facts={"cc": "5.3", "sms": 1, "cuda_cores": 128, "l2_kb": 256},
-         l4t="R32 (JetPack 4)", inferred=["ridge", "voltage_top", "load_top_w", "domains_w"]),
-    dict(name="tx2", display="Jetson TX2", clocks=hz_list("114750000 216750000 318750000 420750000 522750000 624750000 726750000 828750000 930750000 1032750000 1134750000 1236750000 1300500000"),
-         rails=TX2_RAILS, domains={"cpu": 0.4, "soc": 0.6, "ddr": 0.4, "wifi": 0.1}, idle_gpu_w=0.3, load_top_w=7.0, rating_w=15.0,
-         modes={"MAXN": 1300.5, "MAXQ": 850.0, "MAXP_CORE_ALL": 1120.0, "MAXP_CORE_ARM": 1120.0},
-         facts={"cc": "6.2", "sms": 2, "cuda_cores": 256, "l2_kb": 512}, l4t="R32 (JetPack 4)",
-         inferred=["clocks_mhz (13 steps)", "ridge", "voltage_top", "load_top_w", "domains_w"]),
-    dict(name="xavier-nx", display="Jetson Xavier NX", clocks=hz_list("114750000 204000000 306000000 408000000 510000000 599250000 701250000 752250000 803250000 854250000 905250000 956250000 1007250000 1058250000 1109250000"),
-         rails=NX_RAILS, domains={"cpu": 1.2, "cv": 0.3, "soc": 1.6, "other": 1.0}, idle_gpu_w=0.5, load_top_w=9.0, rating_w=20.0,
-         modes={"20W_6CORE": 1109.25, "15W_6CORE": 1109.25, "10W_4CORE": 803.25, "10W_DESKTOP": 510.0},
-         facts={"cc": "7.2", "sms": 6, "cuda_cores": 384, "l2_kb": 512}, l4t="R32 (JetPack 4)",
-         inferred=["ridge", "voltage_top", "load_top_w", "domains_w"]),
-    dict(name="agx-xavier", display="Jetson AGX Xavier", clocks=hz_list("114750000 216750000 318750000 420750000 522750000 624750000 675750000 828750000 905250000 1032750000 1198500000 1236750000 1338750000 1377000000"),
-         rails=AGX_XAVIER_RAILS, domains={"cpu": 1.0, "soc": 2.0, "cv": 0.3, "ddr": 0.8, "sys": 2.0}, idle_gpu_w=0.8, load_top_w=16.0, rating_w=30.0,
-         modes={"MAXN": 1377.0, "MODE_30W_ALL": 900.0, "MODE_15W": 670.0, "MODE_10W": 520.0},
-         facts={"cc": "7.2", "sms": 8, "cuda_cores": 512, "l2_kb": 512}, l4t="R32 (JetPack 4)",
-         inferred=["ridge", "voltage_top", "load_top_w", "domains_w"]),
-    dict(name="orin-nano", display="Jetson Orin Nano 8GB", clocks=hz_list("306000000 408000000 510000000 624750000"),
-         rails=NX_RAILS, domains={"cpu": 0.8, "cv": 0.1, "soc": 1.2, "other": 0.8}, idle_gpu_w=0.4, load_top_w=7.0, rating_w=15.0,
-         modes={"15W": 624.75, "7W": 408.0}, facts={"cc": "8.7", "sms": 8, "cuda_cores": 1024, "l2_kb": 2048},
-         l4t="R35 (JetPack 5)", inferred=["clocks_mhz (408 MHz entry)", "ridge", "voltage_top", "load_top_w", "domains_w"]),
-    dict(name="orin-nx", display="Jetson Orin NX 16GB", clocks=[306.0 + 102.0 * i for i in range(7)],
-         rails=NX_RAILS, domains={"cpu": 1.0, "cv": 0.2, "soc": 1.6, "other": 1.0}, idle_gpu_w=0.5, load_top_w=14.0, rating_w=25.0,
-         modes={"MAXN": 918.0, "15W": 612.0, "10W": 612.0}, facts={"cc": "8.7", "sms": 8, "cuda_cores": 1024, "l2_kb": 2048},
-         l4t="R35 (JetPack 5)", inferred=["idle", "ridge", "voltage_top", "load_top_w", "domains_w"]),
-    dict(name="agx-orin", display="Jetson AGX Orin 64GB", clocks=hz_list("306000000 408000000 510000000 612000000 714000000 816000000 918000000 1020000000 1122000000 1224000000 1300500000"),
-         rails=AGX_ORIN_RAILS, domains={"soc": 2.6, "cpu": 1.0, "cv": 0.2, "sys": 1.5, "ddr": 0.6}, idle_gpu_w=0.9, load_top_w=37.0, rating_w=60.0,
-         modes={"MAXN": 1300.5, "MODE_50W": 816.0, "MODE_30W": 612.0, "MODE_15W": 408.0},
-         facts={"cc": "8.7", "sms": 16, "cuda_cores": 2048, "l2_kb": 4096}, l4t="R35/R36 (JetPack 5/6)",
-         inferred=["ridge", "voltage_top", "domains_w"]),
+    dict(
+        name="nano",
+        display="Jetson Nano 4GB",
+        clocks=hz_list(
+            "76800000 153600000 230400000 307200000 384000000 460800000 537600000 614400000 691200000 768000000 844800000 921600000"
+        ),
+        rails=NANO_RAILS,
+        domains={"cpu": 0.25, "soc": 0.35},
+        idle_gpu_w=0.2,
+        load_top_w=4.5,
+        rating_w=10.0,
+        modes={"MAXN": 921.6, "5W": 640.0},
+        facts={"cc": "5.3", "sms": 1, "cuda_cores": 128, "l2_kb": 256},
+        l4t="R32 (JetPack 4)",
+        inferred=["ridge", "voltage_top", "load_top_w", "domains_w"],
+    ),
+    dict(
+        name="tx2",
+        display="Jetson TX2",
+        clocks=hz_list(
+            "114750000 216750000 318750000 420750000 522750000 624750000 726750000 828750000 930750000 1032750000 1134750000 1236750000 1300500000"
+        ),
+        rails=TX2_RAILS,
+        domains={"cpu": 0.4, "soc": 0.6, "ddr": 0.4, "wifi": 0.1},
+        idle_gpu_w=0.3,
+        load_top_w=7.0,
+        rating_w=15.0,
+        modes={"MAXN": 1300.5, "MAXQ": 850.0, "MAXP_CORE_ALL": 1120.0, "MAXP_CORE_ARM": 1120.0},
+        facts={"cc": "6.2", "sms": 2, "cuda_cores": 256, "l2_kb": 512},
+        l4t="R32 (JetPack 4)",
+        inferred=["clocks_mhz (13 steps)", "ridge", "voltage_top", "load_top_w", "domains_w"],
+    ),
+    dict(
+        name="xavier-nx",
+        display="Jetson Xavier NX",
+        clocks=hz_list(
+            "114750000 204000000 306000000 408000000 510000000 599250000 701250000 752250000 803250000 854250000 905250000 956250000 1007250000 1058250000 1109250000"
+        ),
+        rails=NX_RAILS,
+        domains={"cpu": 1.2, "cv": 0.3, "soc": 1.6, "other": 1.0},
+        idle_gpu_w=0.5,
+        load_top_w=9.0,
+        rating_w=20.0,
+        modes={
+            "20W_6CORE": 1109.25,
+            "15W_6CORE": 1109.25,
+            "10W_4CORE": 803.25,
+            "10W_DESKTOP": 510.0,
+        },
+        facts={"cc": "7.2", "sms": 6, "cuda_cores": 384, "l2_kb": 512},
+        l4t="R32 (JetPack 4)",
+        inferred=["ridge", "voltage_top", "load_top_w", "domains_w"],
+    ),
+    dict(
+        name="agx-xavier",
+        display="Jetson AGX Xavier",
+        clocks=hz_list(
+            "114750000 216750000 318750000 420750000 522750000 624750000 675750000 828750000 905250000 1032750000 1198500000 1236750000 1338750000 1377000000"
+        ),
+        rails=AGX_XAVIER_RAILS,
+        domains={"cpu": 1.0, "soc": 2.0, "cv": 0.3, "ddr": 0.8, "sys": 2.0},
+        idle_gpu_w=0.8,
+        load_top_w=16.0,
+        rating_w=30.0,
+        modes={"MAXN": 1377.0, "MODE_30W_ALL": 900.0, "MODE_15W": 670.0, "MODE_10W": 520.0},
+        facts={"cc": "7.2", "sms": 8, "cuda_cores": 512, "l2_kb": 512},
+        l4t="R32 (JetPack 4)",
+        inferred=["ridge", "voltage_top", "load_top_w", "domains_w"],
+    ),
+    dict(
+        name="orin-nano",
+        display="Jetson Orin Nano 8GB",
+        clocks=hz_list("306000000 408000000 510000000 624750000"),
+        rails=NX_RAILS,
+        domains={"cpu": 0.8, "cv": 0.1, "soc": 1.2, "other": 0.8},
+        idle_gpu_w=0.4,
+        load_top_w=7.0,
+        rating_w=15.0,
+        modes={"15W": 624.75, "7W": 408.0},
+        facts={"cc": "8.7", "sms": 8, "cuda_cores": 1024, "l2_kb": 2048},
+        l4t="R35 (JetPack 5)",
+        inferred=["clocks_mhz (408 MHz entry)", "ridge", "voltage_top", "load_top_w", "domains_w"],
+    ),
+    dict(
+        name="orin-nx",
+        display="Jetson Orin NX 16GB",
+        clocks=[306.0 + 102.0 * i for i in range(7)],
+        rails=NX_RAILS,
+        domains={"cpu": 1.0, "cv": 0.2, "soc": 1.6, "other": 1.0},
+        idle_gpu_w=0.5,
+        load_top_w=14.0,
+        rating_w=25.0,
+        modes={"MAXN": 918.0, "15W": 612.0, "10W": 612.0},
+        facts={"cc": "8.7", "sms": 8, "cuda_cores": 1024, "l2_kb": 2048},
+        l4t="R35 (JetPack 5)",
+        inferred=["idle", "ridge", "voltage_top", "load_top_w", "domains_w"],
+    ),
+    dict(
+        name="agx-orin",
+        display="Jetson AGX Orin 64GB",
+        clocks=hz_list(
+            "306000000 408000000 510000000 612000000 714000000 816000000 918000000 1020000000 1122000000 1224000000 1300500000"
+        ),
+        rails=AGX_ORIN_RAILS,
+        domains={"soc": 2.6, "cpu": 1.0, "cv": 0.2, "sys": 1.5, "ddr": 0.6},
+        idle_gpu_w=0.9,
+        load_top_w=37.0,
+        rating_w=60.0,
+        modes={"MAXN": 1300.5, "MODE_50W": 816.0, "MODE_30W": 612.0, "MODE_15W": 408.0},
+        facts={"cc": "8.7", "sms": 16, "cuda_cores": 2048, "l2_kb": 4096},
+        l4t="R35/R36 (JetPack 5/6)",
+        inferred=["ridge", "voltage_top", "domains_w"],
+    ),
 ]
 
 # Datacenter boards derived from facts: clocks, power limit (range), idle W, memory clock.
 DATACENTER = [
-    dict(name="a100-sxm", display="NVIDIA A100-SXM4-80GB", clocks=steps(210, 1410, 15), limit=400.0, limit_range=(100.0, 400.0), idle=67.0,
-         mem=[1593.0], avg_s=0.0, energy=True, facts={"cc": "8.0", "sms": 108, "l2_kb": 40960}, inferred=["ridge", "voltage_top", "load_top_w"]),
-    dict(name="h100-pcie", display="NVIDIA H100 PCIe", clocks=steps(210, 1755, 15), limit=350.0, limit_range=(200.0, 350.0), idle=50.0,
-         mem=[1593.0], avg_s=1.0, energy=True, facts={"cc": "9.0", "sms": 114, "l2_kb": 51200}, inferred=["power_limit", "power_limit_range", "idle", "ridge", "voltage_top", "load_top_w"]),
-    dict(name="h100-sxm", display="NVIDIA H100 SXM5", clocks=steps(345, 1980, 15), limit=700.0, limit_range=(200.0, 700.0), idle=75.0,
-         mem=[2619.0], avg_s=1.0, energy=True, facts={"cc": "9.0", "sms": 132, "l2_kb": 51200}, inferred=["lowest clock", "ridge", "voltage_top", "load_top_w"]),
-    dict(name="v100", display="NVIDIA V100-SXM2", clocks=steps(135, 1530, 7.5), limit=300.0, limit_range=(150.0, 300.0), idle=40.0,
-         mem=[877.0], avg_s=0.0, energy=True, facts={"cc": "7.0", "sms": 80, "l2_kb": 6144}, inferred=["clocks_mhz", "power_limit_range", "idle", "ridge", "voltage_top", "load_top_w"]),
-    dict(name="t4", display="NVIDIA T4", clocks=steps(300, 1590, 15), limit=70.0, limit_range=(60.0, 70.0), idle=27.0,
-         mem=[5001.0], avg_s=0.0, energy=True, load_frac=1.15, facts={"cc": "7.5", "sms": 40, "l2_kb": 4096}, inferred=["ridge", "voltage_top", "load_top_w"]),
-    dict(name="l4", display="NVIDIA L4", clocks=steps(210, 2040, 15), limit=72.0, limit_range=(40.0, 72.0), idle=28.0,
-         mem=[6251.0], avg_s=1.0, energy=True, load_frac=1.15, facts={"cc": "8.9", "sms": 58, "l2_kb": 49152}, inferred=["ridge", "voltage_top", "load_top_w"]),
-    dict(name="rtx-a6000", display="NVIDIA RTX A6000", clocks=steps(210, 2100, 15), limit=300.0, limit_range=(100.0, 300.0), idle=30.0,
-         mem=[8001.0], avg_s=1.0, energy=True, facts={"cc": "8.6", "sms": 84, "l2_kb": 6144}, inferred=["lowest clock", "ridge", "voltage_top", "load_top_w"]),
+    dict(
+        name="a100-sxm",
+        display="NVIDIA A100-SXM4-80GB",
+        clocks=steps(210, 1410, 15),
+        limit=400.0,
+        limit_range=(100.0, 400.0),
+        idle=67.0,
+        mem=[1593.0],
+        avg_s=0.0,
+        energy=True,
+        facts={"cc": "8.0", "sms": 108, "l2_kb": 40960},
+        inferred=["ridge", "voltage_top", "load_top_w"],
+    ),
+    dict(
+        name="h100-pcie",
+        display="NVIDIA H100 PCIe",
+        clocks=steps(210, 1755, 15),
+        limit=350.0,
+        limit_range=(200.0, 350.0),
+        idle=50.0,
+        mem=[1593.0],
+        avg_s=1.0,
+        energy=True,
+        facts={"cc": "9.0", "sms": 114, "l2_kb": 51200},
+        inferred=["power_limit", "power_limit_range", "idle", "ridge", "voltage_top", "load_top_w"],
+    ),
+    dict(
+        name="h100-sxm",
+        display="NVIDIA H100 SXM5",
+        clocks=steps(345, 1980, 15),
+        limit=700.0,
+        limit_range=(200.0, 700.0),
+        idle=75.0,
+        mem=[2619.0],
+        avg_s=1.0,
+        energy=True,
+        facts={"cc": "9.0", "sms": 132, "l2_kb": 51200},
+        inferred=["lowest clock", "ridge", "voltage_top", "load_top_w"],
+    ),
+    dict(
+        name="v100",
+        display="NVIDIA V100-SXM2",
+        clocks=steps(135, 1530, 7.5),
+        limit=300.0,
+        limit_range=(150.0, 300.0),
+        idle=40.0,
+        mem=[877.0],
+        avg_s=0.0,
+        energy=True,
+        facts={"cc": "7.0", "sms": 80, "l2_kb": 6144},
+        inferred=["clocks_mhz", "power_limit_range", "idle", "ridge", "voltage_top", "load_top_w"],
+    ),
+    dict(
+        name="t4",
+        display="NVIDIA T4",
+        clocks=steps(300, 1590, 15),
+        limit=70.0,
+        limit_range=(60.0, 70.0),
+        idle=27.0,
+        mem=[5001.0],
+        avg_s=0.0,
+        energy=True,
+        load_frac=1.15,
+        facts={"cc": "7.5", "sms": 40, "l2_kb": 4096},
+        inferred=["ridge", "voltage_top", "load_top_w"],
+    ),
+    dict(
+        name="l4",
+        display="NVIDIA L4",
+        clocks=steps(210, 2040, 15),
+        limit=72.0,
+        limit_range=(40.0, 72.0),
+        idle=28.0,
+        mem=[6251.0],
+        avg_s=1.0,
+        energy=True,
+        load_frac=1.15,
+        facts={"cc": "8.9", "sms": 58, "l2_kb": 49152},
+        inferred=["ridge", "voltage_top", "load_top_w"],
+    ),
+    dict(
+        name="rtx-a6000",
+        display="NVIDIA RTX A6000",
+        clocks=steps(210, 2100, 15),
+        limit=300.0,
+        limit_range=(100.0, 300.0),
+        idle=30.0,
+        mem=[8001.0],
+        avg_s=1.0,
+        energy=True,
+        facts={"cc": "8.6", "sms": 84, "l2_kb": 6144},
+        inferred=["lowest clock", "ridge", "voltage_top", "load_top_w"],
+    ),
 ]
 
 
@@ -136,9 +313,11 @@ def fit_time(f, t):
     best = None
     for k in (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0):
         for tm0 in (t.min() * 0.5, t.min() * 0.9, t.min() * 1e-3):
+
             def resid(p, k=k):
                 tm, c = np.exp(p)
                 return t_model(f, tm, c, k) / t - 1.0
+
             sol = least_squares(resid, [math.log(tm0), math.log(t[0] * f[0])])
             err = float(np.abs(sol.fun).max())
             if best is None or err < best[0]:
@@ -175,8 +354,16 @@ def r4(x: float) -> float:
 
 
 # ---------------------------------------------------------------------------- derivation
-def derive(board: dict, f_clocks: list, idle_gpu_w: float, load_top_w: float, r_c_per_w: float,
-           leakage: float, ridge_frac: float = 0.7, v_top: float = 1.35) -> dict:
+def derive(
+    board: dict,
+    f_clocks: list,
+    idle_gpu_w: float,
+    load_top_w: float,
+    r_c_per_w: float,
+    leakage: float,
+    ridge_frac: float = 0.7,
+    v_top: float = 1.35,
+) -> dict:
     """Static power, dynamic coefficient and voltage curve from idle and top-clock load power."""
     f_min, f_max = f_clocks[0], f_clocks[-1]
     ridge = f_min + ridge_frac * (f_max - f_min)
@@ -186,16 +373,31 @@ def derive(board: dict, f_clocks: list, idle_gpu_w: float, load_top_w: float, r_
         g = static * leakage * r_c_per_w
         alpha = ((1 - g) * load_top_w - static) / (f_max * v_top**2)
         static = (1 - g) * idle_gpu_w - alpha * IDLE_ACTIVITY * f_min
-    board.update(static_w=r4(static), dyn_w_per_mhz=r4(alpha), ridge_mhz=r4(ridge), beta_per_mhz=r4(beta))
+    board.update(
+        static_w=r4(static), dyn_w_per_mhz=r4(alpha), ridge_mhz=r4(ridge), beta_per_mhz=r4(beta)
+    )
     return board
 
 
 def generic_workloads(f_max: float, load_top_w: float, idle_w: float, mem_clock) -> dict:
-    compute = dict(description="compute-bound FMA chain filling every SM (the built-in load)",
-                   compute_mcycles=r4(UNIT_S * f_max), mem_s=0.0, overlap_k=1.0, a_stall=0.0, a_busy=1.0, mem_w=0.0)
-    memory = dict(description="memory-bound streaming copy: speed set by DRAM, little gain from clock",
-                  compute_mcycles=r4(0.3 * UNIT_S * f_max), mem_s=UNIT_S, overlap_k=3.0, a_stall=0.5, a_busy=0.5,
-                  mem_w=r4(0.1 * (load_top_w - idle_w)))
+    compute = dict(
+        description="compute-bound FMA chain filling every SM (the built-in load)",
+        compute_mcycles=r4(UNIT_S * f_max),
+        mem_s=0.0,
+        overlap_k=1.0,
+        a_stall=0.0,
+        a_busy=1.0,
+        mem_w=0.0,
+    )
+    memory = dict(
+        description="memory-bound streaming copy: speed set by DRAM, little gain from clock",
+        compute_mcycles=r4(0.3 * UNIT_S * f_max),
+        mem_s=UNIT_S,
+        overlap_k=3.0,
+        a_stall=0.5,
+        a_busy=0.5,
+        mem_w=r4(0.1 * (load_top_w - idle_w)),
+    )
     if mem_clock:
         memory["mem_clock_mhz"] = mem_clock
     return {"compute": compute, "memory": memory}
@@ -204,16 +406,32 @@ def generic_workloads(f_max: float, load_top_w: float, idle_w: float, mem_clock)
 def jetson_board(spec: dict) -> dict:
     clocks = spec["clocks"]
     r = 40.0 / spec["rating_w"]
-    board = dict(display_name=spec["display"], kind="jetson", clocks_mhz=[r4(c) for c in clocks],
-                 power_limit_w=spec["rating_w"], leakage_per_c=JETSON_LEAKAGE, ambient_c=30.0,
-                 thermal_r_c_per_w=r4(r), thermal_tau_s=JETSON_TAU_S, idle_activity=IDLE_ACTIVITY,
-                 sensor="ina3221", refresh_hz=100.0, noise_rel=0.005, energy_counter=False,
-                 power_modes={k: v for k, v in spec["modes"].items()}, default_power_mode=next(iter(spec["modes"])),
-                 domains_w=spec["domains"], regulator_efficiency=0.9,
-                 source=f"clock table, rails and modes from public L4T {spec['l4t']} captures; power derived",
-                 inferred=spec["inferred"], facts=spec["facts"])
+    board = dict(
+        display_name=spec["display"],
+        kind="jetson",
+        clocks_mhz=[r4(c) for c in clocks],
+        power_limit_w=spec["rating_w"],
+        leakage_per_c=JETSON_LEAKAGE,
+        ambient_c=30.0,
+        thermal_r_c_per_w=r4(r),
+        thermal_tau_s=JETSON_TAU_S,
+        idle_activity=IDLE_ACTIVITY,
+        sensor="ina3221",
+        refresh_hz=100.0,
+        noise_rel=0.005,
+        energy_counter=False,
+        power_modes={k: v for k, v in spec["modes"].items()},
+        default_power_mode=next(iter(spec["modes"])),
+        domains_w=spec["domains"],
+        regulator_efficiency=0.9,
+        source=f"clock table, rails and modes from public L4T {spec['l4t']} captures; power derived",
+        inferred=spec["inferred"],
+        facts=spec["facts"],
+    )
     derive(board, clocks, spec["idle_gpu_w"], spec["load_top_w"], r, JETSON_LEAKAGE)
-    board["rails"] = [dict(name=n, scope=s, domains=d, voltage_v=5.0, input=i) for n, s, d, i in spec["rails"]]
+    board["rails"] = [
+        dict(name=n, scope=s, domains=d, voltage_v=5.0, input=i) for n, s, d, i in spec["rails"]
+    ]
     board["workloads"] = generic_workloads(clocks[-1], spec["load_top_w"], spec["idle_gpu_w"], None)
     return board
 
@@ -222,32 +440,63 @@ def datacenter_board(spec: dict) -> dict:
     clocks = expand(spec["clocks"])
     load_top = spec.get("load_frac", 0.9) * spec["limit"]
     r = 45.0 / spec["limit"]
-    board = dict(display_name=spec["display"], kind="datacenter", clocks_mhz=spec["clocks"],
-                 power_limit_w=spec["limit"], power_limit_range_w=list(spec["limit_range"]),
-                 mem_clocks_mhz=spec["mem"], default_mem_clock_mhz=spec["mem"][0],
-                 leakage_per_c=DC_LEAKAGE, ambient_c=30.0, thermal_r_c_per_w=r4(r), thermal_tau_s=DC_TAU_S,
-                 idle_activity=IDLE_ACTIVITY, sensor="nvml", power_average_s=spec["avg_s"], refresh_hz=10.0,
-                 noise_rel=0.005, energy_counter=spec["energy"],
-                 source="clock table, power limits and idle power from public nvidia-smi captures; power derived",
-                 inferred=spec["inferred"], facts=spec["facts"])
+    board = dict(
+        display_name=spec["display"],
+        kind="datacenter",
+        clocks_mhz=spec["clocks"],
+        power_limit_w=spec["limit"],
+        power_limit_range_w=list(spec["limit_range"]),
+        mem_clocks_mhz=spec["mem"],
+        default_mem_clock_mhz=spec["mem"][0],
+        leakage_per_c=DC_LEAKAGE,
+        ambient_c=30.0,
+        thermal_r_c_per_w=r4(r),
+        thermal_tau_s=DC_TAU_S,
+        idle_activity=IDLE_ACTIVITY,
+        sensor="nvml",
+        power_average_s=spec["avg_s"],
+        refresh_hz=10.0,
+        noise_rel=0.005,
+        energy_counter=spec["energy"],
+        source="clock table, power limits and idle power from public nvidia-smi captures; power derived",
+        inferred=spec["inferred"],
+        facts=spec["facts"],
+    )
     derive(board, clocks, spec["idle"], load_top, r, DC_LEAKAGE)
     board["rails"] = [dict(name="gpu", scope="gpu", domains=["gpu"], voltage_v=12.0, input=False)]
     board["workloads"] = generic_workloads(clocks[-1], load_top, spec["idle"], spec["mem"][0])
     return board
 
 
-def fitted_workload(path: Path, name: str, static_w: float, mem_bg_w: float, g: float, alpha: float,
-                    mem_clock, keep_voltage: bool) -> tuple:
+def fitted_workload(
+    path: Path,
+    name: str,
+    static_w: float,
+    mem_bg_w: float,
+    g: float,
+    alpha: float,
+    mem_clock,
+    keep_voltage: bool,
+) -> tuple:
     sweep = read_sweep(path)
     f, p, t = (np.array(v) for v in (sweep.clock_mhz, sweep.power_w, sweep.time_s))
     k, tm, c = fit_time(f, t)
     ridge, beta, (p0, xs, xb) = fit_power(f, p, t, k, tm, c)
     mem_w = (1 - g) * p0 - static_w - mem_bg_w
     if mem_w < -1e-6:
-        raise SystemExit(f"{path.name}: static power {static_w} W + memory {mem_bg_w} W exceed the fit's {p0:.1f} W")
-    w = dict(description=f"{sweep.workload} as measured on {sweep.device}", source=f"fitted to tests/data/replay/{path.name} ({sweep.source})",
-             compute_mcycles=r4(c), mem_s=r4(tm), overlap_k=k, a_stall=r4((1 - g) * xs / alpha), a_busy=r4((1 - g) * xb / alpha),
-             mem_w=r4(max(0.0, mem_w)))
+        raise SystemExit(
+            f"{path.name}: static power {static_w} W + memory {mem_bg_w} W exceed the fit's {p0:.1f} W"
+        )
+    w = dict(
+        description=f"{sweep.workload} as measured on {sweep.device}",
+        source=f"fitted to tests/data/replay/{path.name} ({sweep.source})",
+        compute_mcycles=r4(c),
+        mem_s=r4(tm),
+        overlap_k=k,
+        a_stall=r4((1 - g) * xs / alpha),
+        a_busy=r4((1 - g) * xb / alpha),
+        mem_w=r4(max(0.0, mem_w)),
+    )
     if mem_clock:
         w["mem_clock_mhz"] = mem_clock
     if keep_voltage:
@@ -255,8 +504,18 @@ def fitted_workload(path: Path, name: str, static_w: float, mem_bg_w: float, g: 
     return w, (ridge, beta, p0, xs, xb)
 
 
-def fitted_single(name: str, display: str, path: Path, clocks, limit: float, limit_range, mem: float,
-                  avg_s: float, facts: dict, inferred: list) -> dict:
+def fitted_single(
+    name: str,
+    display: str,
+    path: Path,
+    clocks,
+    limit: float,
+    limit_range,
+    mem: float,
+    avg_s: float,
+    facts: dict,
+    inferred: list,
+) -> dict:
     sweep = read_sweep(path)
     f, p, t = (np.array(v) for v in (sweep.clock_mhz, sweep.power_w, sweep.time_s))
     k, tm, c = fit_time(f, t)
@@ -267,15 +526,36 @@ def fitted_single(name: str, display: str, path: Path, clocks, limit: float, lim
         g = static * DC_LEAKAGE * r
         static = 0.8 * (1 - g) * p0
     alpha = (1 - g) * (xs + xb)
-    board = dict(display_name=display, kind="datacenter", clocks_mhz=clocks, power_limit_w=limit,
-                 power_limit_range_w=list(limit_range), mem_clocks_mhz=[mem], default_mem_clock_mhz=mem,
-                 static_w=r4(static), dyn_w_per_mhz=r4(alpha), ridge_mhz=r4(ridge), beta_per_mhz=r4(beta),
-                 leakage_per_c=DC_LEAKAGE, ambient_c=30.0, thermal_r_c_per_w=r4(r), thermal_tau_s=DC_TAU_S,
-                 idle_activity=IDLE_ACTIVITY, sensor="nvml", power_average_s=avg_s, refresh_hz=10.0, noise_rel=0.005,
-                 energy_counter=True, source=f"power and speed fitted to tests/data/replay/{path.name} ({sweep.source})",
-                 inferred=inferred, facts=facts)
+    board = dict(
+        display_name=display,
+        kind="datacenter",
+        clocks_mhz=clocks,
+        power_limit_w=limit,
+        power_limit_range_w=list(limit_range),
+        mem_clocks_mhz=[mem],
+        default_mem_clock_mhz=mem,
+        static_w=r4(static),
+        dyn_w_per_mhz=r4(alpha),
+        ridge_mhz=r4(ridge),
+        beta_per_mhz=r4(beta),
+        leakage_per_c=DC_LEAKAGE,
+        ambient_c=30.0,
+        thermal_r_c_per_w=r4(r),
+        thermal_tau_s=DC_TAU_S,
+        idle_activity=IDLE_ACTIVITY,
+        sensor="nvml",
+        power_average_s=avg_s,
+        refresh_hz=10.0,
+        noise_rel=0.005,
+        energy_counter=True,
+        source=f"power and speed fitted to tests/data/replay/{path.name} ({sweep.source})",
+        inferred=inferred,
+        facts=facts,
+    )
     compute, _ = fitted_workload(path, "compute", static, 0.0, g, alpha, mem, keep_voltage=False)
-    compute["description"] = "compute-bound FP32 FMA loop (Kernel Tuner synthetic_fp32), the built-in load"
+    compute["description"] = (
+        "compute-bound FP32 FMA loop (Kernel Tuner synthetic_fp32), the built-in load"
+    )
     top = expand(clocks)[-1]
     load_top = (static + alpha * top * (1 + beta * max(0, top - ridge)) ** 2) / (1 - g)
     workloads = generic_workloads(top, load_top, static, mem)
@@ -305,18 +585,55 @@ def titan_x() -> dict:
     compute = dict(workloads["md5hash-mem3505"])
     compute["description"] = "compute-bound hashing (md5hash as measured), the built-in load"
     generic = generic_workloads(1164.0, 200.0, 75.0, 3505.0)
-    board = dict(display_name="NVIDIA GeForce GTX TITAN X", kind="datacenter",
-                 clocks_mhz=[595.0, 633.0, 671.0, 709.0, 747.0, 785.0, 823.0, 861.0, 899.0, 937.0, 975.0, 1013.0, 1050.0, 1088.0, 1126.0, 1164.0],
-                 power_limit_w=limit, power_limit_range_w=[150.0, 275.0], mem_clocks_mhz=[810.0, 3505.0], default_mem_clock_mhz=3505.0,
-                 mem_static_w={"810": mem_bg[810.0], "3505": mem_bg[3505.0]},
-                 static_w=static, dyn_w_per_mhz=r4(alpha), ridge_mhz=r4(ridge), beta_per_mhz=r4(beta),
-                 leakage_per_c=DC_LEAKAGE, ambient_c=30.0, thermal_r_c_per_w=r4(r), thermal_tau_s=DC_TAU_S,
-                 idle_activity=IDLE_ACTIVITY, sensor="nvml", power_average_s=0.0, refresh_hz=10.0, noise_rel=0.005,
-                 energy_counter=False,
-                 source="power and speed fitted to the gpuPTXModel Titan X sweeps in tests/data/replay (INESC-ID, BSD-3-Clause); "
-                        "each measured application is a workload with its own fitted voltage curve",
-                 inferred=["clocks_mhz (only the measured clocks)", "power_limit_range", "static/memory split of idle power"],
-                 facts={"cc": "5.2", "sms": 24, "l2_kb": 3072})
+    board = dict(
+        display_name="NVIDIA GeForce GTX TITAN X",
+        kind="datacenter",
+        clocks_mhz=[
+            595.0,
+            633.0,
+            671.0,
+            709.0,
+            747.0,
+            785.0,
+            823.0,
+            861.0,
+            899.0,
+            937.0,
+            975.0,
+            1013.0,
+            1050.0,
+            1088.0,
+            1126.0,
+            1164.0,
+        ],
+        power_limit_w=limit,
+        power_limit_range_w=[150.0, 275.0],
+        mem_clocks_mhz=[810.0, 3505.0],
+        default_mem_clock_mhz=3505.0,
+        mem_static_w={"810": mem_bg[810.0], "3505": mem_bg[3505.0]},
+        static_w=static,
+        dyn_w_per_mhz=r4(alpha),
+        ridge_mhz=r4(ridge),
+        beta_per_mhz=r4(beta),
+        leakage_per_c=DC_LEAKAGE,
+        ambient_c=30.0,
+        thermal_r_c_per_w=r4(r),
+        thermal_tau_s=DC_TAU_S,
+        idle_activity=IDLE_ACTIVITY,
+        sensor="nvml",
+        power_average_s=0.0,
+        refresh_hz=10.0,
+        noise_rel=0.005,
+        energy_counter=False,
+        source="power and speed fitted to the gpuPTXModel Titan X sweeps in tests/data/replay (INESC-ID, BSD-3-Clause); "
+        "each measured application is a workload with its own fitted voltage curve",
+        inferred=[
+            "clocks_mhz (only the measured clocks)",
+            "power_limit_range",
+            "static/memory split of idle power",
+        ],
+        facts={"cc": "5.2", "sms": 24, "l2_kb": 3072},
+    )
     board["rails"] = [dict(name="gpu", scope="gpu", domains=["gpu"], voltage_v=12.0, input=False)]
     board["workloads"] = {"compute": compute, "memory": generic["memory"], **workloads}
     return board
@@ -327,11 +644,29 @@ def build_catalog() -> dict:
     for spec in JETSONS:
         boards[spec["name"]] = jetson_board(spec)
     boards["a100-pcie"] = fitted_single(
-        "a100-pcie", "NVIDIA A100-PCIE-40GB", REPLAY / "a100_pcie_fp32_10pt.csv", steps(210, 1410, 15), 250.0, (150.0, 250.0),
-        1215.0, 0.0, {"cc": "8.0", "sms": 108, "l2_kb": 40960}, ["power_limit", "power_limit_range"])
+        "a100-pcie",
+        "NVIDIA A100-PCIE-40GB",
+        REPLAY / "a100_pcie_fp32_10pt.csv",
+        steps(210, 1410, 15),
+        250.0,
+        (150.0, 250.0),
+        1215.0,
+        0.0,
+        {"cc": "8.0", "sms": 108, "l2_kb": 40960},
+        ["power_limit", "power_limit_range"],
+    )
     boards["rtx-a4000"] = fitted_single(
-        "rtx-a4000", "NVIDIA RTX A4000", REPLAY / "rtxa4000_fp32_10pt.csv", steps(210, 2100, 15), 140.0, (100.0, 140.0),
-        7001.0, 1.0, {"cc": "8.6", "sms": 48, "l2_kb": 4096}, ["clocks_mhz (210-2100 step 15)", "power_limit_range"])
+        "rtx-a4000",
+        "NVIDIA RTX A4000",
+        REPLAY / "rtxa4000_fp32_10pt.csv",
+        steps(210, 2100, 15),
+        140.0,
+        (100.0, 140.0),
+        7001.0,
+        1.0,
+        {"cc": "8.6", "sms": 48, "l2_kb": 4096},
+        ["clocks_mhz (210-2100 step 15)", "power_limit_range"],
+    )
     for spec in DATACENTER:
         boards[spec["name"]] = datacenter_board(spec)
     boards["titan-x"] = titan_x()
@@ -386,7 +721,9 @@ def to_toml(boards: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if profiles/boards.toml is stale")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if profiles/boards.toml is stale"
+    )
     args = parser.parse_args()
     text = to_toml(build_catalog())
     if args.check:

@@ -32,7 +32,9 @@ def test_devices_json_keys(capsys):
     row = next(d for d in doc["devices"] if d["uri"] == "sim:a100-pcie")
     assert row["kind"] == "sim" and row["can_control"] is True
     assert row["supported_clocks_mhz"][0] == 210 and row["supported_clocks_mhz"][-1] == 1410
-    assert row["capabilities"]["energy_counter"] is True and row["capabilities"]["power_mode"] is False
+    assert (
+        row["capabilities"]["energy_counter"] is True and row["capabilities"]["power_mode"] is False
+    )
 
 
 def test_devices_table_says_no_gpu_and_lists_boards(capsys):
@@ -41,8 +43,21 @@ def test_devices_table_says_no_gpu_and_lists_boards(capsys):
 
 
 def test_monitor_json_lines(capsys):
-    code, out, _ = run(["monitor", "--device", "sim:agx-orin", "--count", "4", "--interval-s", "0.25",
-                        "--workload", "compute", "--json"], capsys)
+    code, out, _ = run(
+        [
+            "monitor",
+            "--device",
+            "sim:agx-orin",
+            "--count",
+            "4",
+            "--interval-s",
+            "0.25",
+            "--workload",
+            "compute",
+            "--json",
+        ],
+        capsys,
+    )
     lines = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and len(lines) == 4
     for key in ("t_s", "gpu_clock_mhz", "rails", "power_w", "energy_j", "temperature_c"):
@@ -57,11 +72,17 @@ def test_monitor_auto_says_it_fell_back(capsys):
     assert code == 0 and "no GPU found" in err and "AGX Orin" in out
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["monitor", "--device", "sim:nope", "--count", "1"], "unknown simulated board 'nope'"),
-    (["monitor", "--device", "gpu9", "--count", "1"], "unknown device 'gpu9'"),
-    (["monitor", "--device", "sim:agx-orin", "--workload", "warp", "--count", "1"], "unknown workload 'warp'"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["monitor", "--device", "sim:nope", "--count", "1"], "unknown simulated board 'nope'"),
+        (["monitor", "--device", "gpu9", "--count", "1"], "unknown device 'gpu9'"),
+        (
+            ["monitor", "--device", "sim:agx-orin", "--workload", "warp", "--count", "1"],
+            "unknown workload 'warp'",
+        ),
+    ],
+)
 def test_bad_devices_are_one_line_errors(capsys, args, needle):
     code, out, err = run(args, capsys)
     assert code == 1
@@ -78,6 +99,9 @@ def test_usage_errors_exit_2(capsys):
 
 
 def test_console_script_entry_point_runs():
-    proc = subprocess.run([sys.executable, "-m", "governor", "monitor", "-d", "sim:nano", "-n", "1", "--json"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "governor", "monitor", "-d", "sim:nano", "-n", "1", "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0 and json.loads(proc.stdout)["rails"]["POM_5V_GPU"]["scope"] == "gpu"

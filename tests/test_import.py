@@ -12,7 +12,9 @@ HEAVY = ["numpy", "scipy", "rich", "typer", "pynvml", "jtop", "cupy", "matplotli
 def _modules_after(code: str) -> set:
     out = subprocess.run(
         [sys.executable, "-c", code + "; import sys, json; print(json.dumps(sorted(sys.modules)))"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return set(json.loads(out.splitlines()[-1]))
 

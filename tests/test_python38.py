@@ -23,9 +23,18 @@ def test_package_needs_at_most_python_3_8():
     if vermin is None:
         pytest.fail("vermin is not installed: pip install -e '.[dev]'")
     proc = subprocess.run(
-        [vermin, "-t=3.8-", "--no-tips", "--violations", "--eval-annotations", "--backport", "typing_extensions",
-         str(ROOT / "governor")],
-        capture_output=True, text=True,
+        [
+            vermin,
+            "-t=3.8-",
+            "--no-tips",
+            "--violations",
+            "--eval-annotations",
+            "--backport",
+            "typing_extensions",
+            str(ROOT / "governor"),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -36,5 +45,9 @@ def test_vermin_catches_a_3_9_feature(tmp_path):
     if vermin is None:
         pytest.fail("vermin is not installed")
     (tmp_path / "new.py").write_text("a = {} | {}\nprint('x'.removeprefix('y'))\n")
-    proc = subprocess.run([vermin, "-t=3.8-", "--no-tips", "--violations", str(tmp_path)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [vermin, "-t=3.8-", "--no-tips", "--violations", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0

@@ -30,7 +30,9 @@ def test_ci_runs_the_readmes_test_command():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     setup = [body.strip() for lang, body in BLOCKS if "pytest" in body and "venv" in body]
     assert len(setup) == 1 and setup[0] in ci
-    main = [body.strip() for lang, body in BLOCKS if "governor calibrate" in body and "venv" in body]
+    main = [
+        body.strip() for lang, body in BLOCKS if "governor calibrate" in body and "venv" in body
+    ]
     assert len(main) == 1 and "pip install -q ." in main[0]
 
 
@@ -39,14 +41,23 @@ def test_readme_example_runs(command, tmp_path):
     args = shlex.split(command)[1:]
     args = [str(tmp_path / a) if a.endswith(".png") else a for a in args]
     env = dict(os.environ, COLUMNS="120")
-    proc = subprocess.run([sys.executable, "-m", "governor", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "governor", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 def test_readme_python_example_runs():
     code = next(body for lang, body in BLOCKS if lang == "python")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     clock, power, scope = out.stdout.split()
     assert float(clock) == 918.0 and scope == "gpu+soc" and float(power) > 10

@@ -35,15 +35,31 @@ def plot_calibration(result: Any, path: Path, title: str = "") -> Path:
     ax_p.scatter(f, [p.power_w for p in probes], color="k", zorder=3, label="measured")
     capped = [p for p in probes if p.throttled]
     if capped:
-        ax_p.scatter([p.clock_mhz for p in capped], [p.power_w for p in capped], color="r", zorder=4, label="power-capped")
+        ax_p.scatter(
+            [p.clock_mhz for p in capped],
+            [p.power_w for p in capped],
+            color="r",
+            zorder=4,
+            label="power-capped",
+        )
     ax_p.set_ylabel("power under load (W)")
     ax_e.plot(grid, result.energy_per_unit_j(grid), label="model E(f) = P(f)·t(f)")
     ax_e.scatter(f, [p.energy_per_unit_j for p in probes], color="k", zorder=3, label="measured")
     ax_e.set_ylabel("energy per unit of work (J)")
     ax_e.set_xlabel("GPU clock (MHz)")
     for ax in (ax_p, ax_e):
-        ax.axvline(result.ridge_clock_mhz, color="tab:orange", ls="--", label=f"ridge {result.ridge_clock_mhz:.0f} MHz")
-        ax.axvline(result.ppw_optimal_clock_mhz, color="tab:green", ls="-", label=f"PPW optimum {result.ppw_optimal_clock_mhz:g} MHz")
+        ax.axvline(
+            result.ridge_clock_mhz,
+            color="tab:orange",
+            ls="--",
+            label=f"ridge {result.ridge_clock_mhz:.0f} MHz",
+        )
+        ax.axvline(
+            result.ppw_optimal_clock_mhz,
+            color="tab:green",
+            ls="-",
+            label=f"PPW optimum {result.ppw_optimal_clock_mhz:g} MHz",
+        )
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
     ax_p.set_title(title or result.device_uri)
@@ -51,7 +67,9 @@ def plot_calibration(result: Any, path: Path, title: str = "") -> Path:
     try:
         fig.savefig(path, dpi=110)
     except OSError as err:
-        raise InvalidRequestError(f"cannot write the plot to {path}: {err.strerror or err}") from err
+        raise InvalidRequestError(
+            f"cannot write the plot to {path}: {err.strerror or err}"
+        ) from err
     finally:
         plt.close(fig)
     return Path(path)

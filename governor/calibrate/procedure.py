@@ -75,7 +75,7 @@ class Probe:
         }
 
     @classmethod
-    def from_dict(cls, doc: Dict[str, object]) -> "Probe":
+    def from_dict(cls, doc: Dict[str, object]) -> Probe:
         return cls(
             requested_mhz=float(doc["requested_mhz"]),  # type: ignore[arg-type]
             clock_mhz=float(doc["clock_mhz"]),  # type: ignore[arg-type]
@@ -128,7 +128,9 @@ class DeviceProber(Prober):
         if window_s <= 0 or min_settle_s < 0 or max_settle_s < min_settle_s:
             raise InvalidRequestError("calibration windows must be positive")
         if not device.capabilities.lock_gpu_clocks:
-            raise InvalidRequestError(f"{device.uri} cannot lock its GPU clock, so it cannot be calibrated")
+            raise InvalidRequestError(
+                f"{device.uri} cannot lock its GPU clock, so it cannot be calibrated"
+            )
         self.device = device
         self.load = load
         self.window_s = window_s
@@ -160,9 +162,13 @@ class DeviceProber(Prober):
         if not self._running:
             self.load.start()
             self._running = True
-        wait_steady(dev, min_wait_s=self.min_settle_s, max_wait_s=self.max_settle_s, period_s=self._period_s)
+        wait_steady(
+            dev, min_wait_s=self.min_settle_s, max_wait_s=self.max_settle_s, period_s=self._period_s
+        )
         self.load.check()
-        window = measure_window(dev, self.window_s, work_done=self.load.work_done, period_s=self._period_s)
+        window = measure_window(
+            dev, self.window_s, work_done=self.load.work_done, period_s=self._period_s
+        )
         self.load.check()
         self._loaded_s += dev.clock.now_s() - t0
         if window.time_per_unit_s is None:
@@ -203,7 +209,9 @@ class ReplayProber(Prober):
     def probe(self, clock_mhz: float) -> Probe:
         row = self.device.probe(clock_mhz)  # type: ignore[attr-defined]
         return Probe(
-            requested_mhz=float(clock_mhz),  # the table clock asked for; the row's request may differ
+            requested_mhz=float(
+                clock_mhz
+            ),  # the table clock asked for; the row's request may differ
             clock_mhz=float(row["clock_mhz"]),
             power_w=float(row["power_w"]),
             time_per_unit_s=float(row["time_per_unit_s"]),
@@ -235,7 +243,9 @@ class CalibrationResult:
         return self.power_model.power_w(clock_mhz) * self.time_model.time_s(clock_mhz)  # type: ignore[attr-defined]
 
 
-def choose_initial_clocks(clocks: Sequence[float], fractions: Sequence[float] = INITIAL_FRACTIONS) -> List[float]:
+def choose_initial_clocks(
+    clocks: Sequence[float], fractions: Sequence[float] = INITIAL_FRACTIONS
+) -> List[float]:
     """Supported clocks nearest the given fractions of the clock range, without repeats."""
     lo, hi = clocks[0], clocks[-1]
     chosen: List[float] = []
@@ -279,7 +289,9 @@ def _below_the_cap(clocks: Sequence[float], probes: List[Probe]) -> Optional[flo
     return below[-1] if below else None
 
 
-def _next_clock(clocks: Sequence[float], probed: Sequence[float], optimum: float, energy: Callable) -> Optional[float]:
+def _next_clock(
+    clocks: Sequence[float], probed: Sequence[float], optimum: float, energy: Callable
+) -> Optional[float]:
     """The predicted optimum if unprobed, else the better midpoint between it and the nearest
     probed clocks on either side; None when the optimum's table neighbours are all probed."""
     if optimum not in probed:
@@ -329,7 +341,9 @@ def calibrate(
         raise InvalidRequestError(f"--max-probes must be at least {MIN_PROBES}, got {max_probes!r}")
     clocks = list(prober.supported_clocks_mhz())
     if len(clocks) < 3:
-        raise InvalidRequestError(f"{prober.device.uri} supports only {len(clocks)} clock(s): nothing to calibrate")
+        raise InvalidRequestError(
+            f"{prober.device.uri} supports only {len(clocks)} clock(s): nothing to calibrate"
+        )
     probes: List[Probe] = []
     by_clock: Dict[float, Probe] = {}
     idle_w = prober.idle_power_w() if measure_idle else None
@@ -343,7 +357,7 @@ def calibrate(
             on_probe(len(probes), probe)
 
     try:
-        for clock in choose_initial_clocks(clocks)[: max_probes]:
+        for clock in choose_initial_clocks(clocks)[:max_probes]:
             take(clock)
         # Throttled probes only tell P_max: the CMOS law needs four unthrottled clocks.
         while len(probes) < max_probes and sum(not p.throttled for p in probes) < MIN_PROBES:
@@ -365,20 +379,30 @@ def calibrate(
             power, time = _fit(probes, idle_w)
             optimum = min(clocks, key=energy)
     except CalibrationError as err:
-        err.data = {"probes": [p.to_dict() for p in probes], "idle_power_w": idle_w, "fit": err.data}
+        err.data = {
+            "probes": [p.to_dict() for p in probes],
+            "idle_power_w": idle_w,
+            "fit": err.data,
+        }
         raise
     finally:
         prober.finish()
 
     chosen = _choose(probes, optimum, energy)
     if chosen != optimum:
-        notes.append(f"the model's optimum {optimum:g} MHz is not better than the probe at {chosen:g} MHz: the probe wins")
+        notes.append(
+            f"the model's optimum {optimum:g} MHz is not better than the probe at {chosen:g} MHz: the probe wins"
+        )
     elif optimum not in by_clock:
-        notes.append(f"the probe budget ran out before the model's optimum {optimum:g} MHz was probed")
+        notes.append(
+            f"the probe budget ran out before the model's optimum {optimum:g} MHz was probed"
+        )
     if not power.ridge_reached:
         notes.append("no probe lies above the fitted ridge: the ridge clock is an extrapolation")
     if any(p.throttled for p in probes):
-        notes.append("some probes ran at the power limit (flagged 'throttled'); P_max was fitted from them")
+        notes.append(
+            "some probes ran at the power limit (flagged 'throttled'); P_max was fitted from them"
+        )
     ridge = power.ridge_clock_mhz
     return CalibrationResult(
         device_uri=prober.device.uri,

@@ -19,12 +19,25 @@ def calibrate_command(
     device: DeviceOpt = "auto",
     load: Annotated[
         str,
-        typer.Option("--load", help='builtin (compute-bound), memory, or "CMD" (your command, run repeatedly; one run = one unit of work).'),
+        typer.Option(
+            "--load",
+            help='builtin (compute-bound), memory, or "CMD" (your command, run repeatedly; one run = one unit of work).',
+        ),
     ] = "builtin",
-    max_probes: Annotated[int, typer.Option("--max-probes", help="Most clocks to measure under load (at least 4).")] = 6,
-    window_s: Annotated[float, typer.Option("--window-s", help="Seconds measured at each clock after power settles.")] = 1.5,
-    save: Annotated[bool, typer.Option("--save/--no-save", help="Store the result in the board's profile.")] = True,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Draw points, fits, ridge and optimum to this PNG.")] = None,
+    max_probes: Annotated[
+        int, typer.Option("--max-probes", help="Most clocks to measure under load (at least 4).")
+    ] = 6,
+    window_s: Annotated[
+        float,
+        typer.Option("--window-s", help="Seconds measured at each clock after power settles."),
+    ] = 1.5,
+    save: Annotated[
+        bool, typer.Option("--save/--no-save", help="Store the result in the board's profile.")
+    ] = True,
+    plot: Annotated[
+        Optional[Path],
+        typer.Option("--plot", help="Draw points, fits, ridge and optimum to this PNG."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Find the clock with the most work per joule: probe a few clocks, fit, refine, save."""
@@ -57,13 +70,17 @@ def calibrate_command(
                 result = calibrate(prober, max_probes=max_probes, on_probe=progress.update)
         except CalibrationError as err:
             message = str(err).replace("; raw points kept", "")
-            raise CalibrationError(f"{message}; raw points kept in {_keep_raw(dev, err.data)}", err.data) from err
+            raise CalibrationError(
+                f"{message}; raw points kept in {_keep_raw(dev, err.data)}", err.data
+            ) from err
         profile_path = save_calibration(dev, result, load_info) if save else None
         plot_path = None
         if plot is not None:
             from governor.calibrate.plot import plot_calibration
 
-            plot_path = plot_calibration(result, plot, title=f"{dev.identity.name}: {load_info['name']}")
+            plot_path = plot_calibration(
+                result, plot, title=f"{dev.identity.name}: {load_info['name']}"
+            )
         doc = _document(dev, result, load_info, profile_path, plot_path, note)
     if json_out:
         emit_json(doc)
@@ -83,7 +100,10 @@ def _keep_raw(dev, data) -> str:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     path = data_dir() / "failed" / f"{board_key(dev)}-{stamp}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_jsonable({"device": dev.uri, "data": data}), indent=2) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(to_jsonable({"device": dev.uri, "data": data}), indent=2) + "\n",
+        encoding="utf-8",
+    )
     return str(path)
 
 
@@ -128,17 +148,27 @@ def _print(doc: Dict[str, Any], result) -> None:
     best = doc["ppw_optimal_clock_mhz"]
     for p in sorted(result.probes, key=lambda p: p.requested_mhz):
         mark = " ◀" if p.requested_mhz == best else ""
-        table.add_row(f"{p.requested_mhz:g}", f"{p.clock_mhz:.1f}", f"{p.power_w:.2f}", f"{p.time_per_unit_s:.4g}",
-                      f"{p.energy_per_unit_j:.4g}", p.status + mark)
+        table.add_row(
+            f"{p.requested_mhz:g}",
+            f"{p.clock_mhz:.1f}",
+            f"{p.power_w:.2f}",
+            f"{p.time_per_unit_s:.4g}",
+            f"{p.energy_per_unit_j:.4g}",
+            p.status + mark,
+        )
     console.print(table)
     pm = result.power_model
     unc = pm.uncertainty.get("ridge_clock_mhz")
     ridge = f"{doc['ridge_clock_mhz']:.0f} MHz" + (f" ± {unc:.2g}" if unc else "")
     console.print(f"ridge clock            {ridge}")
-    console.print(f"PPW-optimal clock      [bold]{best:g} MHz[/bold]  "
-                  f"({doc['energy_saving_vs_top_clock_pct']:.1f} % less energy per unit than the top clock, "
-                  f"{doc['slowdown_vs_top_clock_pct']:.1f} % slower)")
-    console.print(f"probes                 {doc['probes']} clocks, {doc['device_time_s']:.1f} s of device time under load")
+    console.print(
+        f"PPW-optimal clock      [bold]{best:g} MHz[/bold]  "
+        f"({doc['energy_saving_vs_top_clock_pct']:.1f} % less energy per unit than the top clock, "
+        f"{doc['slowdown_vs_top_clock_pct']:.1f} % slower)"
+    )
+    console.print(
+        f"probes                 {doc['probes']} clocks, {doc['device_time_s']:.1f} s of device time under load"
+    )
     for note in doc["notes"]:
         console.print(f"note: {note}")
     if doc["profile_path"]:
@@ -156,20 +186,29 @@ class _Progress:
         self._progress = None
         self._task = None
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         if self.enabled:
             from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn
 
-            self._progress = Progress(TextColumn("probing"), BarColumn(), TextColumn("{task.completed}/{task.total} {task.description}"),
-                                      console=Console(stderr=True), transient=True)
+            self._progress = Progress(
+                TextColumn("probing"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total} {task.description}"),
+                console=Console(stderr=True),
+                transient=True,
+            )
             self._progress.start()
             self._task = self._progress.add_task("", total=self.total)
         return self
 
     def update(self, n: int, probe) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, completed=n, description=f"{probe.requested_mhz:g} MHz: {probe.power_w:.1f} W")
+            self._progress.update(
+                self._task,
+                completed=n,
+                description=f"{probe.requested_mhz:g} MHz: {probe.power_w:.1f} W",
+            )
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

@@ -38,11 +38,29 @@ def devices(
             table.add_column(column)
         for r in rows:
             caps = r["capabilities"]
-            reads = [k for k in ("power", "energy_counter", "rails", "gpu_clock", "temperature", "utilisation", "throttle_reasons") if caps.get(k)]
-            sets = [k for k in ("lock_gpu_clocks", "lock_mem_clock", "power_limit", "power_mode") if caps.get(k)]
+            reads = [
+                k
+                for k in (
+                    "power",
+                    "energy_counter",
+                    "rails",
+                    "gpu_clock",
+                    "temperature",
+                    "utilisation",
+                    "throttle_reasons",
+                )
+                if caps.get(k)
+            ]
+            sets = [
+                k
+                for k in ("lock_gpu_clocks", "lock_mem_clock", "power_limit", "power_mode")
+                if caps.get(k)
+            ]
             clocks = r["supported_clocks_mhz"]
             span = f"{clocks[0]:g}-{clocks[-1]:g} ({len(clocks)})" if clocks else "-"
             control = "yes" if r["can_control"] else (r.get("control_reason") or "no")
-            table.add_row(r["uri"], r["name"], span, ", ".join(reads), ", ".join(sets) or "-", control)
+            table.add_row(
+                r["uri"], r["name"], span, ", ".join(reads), ", ".join(sets) or "-", control
+            )
         console.print(table)
     console.print("Simulated boards: " + ", ".join(boards))

@@ -16,11 +16,17 @@ def register(app: typer.Typer) -> None:
 
 def monitor(
     device: DeviceOpt = "auto",
-    count: Annotated[Optional[int], typer.Option("--count", "-n", min=1, help="Stop after N samples.")] = None,
-    interval_s: Annotated[float, typer.Option("--interval-s", min=0.01, help="Seconds between samples.")] = 0.5,
+    count: Annotated[
+        Optional[int], typer.Option("--count", "-n", min=1, help="Stop after N samples.")
+    ] = None,
+    interval_s: Annotated[
+        float, typer.Option("--interval-s", min=0.01, help="Seconds between samples.")
+    ] = 0.5,
     workload: Annotated[
         Optional[str],
-        typer.Option("--workload", help="Simulated boards only: run this workload (compute, memory, ...)."),
+        typer.Option(
+            "--workload", help="Simulated boards only: run this workload (compute, memory, ...)."
+        ),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -70,9 +76,17 @@ class _Table:
             self.names = [r.name for r in s.rails]
             head = ["t_s", "clock_mhz", "power_w", "scope", "temp_c", "energy_j"] + self.names
             self.console.print("  ".join(f"{h:>12}" for h in head), soft_wrap=True)
+
         def fmt(v, spec=".2f"):
             return "-" if v is None else format(v, spec)
-        cells = [fmt(s.t_s, ".1f"), fmt(s.gpu_clock_mhz, ".1f"), fmt(s.power_w), s.power_scope or "-",
-                 fmt(s.temperature_c, ".1f"), fmt(s.energy_j, ".1f")]
+
+        cells = [
+            fmt(s.t_s, ".1f"),
+            fmt(s.gpu_clock_mhz, ".1f"),
+            fmt(s.power_w),
+            s.power_scope or "-",
+            fmt(s.temperature_c, ".1f"),
+            fmt(s.energy_j, ".1f"),
+        ]
         cells += [fmt(r.power_w) for r in s.rails]
         self.console.print("  ".join(f"{c:>12}" for c in cells), soft_wrap=True)

@@ -9,7 +9,10 @@ import typer
 
 from governor.cli.common import Annotated, JsonOpt, emit_json
 
-profile_app = typer.Typer(help="Board profiles: calibrated models, PPW-optimal clocks, tuning caches.", no_args_is_help=True)
+profile_app = typer.Typer(
+    help="Board profiles: calibrated models, PPW-optimal clocks, tuning caches.",
+    no_args_is_help=True,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -34,17 +37,31 @@ def list_command(json_out: JsonOpt = False) -> None:
     for r in rows:
         opt = r.get("ppw_optimal_clock_mhz")
         ridge = r.get("ridge_clock_mhz")
-        table.add_row(r["board"] + (" (overridden)" if r["overridden"] else ""), "-" if opt is None else f"{opt:g}",
-                      "-" if ridge is None else f"{ridge:.0f}", ", ".join(r.get("workloads", [])) or r.get("error", "-"),
-                      r["source"], r["path"])
+        table.add_row(
+            r["board"] + (" (overridden)" if r["overridden"] else ""),
+            "-" if opt is None else f"{opt:g}",
+            "-" if ridge is None else f"{ridge:.0f}",
+            ", ".join(r.get("workloads", [])) or r.get("error", "-"),
+            r["source"],
+            r["path"],
+        )
     Console().print(table)
 
 
 @profile_app.command("show")
 def show_command(
-    board: Annotated[Optional[str], typer.Argument(help="Board name (agx-orin) or a profile file.")] = None,
-    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Show the profile for this device, checking it matches.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Accept a profile made on another board.")] = False,
+    board: Annotated[
+        Optional[str], typer.Argument(help="Board name (agx-orin) or a profile file.")
+    ] = None,
+    device: Annotated[
+        Optional[str],
+        typer.Option(
+            "--device", "-d", help="Show the profile for this device, checking it matches."
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Accept a profile made on another board.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Show one profile: by board name, by file, or for a device (checked against its fingerprint)."""
@@ -59,14 +76,18 @@ def show_command(
         with open_device(device) as dev:
             path, doc, warnings = load_profile_for(dev, force=force)
     elif board is None:
-        raise InvalidRequestError("name a board (governor profile show agx-orin), a file, or --device URI")
+        raise InvalidRequestError(
+            "name a board (governor profile show agx-orin), a file, or --device URI"
+        )
     elif board.endswith(".json") or "/" in board:
         path = Path(board)
         doc = validate(read_profile_file(path), path)
     else:
         found = find_profile(board)
         if found is None:
-            raise ProfileError(f"no profile for board {board!r}: run 'governor calibrate' on it first")
+            raise ProfileError(
+                f"no profile for board {board!r}: run 'governor calibrate' on it first"
+            )
         path, doc = found
     if json_out:
         emit_json({"path": str(path), "warnings": warnings, "profile": doc})
@@ -76,12 +97,20 @@ def show_command(
     console = Console(highlight=False)
     pm = doc["power_model"]
     console.print(f"[bold]{doc['board']}[/bold]  ({path})")
-    console.print(f"  PPW-optimal clock  {doc['ppw_optimal_clock_mhz']:g} MHz   ridge {doc.get('ridge_clock_mhz', 0):.0f} MHz")
-    console.print(f"  power model        P = min({pm.get('p_max_w') or 'inf'}, {pm['p_idle_w']:.2f} + {pm['alpha_w_per_mhz']:.4g}·f·V²), "
-                  f"V = 1 + {pm['beta_per_mhz']:.3g}·(f − {pm['ridge_clock_mhz']:.0f})₊")
-    console.print(f"  calibrated         {doc.get('created', '?')} with loads: {', '.join(sorted(doc.get('workloads', {})))}")
+    console.print(
+        f"  PPW-optimal clock  {doc['ppw_optimal_clock_mhz']:g} MHz   ridge {doc.get('ridge_clock_mhz', 0):.0f} MHz"
+    )
+    console.print(
+        f"  power model        P = min({pm.get('p_max_w') or 'inf'}, {pm['p_idle_w']:.2f} + {pm['alpha_w_per_mhz']:.4g}·f·V²), "
+        f"V = 1 + {pm['beta_per_mhz']:.3g}·(f − {pm['ridge_clock_mhz']:.0f})₊"
+    )
+    console.print(
+        f"  calibrated         {doc.get('created', '?')} with loads: {', '.join(sorted(doc.get('workloads', {})))}"
+    )
     for key, section in sorted((doc.get("tuning") or {}).items()):
-        console.print(f"  tuning cache       {key}: {len(section)} entr{'y' if len(section) == 1 else 'ies'}")
+        console.print(
+            f"  tuning cache       {key}: {len(section)} entr{'y' if len(section) == 1 else 'ies'}"
+        )
     for w in warnings:
         console.print(f"  warning: {w}")
 
@@ -90,7 +119,9 @@ def show_command(
 def import_command(
     file: Annotated[Path, typer.Argument(help="A profile JSON file (e.g. from another machine).")],
     device: Annotated[str, typer.Option("--device", "-d", help="The device it is for.")] = "auto",
-    force: Annotated[bool, typer.Option("--force", help="Accept a profile made on another board.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Accept a profile made on another board.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Install a profile for a device, refusing one made on another board unless forced."""

@@ -379,7 +379,7 @@ class Device:
             self._closed = True
             self._close()
 
-    def __enter__(self) -> "Device":
+    def __enter__(self) -> Device:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -31,7 +31,12 @@ BACKENDS: Dict[str, Tuple[str, str, Optional[str]]] = {
     "jtop": ("governor.devices.jtop", "open_jtop", "discover_jtop"),
     "tegrastats": ("governor.devices.tegrastats.device", "open_tegrastats", "discover_tegrastats"),
 }
-AUTO_ORDER: Tuple[str, ...] = ("nvml", "jetson", "jtop", "tegrastats")  # hardware schemes probed by ``auto``, in order
+AUTO_ORDER: Tuple[str, ...] = (
+    "nvml",
+    "jetson",
+    "jtop",
+    "tegrastats",
+)  # hardware schemes probed by ``auto``, in order
 
 _auto_note: List[str] = []
 

@@ -28,7 +28,9 @@ def _slug(text: str) -> str:
 class ReplayDevice(Device):
     """A device whose every reading comes from a measured sweep."""
 
-    def __init__(self, sweep: Sweep, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> None:
+    def __init__(
+        self, sweep: Sweep, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
+    ) -> None:
         self.sweep = sweep
         identity = Identity(
             uri=f"replay:{sweep.path}",
@@ -36,7 +38,14 @@ class ReplayDevice(Device):
             name=f"{sweep.device} (replay of {Path(sweep.path).name})",
             model="replay-" + _slug(Path(sweep.path).stem),
         )
-        caps = Capabilities(power=True, rails=True, gpu_clock=True, lock_gpu_clocks=True, utilisation=True, throttle_reasons=True)
+        caps = Capabilities(
+            power=True,
+            rails=True,
+            gpu_clock=True,
+            lock_gpu_clocks=True,
+            utilisation=True,
+            throttle_reasons=True,
+        )
         super().__init__(identity, caps, clock=clock or VirtualClock(), journal=journal)
         self._locked: Optional[Tuple[float, float]] = None
         self._probed: Set[float] = set()
@@ -95,7 +104,9 @@ class ReplayDevice(Device):
         self._locked = None
 
 
-def open_replay(spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> ReplayDevice:
+def open_replay(
+    spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
+) -> ReplayDevice:
     """Open ``replay:PATH`` (``spec`` is PATH)."""
     if not spec:
         raise InvalidRequestError("a replay device needs a file, e.g. replay:sweep.csv")

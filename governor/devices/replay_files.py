@@ -84,7 +84,9 @@ def read_sweep(path: Union[str, Path]) -> Sweep:
     else:
         sweep = _read_csv(path, text)
     if len(sweep) < MIN_CLOCKS:
-        raise _bad(path, f"only {len(sweep)} distinct clock(s); a power model needs at least {MIN_CLOCKS}")
+        raise _bad(
+            path, f"only {len(sweep)} distinct clock(s); a power model needs at least {MIN_CLOCKS}"
+        )
     return sweep
 
 
@@ -106,7 +108,10 @@ def _read_csv(path: Path, text: str) -> Sweep:
     needed = ("clock_mhz", "power_w", "time_s")
     missing = [c for c in needed if c not in header]
     if missing:
-        raise _bad(path, f"line {header_line}: header lacks {', '.join(missing)} (expected 'clock_mhz,power_w,time_s')")
+        raise _bad(
+            path,
+            f"line {header_line}: header lacks {', '.join(missing)} (expected 'clock_mhz,power_w,time_s')",
+        )
     index = [header.index(c) for c in needed]
     points = []
     for number, line in rows[1:]:
@@ -117,7 +122,13 @@ def _read_csv(path: Path, text: str) -> Sweep:
             _number(path, f"line {number} {name}", cells[i]) for name, i in zip(needed, index)
         )
         points.append((clock, clock, power, time, number))
-    return _build(path, meta.get("device", path.stem), meta.get("workload", ""), meta.get("source", ""), points)
+    return _build(
+        path,
+        meta.get("device", path.stem),
+        meta.get("workload", ""),
+        meta.get("source", ""),
+        points,
+    )
 
 
 def _read_kernel_tuner(path: Path, text: str) -> Sweep:

@@ -40,7 +40,11 @@ class TimeModel:
     @property
     def memory_bound_share(self) -> float:
         """How much of the time at the clock where both parts are equal is memory (0-1)."""
-        return self.t_mem_s / (self.t_mem_s + 1e-300 + self.c_s_mhz / max(self.c_s_mhz / max(self.t_mem_s, 1e-300), 1e-300))
+        return self.t_mem_s / (
+            self.t_mem_s
+            + 1e-300
+            + self.c_s_mhz / max(self.c_s_mhz / max(self.t_mem_s, 1e-300), 1e-300)
+        )
 
     def to_dict(self) -> Dict[str, object]:
         return {
@@ -53,7 +57,7 @@ class TimeModel:
         }
 
     @classmethod
-    def from_dict(cls, doc: Dict[str, object]) -> "TimeModel":
+    def from_dict(cls, doc: Dict[str, object]) -> TimeModel:
         return cls(
             t_mem_s=float(doc["t_mem_s"]),  # type: ignore[arg-type]
             c_s_mhz=float(doc["c_s_mhz"]),  # type: ignore[arg-type]
@@ -99,7 +103,9 @@ def fit_time_model(clock_mhz: Sequence[float], time_s: Sequence[float]) -> TimeM
                     [math.log(tm0), math.log(c0)],
                 )
                 err = float(np.max(np.abs(sol.fun)))
-                if err < 0.75 * best[0] and err < best[0] - 0.002:  # clearly better, not just wigglier
+                if (
+                    err < 0.75 * best[0] and err < best[0] - 0.002
+                ):  # clearly better, not just wigglier
                     best = (err, k, math.exp(sol.x[0]), math.exp(sol.x[1]))
     err, k, tm, c = best
     model = TimeModel(t_mem_s=tm, c_s_mhz=c, k=k, max_rel_residual=err)

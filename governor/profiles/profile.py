@@ -103,7 +103,11 @@ def build_profile(
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     doc: Dict[str, Any] = dict(existing or {})
     workloads = dict(doc.get("workloads") or {})
-    key = load.get("kind", "builtin") if load.get("kind") != "command" else "command:" + load.get("name", "")
+    key = (
+        load.get("kind", "builtin")
+        if load.get("kind") != "command"
+        else "command:" + load.get("name", "")
+    )
     workloads[key] = _calibration_entry(result, load, created)
     primary = workloads.get("builtin") or workloads[key]
     doc.update(
@@ -156,7 +160,9 @@ def find_profile(board: str) -> Optional[Tuple[Path, Dict[str, Any]]]:
     return None
 
 
-def check_fingerprint(doc: Dict[str, Any], device: Device, path: Any = None, *, force: bool = False) -> List[str]:
+def check_fingerprint(
+    doc: Dict[str, Any], device: Device, path: Any = None, *, force: bool = False
+) -> List[str]:
     """Refuse a profile made on another board; returns warnings for lesser mismatches.
 
     Raises:
@@ -173,7 +179,12 @@ def check_fingerprint(doc: Dict[str, Any], device: Device, path: Any = None, *, 
     ):
         problems.append("its clock table differs from this device's")
     if problems and not force:
-        raise ProfileError("profile is for another board: " + "; ".join(problems) + " (use --force to use it anyway)", path)
+        raise ProfileError(
+            "profile is for another board: "
+            + "; ".join(problems)
+            + " (use --force to use it anyway)",
+            path,
+        )
     warnings = list(problems)
     for key in ("serial", "uuid"):
         if fp.get(key) and mine.get(key) and fp.get(key) != mine.get(key):
@@ -181,7 +192,9 @@ def check_fingerprint(doc: Dict[str, Any], device: Device, path: Any = None, *, 
     return warnings
 
 
-def load_profile_for(device: Device, *, force: bool = False) -> Tuple[Path, Dict[str, Any], List[str]]:
+def load_profile_for(
+    device: Device, *, force: bool = False
+) -> Tuple[Path, Dict[str, Any], List[str]]:
     """The profile for ``device`` with its path and warnings.
 
     Raises:
@@ -220,7 +233,12 @@ def list_profiles() -> List[Dict[str, Any]]:
             continue
         for path in sorted(folder.glob("*.json")):
             board = path.stem
-            row: Dict[str, Any] = {"board": board, "path": str(path), "source": source, "overridden": board in seen}
+            row: Dict[str, Any] = {
+                "board": board,
+                "path": str(path),
+                "source": source,
+                "overridden": board in seen,
+            }
             try:
                 doc = read_profile_file(path)
                 row.update(

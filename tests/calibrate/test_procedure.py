@@ -9,7 +9,12 @@ import pytest
 
 import governor
 from governor.calibrate.loads import CommandLoad, make_load
-from governor.calibrate.procedure import DeviceProber, ReplayProber, calibrate, choose_initial_clocks
+from governor.calibrate.procedure import (
+    DeviceProber,
+    ReplayProber,
+    calibrate,
+    choose_initial_clocks,
+)
 from governor.devices.sim.catalog import load_catalog
 from governor.errors import CalibrationError, InvalidRequestError, UnsupportedError
 from governor.measure.window import measure_window
@@ -18,7 +23,9 @@ REPLAY = Path(__file__).resolve().parents[1] / "data" / "replay"
 KT = Path(__file__).resolve().parents[1] / "data" / "kernel_tuner"
 
 
-@pytest.mark.parametrize("path", sorted(REPLAY.glob("*.csv")) + sorted(KT.glob("synthetic_*.json")), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sorted(REPLAY.glob("*.csv")) + sorted(KT.glob("synthetic_*.json")), ids=lambda p: p.stem
+)
 def test_replay_calibration_finds_a_near_optimal_clock_in_six_probes(path):
     dev = governor.open_device(f"replay:{path}")
     result = calibrate(ReplayProber(dev), max_probes=6)
@@ -33,7 +40,10 @@ def test_every_simulated_board_calibrates_within_one_percent(name):
     dev = governor.open_device(f"sim:{name}")
     board = dev.board
     result = calibrate(DeviceProber(dev, make_load(dev, "builtin")), max_probes=6)
-    truth = {c: board.steady_energy_per_unit_j(c, board.workloads["compute"]) for c in dev.supported_clocks_mhz()}
+    truth = {
+        c: board.steady_energy_per_unit_j(c, board.workloads["compute"])
+        for c in dev.supported_clocks_mhz()
+    }
     assert truth[result.ppw_optimal_clock_mhz] <= 1.01 * min(truth.values())
     assert result.device_time_s <= 30.0
     assert not dev.changed  # the prober restored the clocks
@@ -45,7 +55,10 @@ def test_memory_bound_load_gets_a_lower_clock_than_compute():
     mem = calibrate(DeviceProber(dev, make_load(dev, "memory")))
     assert mem.ppw_optimal_clock_mhz < comp.ppw_optimal_clock_mhz
     board = dev.board
-    truth = {c: board.steady_energy_per_unit_j(c, board.workloads["memory"]) for c in dev.supported_clocks_mhz()}
+    truth = {
+        c: board.steady_energy_per_unit_j(c, board.workloads["memory"])
+        for c in dev.supported_clocks_mhz()
+    }
     assert truth[mem.ppw_optimal_clock_mhz] <= 1.01 * min(truth.values())
 
 
@@ -84,7 +97,12 @@ def test_energy_from_counter_and_from_integrated_power_agree_with_the_truth():
             true = dev.true_energy_j() - e0
             assert window.method == method
             assert window.energy_j == pytest.approx(true, rel=0.01)
-            assert window.time_per_unit_s == pytest.approx(dev.workload.time_per_unit_s(dev.supported_clocks_mhz()[5], dev.board.default_mem_clock_mhz), rel=0.01)
+            assert window.time_per_unit_s == pytest.approx(
+                dev.workload.time_per_unit_s(
+                    dev.supported_clocks_mhz()[5], dev.board.default_mem_clock_mhz
+                ),
+                rel=0.01,
+            )
 
 
 def test_flaky_sensors_are_tolerated_and_counted():

@@ -31,10 +31,23 @@ def test_calibrate_json_has_the_contract_keys_and_writes_a_profile(capsys):
     code, out, err = run(["calibrate", "--device", "sim:orin-nx", "--json"], capsys)
     assert code == 0, err
     doc = json.loads(out)
-    for key in ("device", "ridge_clock_mhz", "ppw_optimal_clock_mhz", "probes", "probe_clocks_mhz", "device_time_s", "model", "profile_path"):
+    for key in (
+        "device",
+        "ridge_clock_mhz",
+        "ppw_optimal_clock_mhz",
+        "probes",
+        "probe_clocks_mhz",
+        "device_time_s",
+        "model",
+        "profile_path",
+    ):
         assert key in doc
-    assert doc["device"] == "sim:orin-nx" and doc["probes"] == len(set(doc["probe_clocks_mhz"])) <= 6
-    assert doc["ppw_optimal_clock_mhz"] in governor.open_device("sim:orin-nx").supported_clocks_mhz()
+    assert (
+        doc["device"] == "sim:orin-nx" and doc["probes"] == len(set(doc["probe_clocks_mhz"])) <= 6
+    )
+    assert (
+        doc["ppw_optimal_clock_mhz"] in governor.open_device("sim:orin-nx").supported_clocks_mhz()
+    )
     assert "uncertainty" in doc["model"]["power"]
     saved = json.loads(Path(doc["profile_path"]).read_text())
     assert saved["ppw_optimal_clock_mhz"] == doc["ppw_optimal_clock_mhz"]
@@ -58,7 +71,9 @@ def test_profile_round_trip_keeps_models_and_other_loads():
     _, doc, warnings = load_profile_for(dev)
     assert warnings == []
     assert set(doc["workloads"]) == {"builtin", "memory"}
-    assert doc["ppw_optimal_clock_mhz"] == comp.ppw_optimal_clock_mhz  # top level: the built-in load
+    assert (
+        doc["ppw_optimal_clock_mhz"] == comp.ppw_optimal_clock_mhz
+    )  # top level: the built-in load
     assert doc["workloads"]["memory"]["ppw_optimal_clock_mhz"] == mem.ppw_optimal_clock_mhz
     power = PowerModel.from_dict(doc["power_model"])
     time = TimeModel.from_dict(doc["time_model"])
@@ -82,8 +97,15 @@ def test_profile_from_another_board_is_refused_unless_forced(capsys, tmp_path):
     other = tmp_path / "other.json"
     other.write_text((Path(find_profile("rtx-a4000")[0])).read_text())
     code, out, err = run(["profile", "import", str(other), "--device", "sim:t4"], capsys)
-    assert code == 1 and "profile is for another board" in err and "--force" in err and str(other) in err
-    code, out, err = run(["profile", "import", str(other), "--device", "sim:t4", "--force", "--json"], capsys)
+    assert (
+        code == 1
+        and "profile is for another board" in err
+        and "--force" in err
+        and str(other) in err
+    )
+    code, out, err = run(
+        ["profile", "import", str(other), "--device", "sim:t4", "--force", "--json"], capsys
+    )
     assert code == 0 and json.loads(out)["warnings"]
     code, out, err = run(["profile", "show", "--device", "sim:t4"], capsys)
     assert code == 1 and "another board" in err
@@ -98,7 +120,12 @@ def test_corrupt_profile_names_the_file(capsys, tmp_path, monkeypatch):
     bad = folder / "profiles" / "t4.json"
     bad.write_text('{"board": "t4", "power_model": ')
     code, out, err = run(["profile", "show", "t4"], capsys)
-    assert code == 1 and "corrupt profile" in err and str(bad) in err and len(err.strip().splitlines()) == 1
+    assert (
+        code == 1
+        and "corrupt profile" in err
+        and str(bad) in err
+        and len(err.strip().splitlines()) == 1
+    )
     bad.write_text('{"board": "t4"}')
     with pytest.raises(ProfileError, match="missing"):
         find_profile("t4")
@@ -118,7 +145,10 @@ def test_profile_list_shows_user_and_shipped(capsys):
 
 
 def test_replay_files_calibrate_from_the_cli(capsys):
-    for path in (DATA / "replay" / "titanx_sort_mem810.csv", DATA / "kernel_tuner" / "synthetic_fp32_cache_NVIDIA_A100-PCIE-40GB.json"):
+    for path in (
+        DATA / "replay" / "titanx_sort_mem810.csv",
+        DATA / "kernel_tuner" / "synthetic_fp32_cache_NVIDIA_A100-PCIE-40GB.json",
+    ):
         code, out, err = run(["calibrate", "--device", f"replay:{path}", "--json"], capsys)
         doc = json.loads(out)
         assert code == 0 and doc["probes"] <= 6 and doc["load"]["kind"] == "replay"
@@ -126,7 +156,10 @@ def test_replay_files_calibrate_from_the_cli(capsys):
 
 def test_plot_is_drawn(capsys, tmp_path):
     png = tmp_path / "cal.png"
-    code, out, err = run(["calibrate", "--device", "sim:a100-pcie", "--plot", str(png), "--no-save", "--json"], capsys)
+    code, out, err = run(
+        ["calibrate", "--device", "sim:a100-pcie", "--plot", str(png), "--no-save", "--json"],
+        capsys,
+    )
     assert code == 0 and png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
     assert json.loads(out)["profile_path"] is None
 
@@ -137,16 +170,19 @@ def _write(tmp_path, name, text):
     return path
 
 
-@pytest.mark.parametrize("content,needle", [
-    (None, "cannot read replay file"),
-    ("# device: x\nclock_mhz,power_w,time_s\n300,10,1\n600,20,0.5\n", "only 2 distinct clock"),
-    ("clock_mhz,power_w,time_s\n300,10,1\n600,nan,0.5\n900,30,0.3\n", "not a finite number"),
-    ("clock_mhz,power_w,time_s\n300,10,1\n600,-2,0.5\n900,30,0.3\n", "must be positive"),
-    ("clock,power\n300,10\n", "header lacks"),
-    ("clock_mhz,power_w,time_s\n300,10,1\n300,11,1\n900,30,0.3\n", "appears twice"),
-    ("{\"cache\": {}}", "not a Kernel Tuner cache"),
-    ("{not json", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        (None, "cannot read replay file"),
+        ("# device: x\nclock_mhz,power_w,time_s\n300,10,1\n600,20,0.5\n", "only 2 distinct clock"),
+        ("clock_mhz,power_w,time_s\n300,10,1\n600,nan,0.5\n900,30,0.3\n", "not a finite number"),
+        ("clock_mhz,power_w,time_s\n300,10,1\n600,-2,0.5\n900,30,0.3\n", "must be positive"),
+        ("clock,power\n300,10\n", "header lacks"),
+        ("clock_mhz,power_w,time_s\n300,10,1\n300,11,1\n900,30,0.3\n", "appears twice"),
+        ('{"cache": {}}', "not a Kernel Tuner cache"),
+        ("{not json", "not valid JSON"),
+    ],
+)
 def test_bad_replay_files_are_one_line_errors(capsys, tmp_path, content, needle):
     path = tmp_path / "missing.csv" if content is None else _write(tmp_path, "sweep.csv", content)
     code, out, err = run(["calibrate", "--device", f"replay:{path}"], capsys)
@@ -154,15 +190,18 @@ def test_bad_replay_files_are_one_line_errors(capsys, tmp_path, content, needle)
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-@pytest.mark.parametrize("args,code_expected,needle", [
-    (["calibrate", "--device", "sim:warp-drive"], 1, "unknown simulated board"),
-    (["calibrate", "--device", "pci:3"], 1, "unknown device"),
-    (["calibrate", "--device", "sim:t4", "--max-probes", "2"], 1, "at least 4"),
-    (["calibrate", "--device", "sim:t4", "--window-s", "0"], 1, "--window-s must be positive"),
-    (["calibrate", "--device", "sim:t4", "--load", "echo hi"], 1, "real time"),
-    (["calibrate", "--device", "sim:t4", "--max-probes", "many"], 2, "--max-probes"),
-    (["profile", "show", "no-such-board"], 1, "no profile for board"),
-])
+@pytest.mark.parametrize(
+    "args,code_expected,needle",
+    [
+        (["calibrate", "--device", "sim:warp-drive"], 1, "unknown simulated board"),
+        (["calibrate", "--device", "pci:3"], 1, "unknown device"),
+        (["calibrate", "--device", "sim:t4", "--max-probes", "2"], 1, "at least 4"),
+        (["calibrate", "--device", "sim:t4", "--window-s", "0"], 1, "--window-s must be positive"),
+        (["calibrate", "--device", "sim:t4", "--load", "echo hi"], 1, "real time"),
+        (["calibrate", "--device", "sim:t4", "--max-probes", "many"], 2, "--max-probes"),
+        (["profile", "show", "no-such-board"], 1, "no profile for board"),
+    ],
+)
 def test_bad_calibrate_inputs(capsys, args, code_expected, needle):
     code, out, err = run(args, capsys)
     assert code == code_expected and needle in err and "Traceback" not in err
@@ -172,9 +211,28 @@ def test_bad_calibrate_inputs(capsys, args, code_expected, needle):
 
 
 def test_a_failed_fit_keeps_the_raw_points(capsys, tmp_path):
-    path = _write(tmp_path, "zigzag.csv", "clock_mhz,power_w,time_s\n" + "".join(
-        f"{300 + 100 * i},{p},{1.0 / (1 + i)}\n" for i, p in enumerate([50, 80, 55, 85, 60, 70, 65, 90, 58, 75, 62])))
+    path = _write(
+        tmp_path,
+        "zigzag.csv",
+        "clock_mhz,power_w,time_s\n"
+        + "".join(
+            f"{300 + 100 * i},{p},{1.0 / (1 + i)}\n"
+            for i, p in enumerate([50, 80, 55, 85, 60, 70, 65, 90, 58, 75, 62])
+        ),
+    )
     code, out, err = run(["calibrate", "--device", f"replay:{path}"], capsys)
     assert code == 1 and "raw points kept in " in err and len(err.strip().splitlines()) == 1
     kept = Path(err.strip().split("raw points kept in ")[1])
-    assert json.loads(kept.read_text())["data"]["probes"][0]["power_w"] in (50, 80, 55, 85, 60, 70, 65, 90, 58, 75, 62)
+    assert json.loads(kept.read_text())["data"]["probes"][0]["power_w"] in (
+        50,
+        80,
+        55,
+        85,
+        60,
+        70,
+        65,
+        90,
+        58,
+        75,
+        62,
+    )

@@ -24,7 +24,9 @@ def test_unsupported_clock_is_snapped_to_the_nearest_and_says_so(caplog):
 
 def test_strict_locking_rejects_clocks_not_in_the_table():
     with governor.open_device("sim:agx-orin") as dev:
-        with pytest.raises(InvalidRequestError, match="1000 MHz is not supported.*nearest are 918 and 1020 MHz"):
+        with pytest.raises(
+            InvalidRequestError, match="1000 MHz is not supported.*nearest are 918 and 1020 MHz"
+        ):
             dev.lock_gpu_clocks(1000, strict=True)
         assert not dev.changed
 

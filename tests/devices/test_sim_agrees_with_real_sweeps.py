@@ -46,10 +46,16 @@ def test_simulated_board_matches_the_sweep(filename, board_name, workload, mem_c
     sim_e = [p * t for p, t in zip(sim_p, sim_t)]
     measured_best = energy.index(min(energy))
     sim_best = sim_e.index(min(sim_e))
-    assert abs(sim_best - measured_best) <= 1, (sweep.clock_mhz[measured_best], sweep.clock_mhz[sim_best])
+    assert abs(sim_best - measured_best) <= 1, (
+        sweep.clock_mhz[measured_best],
+        sweep.clock_mhz[sim_best],
+    )
 
 
-@pytest.mark.parametrize("filename,board_name", [("a100_pcie_fp32_10pt.csv", "a100-pcie"), ("rtxa4000_fp32_10pt.csv", "rtx-a4000")])
+@pytest.mark.parametrize(
+    "filename,board_name",
+    [("a100_pcie_fp32_10pt.csv", "a100-pcie"), ("rtxa4000_fp32_10pt.csv", "rtx-a4000")],
+)
 def test_measured_end_to_end_through_the_sensors(filename, board_name):
     """Lock each measured clock on the device itself, let it warm up, read the noisy sensor."""
     sweep = read_sweep(REPLAY / filename)
@@ -63,5 +69,7 @@ def test_measured_end_to_end_through_the_sensors(filename, board_name):
                 dev.clock.sleep(0.1)
                 readings.append(dev.sample())
             mean_w = sum(s.power_w for s in readings) / len(readings)
-            assert readings[-1].gpu_clock_mhz == pytest.approx(clock, abs=16)  # the cap throttles 2100 to ~1740
+            assert readings[-1].gpu_clock_mhz == pytest.approx(
+                clock, abs=16
+            )  # the cap throttles 2100 to ~1740
             assert mean_w == pytest.approx(power, rel=0.05)

@@ -11,8 +11,22 @@ from governor.devices.base import SCOPES
 from governor.devices.sim.catalog import DEFAULT_BOARD, load_catalog
 
 BOARDS = sorted(load_catalog())
-REQUIRED = ["nano", "tx2", "xavier-nx", "agx-xavier", "orin-nano", "orin-nx", "agx-orin",
-            "a100-pcie", "h100-pcie", "h100-sxm", "v100", "t4", "rtx-a4000", "titan-x"]
+REQUIRED = [
+    "nano",
+    "tx2",
+    "xavier-nx",
+    "agx-xavier",
+    "orin-nano",
+    "orin-nx",
+    "agx-orin",
+    "a100-pcie",
+    "h100-pcie",
+    "h100-sxm",
+    "v100",
+    "t4",
+    "rtx-a4000",
+    "titan-x",
+]
 MEASURED = {"a100-pcie", "rtx-a4000", "titan-x"}
 
 
@@ -80,7 +94,9 @@ def test_jetson_rails_carry_real_names_and_scopes():
 def test_idle_jetson_power_matches_published_idle_figures():
     """Idle module power from tegrastats captures (boards.md): AGX Orin ~6.8 W, Nano ~0.9-1.0 W."""
     with governor.open_device("sim:agx-orin?noise=0") as dev:
-        assert sum(r.power_w for r in dev.sample().rails if r.name != "VDDQ_VDD2_1V8AO") == pytest.approx(6.8, rel=0.1)
+        assert sum(
+            r.power_w for r in dev.sample().rails if r.name != "VDDQ_VDD2_1V8AO"
+        ) == pytest.approx(6.8, rel=0.1)
     with governor.open_device("sim:nano?noise=0") as dev:
         assert dev.sample().rail("POM_5V_IN").power_w == pytest.approx(0.95, rel=0.1)
 
@@ -90,11 +106,15 @@ def test_memory_bound_work_gains_little_from_clock_and_its_optimum_is_lower():
         board = load_catalog()[name]
         lo, hi = board.clocks_mhz[len(board.clocks_mhz) // 3], board.clocks_mhz[-1]
         mem, comp = board.workloads["memory"], board.workloads["compute"]
-        speedup_mem = mem.time_per_unit_s(lo, board.default_mem_clock_mhz) / mem.time_per_unit_s(hi, board.default_mem_clock_mhz)
+        speedup_mem = mem.time_per_unit_s(lo, board.default_mem_clock_mhz) / mem.time_per_unit_s(
+            hi, board.default_mem_clock_mhz
+        )
         speedup_comp = comp.time_per_unit_s(lo) / comp.time_per_unit_s(hi)
         assert speedup_mem < 1 + 0.5 * (speedup_comp - 1)
-        def argmin(w):
+
+        def argmin(w, board=board):
             return min(board.clocks_mhz, key=lambda f: board.steady_energy_per_unit_j(f, w))
+
         assert argmin(mem) < argmin(comp)
 
 
@@ -104,5 +124,7 @@ def test_leakage_makes_hot_boards_draw_more():
     assert board.gpu_power_w(1000, 80.0, w) > board.gpu_power_w(1000, 40.0, w)
     steady = board.steady_gpu_power_w(1000, w)
     # the closed-form fixed point satisfies P = P(T(P))
-    assert steady == pytest.approx(board.gpu_power_w(1000, board.steady_temperature_c(steady), w), rel=1e-9)
+    assert steady == pytest.approx(
+        board.gpu_power_w(1000, board.steady_temperature_c(steady), w), rel=1e-9
+    )
     assert math.isfinite(steady)

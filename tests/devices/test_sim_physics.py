@@ -19,7 +19,10 @@ def _settled_power(dev, seconds=60.0):
     return readings
 
 
-@pytest.mark.parametrize("uri,limit_w", [("sim:rtx-a4000", None), ("sim:rtx-a4000", 110.0), ("sim:t4", None), ("sim:a100-pcie", 150.0)])
+@pytest.mark.parametrize(
+    "uri,limit_w",
+    [("sim:rtx-a4000", None), ("sim:rtx-a4000", 110.0), ("sim:t4", None), ("sim:a100-pcie", 150.0)],
+)
 def test_throttling_holds_power_at_the_cap(uri, limit_w):
     with governor.open_device(uri + "?noise=0") as dev:
         cap = limit_w or dev.board.power_limit_w
@@ -69,7 +72,12 @@ def test_temperature_follows_its_time_constant():
         dev.clock.sleep(10 * board.thermal_tau_s)
         t_end = dev.true_temperature_c()
         assert (t_tau - t0) / (t_end - t0) == pytest.approx(0.632, abs=0.05)
-        assert t_end == pytest.approx(board.steady_temperature_c(board.steady_gpu_power_w(board.clocks_mhz[-1], board.workloads["compute"])), abs=0.2)
+        assert t_end == pytest.approx(
+            board.steady_temperature_c(
+                board.steady_gpu_power_w(board.clocks_mhz[-1], board.workloads["compute"])
+            ),
+            abs=0.2,
+        )
 
 
 def test_nvml_style_power_is_a_one_second_average_refreshed_at_10_hz():
@@ -107,6 +115,7 @@ def test_noise_is_small_reproducible_and_seeded():
                 dev.clock.sleep(0.1)
                 out.append(dev.sample().power_w)
             return out
+
     a, b, c = readings(1), readings(1), readings(2)
     assert a == b and a != c
     mean = sum(a[10:]) / 20
@@ -126,13 +135,16 @@ def test_faults_failed_reads_and_stuck_sensors():
         assert dev.true_energy_j() > 0
 
 
-@pytest.mark.parametrize("uri,match", [
-    ("sim:", "needs a board name"),
-    ("sim:agx-orin?turbo=1", "unknown sim option"),
-    ("sim:agx-orin?seed=x", "not a number"),
-    ("sim:titan-x?mem_clock=999", "memory clock 999 MHz is not supported"),
-    ("sim:agx-orin?power_mode=TURBO", "unknown power mode"),
-])
+@pytest.mark.parametrize(
+    "uri,match",
+    [
+        ("sim:", "needs a board name"),
+        ("sim:agx-orin?turbo=1", "unknown sim option"),
+        ("sim:agx-orin?seed=x", "not a number"),
+        ("sim:titan-x?mem_clock=999", "memory clock 999 MHz is not supported"),
+        ("sim:agx-orin?power_mode=TURBO", "unknown power mode"),
+    ],
+)
 def test_bad_sim_uris_are_clear_errors(uri, match):
     with pytest.raises(InvalidRequestError, match=match):
         governor.open_device(uri)

@@ -32,7 +32,9 @@ def _workload(name: str, doc: Mapping[str, Any]) -> Workload:
         a_busy=float(doc.get("a_busy", 1.0)),
         mem_w=float(doc.get("mem_w", 0.0)),
         mem_clock_mhz=float(doc["mem_clock_mhz"]) if "mem_clock_mhz" in doc else None,
-        voltage=VoltageCurve(float(voltage["ridge_mhz"]), float(voltage["beta_per_mhz"])) if voltage else None,
+        voltage=VoltageCurve(float(voltage["ridge_mhz"]), float(voltage["beta_per_mhz"]))
+        if voltage
+        else None,
         description=str(doc.get("description", "")),
         source=str(doc.get("source", "")),
     )
@@ -51,7 +53,9 @@ def _board(name: str, doc: Mapping[str, Any]) -> BoardSpec:
         power_limit_w=float(doc["power_limit_w"]),
         power_limit_range_w=(float(limit_range[0]), float(limit_range[1])) if limit_range else None,
         mem_clocks_mhz=tuple(float(m) for m in doc.get("mem_clocks_mhz", ())),
-        default_mem_clock_mhz=float(doc["default_mem_clock_mhz"]) if "default_mem_clock_mhz" in doc else None,
+        default_mem_clock_mhz=float(doc["default_mem_clock_mhz"])
+        if "default_mem_clock_mhz" in doc
+        else None,
         mem_static_w={float(k): float(v) for k, v in doc.get("mem_static_w", {}).items()},
         idle_activity=float(doc.get("idle_activity", 0.02)),
         leakage_per_c=float(doc.get("leakage_per_c", 0.0)),

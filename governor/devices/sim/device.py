@@ -131,7 +131,9 @@ class SimDevice(Device):
             raise InvalidRequestError(
                 f"memory clock {mem_clock_mhz:g} MHz is not supported by {board.name} (supported: {known})"
             )
-        self._mem_clock = mem_clock_mhz if mem_clock_mhz is not None else board.default_mem_clock_mhz
+        self._mem_clock = (
+            mem_clock_mhz if mem_clock_mhz is not None else board.default_mem_clock_mhz
+        )
         self._power_limit_w = board.power_limit_w
         if power_mode is not None and power_mode not in board.power_modes:
             raise InvalidRequestError(
@@ -241,7 +243,9 @@ class SimDevice(Device):
         if self._workload is not None:
             self._work += dt / self._workload.time_per_unit_s(clock, self._mem_clock)
         target = board.steady_temperature_c(power)
-        self._temperature_c += (target - self._temperature_c) * (1.0 - math.exp(-dt / board.thermal_tau_s))
+        self._temperature_c += (target - self._temperature_c) * (
+            1.0 - math.exp(-dt / board.thermal_tau_s)
+        )
         self._t_s += dt
         self._history.append((self._t_s, dt, power))
 
@@ -313,7 +317,11 @@ class SimDevice(Device):
             reasons.add("sw_power_cap")
         if self._locked and self._workload is not None:
             reasons.add("clocks_setting")
-        temperature = round(self._temperature_c) if board.sensor == "nvml" else round(self._temperature_c * 2) / 2
+        temperature = (
+            round(self._temperature_c)
+            if board.sensor == "nvml"
+            else round(self._temperature_c * 2) / 2
+        )
         return Sample(
             t_s=now,
             power_w=best.power_w if best else None,
@@ -377,7 +385,9 @@ class SimDevice(Device):
         self._refresh_operating_point()
 
 
-def open_sim(spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None) -> SimDevice:
+def open_sim(
+    spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
+) -> SimDevice:
     """Open ``sim:<board>[?options]`` (``spec`` is what follows ``sim:``)."""
     name, _, query = spec.partition("?")
     if not name:

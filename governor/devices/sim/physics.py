@@ -69,7 +69,9 @@ class Workload:
     source: str = ""
 
     def __post_init__(self) -> None:
-        if not (self.compute_mcycles >= 0 and self.mem_s >= 0 and self.compute_mcycles + self.mem_s > 0):
+        if not (
+            self.compute_mcycles >= 0 and self.mem_s >= 0 and self.compute_mcycles + self.mem_s > 0
+        ):
             raise ValueError(f"workload {self.name!r}: needs a positive compute or memory part")
         if not self.overlap_k >= 1:
             raise ValueError(f"workload {self.name!r}: overlap_k must be >= 1")
@@ -96,7 +98,9 @@ class Workload:
 
     def busy_fraction(self, clock_mhz: float, mem_clock_mhz: Optional[float] = None) -> float:
         """Share of time the SMs compute, u = (c/f)/t(f), in [0, 1]."""
-        return min(1.0, (self.compute_mcycles / clock_mhz) / self.time_per_unit_s(clock_mhz, mem_clock_mhz))
+        return min(
+            1.0, (self.compute_mcycles / clock_mhz) / self.time_per_unit_s(clock_mhz, mem_clock_mhz)
+        )
 
 
 @dataclass(frozen=True)
@@ -249,7 +253,9 @@ class BoardSpec:
         self, clock_mhz: float, workload: Workload, mem_clock_mhz: Optional[float] = None
     ) -> float:
         """Energy per unit of work (J) at a clock in thermal steady state, ignoring the cap."""
-        return self.steady_gpu_power_w(clock_mhz, workload, mem_clock_mhz) * workload.time_per_unit_s(
+        return self.steady_gpu_power_w(
+            clock_mhz, workload, mem_clock_mhz
+        ) * workload.time_per_unit_s(
             clock_mhz, mem_clock_mhz if mem_clock_mhz is not None else self.default_mem_clock_mhz
         )
 
