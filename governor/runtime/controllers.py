@@ -1,0 +1,388 @@
+"""The decision each policy makes once per control period: which GPU clock to hold next.
+
+A controller sees an :class:`Observation` (the power measured over the period just ended,
+the clock it ran at) and the app's ticks, and returns the next clock and whether the change
+is urgent (lowering power under a cap, raising the clock for a missed rate: never delayed by
+the rate limiter). Controllers are plain state machines with no threads and no device, so the
+same code runs in the background thread, in deterministic stepping and in tests.
+
+Power-type controllers (cap, battery) share :class:`PowerTracker`: the measured power over the
+period divided by the model's prediction for the clock that ran gives a correction ``r``
+(fast to rise, slow to fall), and the next clock is the highest whose corrected prediction
+fits the target. With ``dither`` the leftover between the target and that clock's power is
+carried to the next period (error diffusion), so the *mean* power reaches the target even on a
+table of four clocks.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Deque, Dict, Optional, Sequence, Tuple
+
+from governor.runtime.model import ClockModel
+from governor.runtime.policies import (
+    Battery,
+    FixedClock,
+    MaxEfficiency,
+    Performance,
+    Policy,
+    PowerCap,
+    Throughput,
+)
+
+__all__ = ["Controller", "Observation", "Tick", "make_controller"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One control period as measured. ``power_w`` is the mean over the period when the
+    device has an energy counter, else the latest reading; None when telemetry failed."""
+
+    t_s: float
+    dt_s: float
+    power_w: Optional[float]
+    clock_mhz: Optional[float]
+    applied_mhz: float
+    energy_used_j: float
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class Tick:
+    """App progress: ``units`` done at ``t_s``; ``busy_s`` the time they took, when known."""
+
+    t_s: float
+    units: float
+    busy_s: Optional[float]
+    applied_mhz: float
+
+
+class Controller:
+    """Interface. ``initial_mhz`` before the first observation, ``decide`` every period."""
+
+    def __init__(self, model: ClockModel) -> None:
+        self.model = model
+
+    def initial_mhz(self) -> float:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def decide(
+        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
+    ) -> Tuple[float, bool]:
+        return current_mhz, False
+
+    def safe_mhz(self, current_mhz: float) -> float:
+        """The clock to hold while telemetry fails."""
+        return current_mhz
+
+    def status(self) -> Dict[str, Any]:
+        return {}
+
+
+class StaticController(Controller):
+    """One clock for the whole run (ppw, max, clock)."""
+
+    def __init__(self, model: ClockModel, clock_mhz: float) -> None:
+        super().__init__(model)
+        self.clock_mhz = model.clocks_mhz[model.index(clock_mhz)]
+
+    def initial_mhz(self) -> float:
+        return self.clock_mhz
+
+    def decide(self, obs, ticks, current_mhz):
+        return self.clock_mhz, False
+
+    def safe_mhz(self, current_mhz: float) -> float:
+        return self.clock_mhz
+
+
+class PowerTracker:
+    """Measured-power correction of the model and the clock that fits a power target."""
+
+    RISE = 1.0  # share of an upward correction taken at once (power above prediction)
+    FALL = 0.3  # share of a downward correction per period
+
+    def __init__(self, model: ClockModel, dither: bool) -> None:
+        self.model = model
+        self.dither = dither
+        self.r: Optional[float] = None
+        self.carry_w = 0.0
+
+    def learn(self, power_w: float, applied_mhz: float) -> None:
+        predicted = self.model.power_at(applied_mhz)
+        if predicted <= 0 or not math.isfinite(power_w) or power_w < 0:
+            return
+        r_inst = power_w / predicted
+        if self.r is None or r_inst > self.r:
+            self.r = self.r + self.RISE * (r_inst - self.r) if self.r is not None else r_inst
+        else:
+            self.r += self.FALL * (r_inst - self.r)
+
+    @property
+    def scale(self) -> float:
+        return self.r if self.r is not None else 1.0
+
+    def predicted_w(self, clock_mhz: float) -> float:
+        return self.scale * self.model.power_at(clock_mhz)
+
+    def clock_for(self, target_w: float, *, carry: bool = True) -> float:
+        """The highest clock whose corrected power fits ``target_w`` (plus the carried
+        leftover when dithering); the lowest clock when none does."""
+        levels = self.model.power_w
+        scale = self.scale
+        want = target_w + (self.carry_w if (carry and self.dither) else 0.0)
+        idx = 0
+        for i in range(len(levels) - 1, -1, -1):
+            if scale * levels[i] <= want:
+                idx = i
+                break
+        if carry and self.dither and idx < len(levels) - 1 and scale * levels[idx] <= want:
+            self.carry_w = want - scale * levels[idx]
+        else:
+            self.carry_w = 0.0
+        return self.model.clocks_mhz[idx]
+
+
+class PowerCapController(Controller):
+    """Highest clocks whose measured power fits the cap (see module docstring)."""
+
+    def __init__(self, model: ClockModel, policy: PowerCap, interval_s: float) -> None:
+        super().__init__(model)
+        self.policy = policy
+        self.tracker = PowerTracker(model, policy.dither)
+        self.interval_s = interval_s
+        self.window: Deque[Tuple[float, float]] = collections.deque()  # (dt_s, power_w)
+        self.fit_clocks: set = set()
+        self.target_w = policy.cap_w * (1.0 - policy.margin)
+        self.limit_w = policy.cap_w * (1.0 - policy.margin / 3.0)
+        self.last_power_w: Optional[float] = None
+
+    def initial_mhz(self) -> float:
+        if not self.model.fitted:  # no absolute scale yet: start low and climb once measured
+            return self.model.clocks_mhz[0]
+        return self.tracker.clock_for(self.target_w, carry=False)
+
+    def decide(self, obs, ticks, current_mhz):
+        if obs.power_w is None:
+            return current_mhz, False
+        self.last_power_w = obs.power_w
+        self.tracker.learn(obs.power_w, obs.applied_mhz)
+        if obs.power_w <= self.policy.cap_w:
+            self.fit_clocks.add(obs.applied_mhz)
+        self.window.append((obs.dt_s, obs.power_w))
+        span = sum(dt for dt, _ in self.window)
+        while self.window and span - self.window[0][0] >= self.policy.window_s:
+            span -= self.window.popleft()[0]
+        # what the next period may use so the window average stays under the limit
+        horizon = max(self.policy.window_s - self.interval_s, 0.0)
+        used = 0.0
+        covered = 0.0
+        for dt, power in reversed(self.window):
+            take = min(dt, horizon - covered)
+            if take <= 0:
+                break
+            used += power * take
+            covered += take
+        allowed_w = (self.limit_w * (covered + self.interval_s) - used) / self.interval_s
+        if allowed_w < self.target_w:
+            clock = self.tracker.clock_for(allowed_w, carry=False)
+        else:
+            clock = self.tracker.clock_for(self.target_w)
+        return clock, clock < current_mhz
+
+    def safe_mhz(self, current_mhz: float) -> float:
+        """The lowest clock seen to fit the cap (the table's lowest when none was)."""
+        return min(self.fit_clocks) if self.fit_clocks else self.model.clocks_mhz[0]
+
+    def status(self) -> Dict[str, Any]:
+        return {
+            "cap_w": self.policy.cap_w,
+            "target_power_w": self.target_w,
+            "model_correction": self.tracker.r,
+        }
+
+
+class BatteryController(Controller):
+    """Spend what is left evenly over the time left: a power target that follows the budget."""
+
+    def __init__(
+        self, model: ClockModel, policy: Battery, reader: Optional[Callable[[], float]] = None
+    ) -> None:
+        super().__init__(model)
+        self.policy = policy
+        self.reader = reader
+        self.tracker = PowerTracker(model, dither=True)
+        self.target_w: Optional[float] = None
+        self.remaining_j: float = policy.budget_j
+        self.exhausted_at_s: Optional[float] = None
+        self.read_error: Optional[str] = None
+
+    def _target(self, remaining_j: float, elapsed_s: float) -> float:
+        left_s = self.policy.target_s - elapsed_s
+        usable = remaining_j - self.policy.reserve * self.policy.budget_j
+        if left_s <= 0:
+            return math.inf if usable > 0 else 0.0
+        return max(0.0, usable) / left_s
+
+    def initial_mhz(self) -> float:
+        self.target_w = self._target(self.policy.budget_j, 0.0)
+        if not self.model.fitted:
+            return self.model.clocks_mhz[0]
+        return self.tracker.clock_for(self.target_w, carry=False)
+
+    def decide(self, obs, ticks, current_mhz):
+        if obs.power_w is not None:
+            self.tracker.learn(obs.power_w, obs.applied_mhz)
+        remaining = self.policy.budget_j - obs.energy_used_j
+        if self.reader is not None:
+            try:
+                remaining = min(float(self.reader()), remaining)
+                self.read_error = None
+            except Exception as err:  # a user callable or a battery file: keep metering
+                self.read_error = f"{type(err).__name__}: {err}"
+        self.remaining_j = remaining
+        if remaining <= 0 and self.exhausted_at_s is None:
+            self.exhausted_at_s = obs.elapsed_s
+        self.target_w = self._target(remaining, obs.elapsed_s + obs.dt_s)
+        clock = self.tracker.clock_for(self.target_w)
+        return clock, False
+
+    def safe_mhz(self, current_mhz: float) -> float:
+        if self.target_w is None:
+            return self.model.clocks_mhz[0]
+        return self.tracker.clock_for(self.target_w, carry=False)
+
+    def status(self) -> Dict[str, Any]:
+        return {
+            "budget_j": self.policy.budget_j,
+            "remaining_j": self.remaining_j,
+            "target_s": self.policy.target_s,
+            "target_power_w": self.target_w
+            if self.target_w is not None and math.isfinite(self.target_w)
+            else None,
+            "exhausted_at_s": self.exhausted_at_s,
+            "battery_read_error": self.read_error,
+            "model_correction": self.tracker.r,
+        }
+
+
+class ThroughputController(Controller):
+    """The cheapest clock that keeps the tick rate, from the app's ticks.
+
+    With ``busy_s`` on the ticks (the time each frame took), every frame must fit its period
+    (``1/rate_hz`` per unit) less the margin at the slowest frame of the last few seconds:
+    a deadline per frame. Without it the app is taken to run flat out and its rate, scaled by
+    the time model, says how fast each clock would go. Among the clocks that keep up, the one
+    with the least predicted energy per second (busy power plus idle power) wins; lowering is
+    delayed by ``hold_down_s`` (hysteresis), raising is immediate.
+    """
+
+    WINDOW = 90  # frames remembered for the deadline check
+    HOLD_DOWN_S = 1.0
+
+    def __init__(self, model: ClockModel, policy: Throughput) -> None:
+        super().__init__(model)
+        self.policy = policy
+        self.per_unit_top: Deque[float] = collections.deque(maxlen=self.WINDOW)
+        self.capacity_top: Optional[float] = None  # units/s at the top clock when flat out
+        self.rate_window: Deque[Tuple[float, float]] = collections.deque()  # (t_s, units)
+        self.below_since_s: Optional[float] = None
+        self.choice_mhz: Optional[float] = None
+        self.rate_hz: Optional[float] = None
+
+    def initial_mhz(self) -> float:
+        return self.model.top_mhz
+
+    def _learn(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        units = 0.0
+        flat = 0.0
+        for tick in ticks:
+            units += tick.units
+            self.rate_window.append((tick.t_s, tick.units))
+            rel = self.model.time_rel_at(tick.applied_mhz)
+            if tick.busy_s is not None and tick.units > 0:
+                self.per_unit_top.append(tick.busy_s / tick.units / rel)
+            else:
+                flat += tick.units * rel
+        while self.rate_window and self.rate_window[0][0] < obs.t_s - 2.0:
+            self.rate_window.popleft()
+        span = min(2.0, obs.elapsed_s + obs.dt_s)
+        self.rate_hz = sum(u for _, u in self.rate_window) / span if span > 0 else None
+        if flat > 0 and obs.dt_s > 0:
+            sample = flat / obs.dt_s  # units per second the top clock would do
+            self.capacity_top = (
+                sample
+                if self.capacity_top is None
+                else self.capacity_top + 0.3 * (sample - self.capacity_top)
+            )
+
+    def _choose(self) -> Optional[float]:
+        model = self.model
+        rate = self.policy.rate_hz
+        budget_s = (1.0 - self.policy.margin) / rate
+        best: Optional[Tuple[float, float]] = None
+        if self.per_unit_top:
+            worst = max(self.per_unit_top)
+            mean = sum(self.per_unit_top) / len(self.per_unit_top)
+        elif self.capacity_top:
+            worst = mean = 1.0 / self.capacity_top
+        else:
+            return None
+        for f, p, rel in zip(model.clocks_mhz, model.power_w, model.time_rel):
+            if worst * rel > budget_s:
+                continue
+            busy = min(1.0, rate * mean * rel)
+            cost = busy * p + (1.0 - busy) * model.idle_w
+            if best is None or cost < best[0] - 1e-12:
+                best = (cost, f)
+        return best[1] if best else model.top_mhz
+
+    def decide(self, obs, ticks, current_mhz):
+        self._learn(obs, ticks)
+        choice = self._choose()
+        self.choice_mhz = choice
+        if choice is None:
+            return current_mhz, False
+        if choice > current_mhz:
+            self.below_since_s = None
+            return choice, True
+        if choice < current_mhz:
+            if self.below_since_s is None:
+                self.below_since_s = obs.t_s
+            if obs.t_s - self.below_since_s >= self.HOLD_DOWN_S:
+                self.below_since_s = None
+                return choice, False
+            return current_mhz, False
+        self.below_since_s = None
+        return current_mhz, False
+
+    def status(self) -> Dict[str, Any]:
+        return {
+            "rate_target_hz": self.policy.rate_hz,
+            "rate_hz": self.rate_hz,
+            "choice_mhz": self.choice_mhz,
+        }
+
+
+def make_controller(
+    policy: Policy,
+    model: ClockModel,
+    *,
+    interval_s: float,
+    battery: Optional[Callable[[], float]] = None,
+) -> Controller:
+    if isinstance(policy, MaxEfficiency):
+        return StaticController(model, model.ppw_clock_mhz)
+    if isinstance(policy, Performance):
+        return StaticController(model, model.top_mhz)
+    if isinstance(policy, FixedClock):
+        return StaticController(model, policy.clock_mhz)
+    if isinstance(policy, PowerCap):
+        return PowerCapController(model, policy, interval_s)
+    if isinstance(policy, Battery):
+        return BatteryController(model, policy, battery)
+    if isinstance(policy, Throughput):
+        return ThroughputController(model, policy)
+    raise TypeError(f"no controller for {policy!r}")

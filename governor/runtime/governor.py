@@ -1,0 +1,578 @@
+"""The :class:`Governor`: a policy applied to one device by a control loop.
+
+Lifecycle: ``start()`` takes the device lock, moves the device's journal to disk (so
+``governor reset`` can undo a ``kill -9``), applies the first clock and starts the loop;
+``stop()`` ends the loop, restores every setting and releases the lock. As a context manager
+it restores on normal exit and on exceptions; Ctrl-C raises KeyboardInterrupt and SIGTERM is
+turned into SystemExit while it runs (when it was left at the default), so both unwind
+through ``stop()``; an ``atexit`` hook catches a forgotten ``stop()``.
+
+Two ways to run the loop: a background thread waking every ``interval_s`` on the device
+clock (``background=True``, the default), or deterministic stepping (``background=False``,
+then ``gov.step()`` advances the device clock one period and controls once) for simulated
+boards, tests and ``governor simulate``: ten simulated minutes in well under a second.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import math
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+
+from governor.devices.base import Device
+from governor.errors import GovernorError, InvalidRequestError, ProfileError, UnsupportedError
+from governor.runtime import policies as _policies
+from governor.runtime.controllers import Observation, Tick, make_controller
+from governor.runtime.lock import DeviceLock
+from governor.runtime.model import ClockModel, fallback_model, model_from_profile
+from governor.runtime.state import begin_layer, end_layer, use_disk_journal
+
+__all__ = ["Cached", "Governor"]
+
+log = logging.getLogger("governor.runtime")
+
+PolicyLike = Union[_policies.Policy, Mapping[str, Any]]
+
+
+class Cached:
+    """A cached tuning choice: ``value`` (None when there is none) and ``reason``.
+
+    Unpacks as ``value, reason = gov.tiles("gemm")`` and is truthy when there is a value.
+    """
+
+    __slots__ = ("reason", "value")
+
+    def __init__(self, value: Any, reason: str) -> None:
+        self.value = value
+        self.reason = reason
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.value, self.reason))
+
+    def __bool__(self) -> bool:
+        return self.value is not None
+
+    def __repr__(self) -> str:
+        return f"Cached({self.value!r}, {self.reason!r})"
+
+
+class _Meter:
+    """Energy, time and clock integrated over the governed run."""
+
+    def __init__(self) -> None:
+        self.energy_j = 0.0
+        self.duration_s = 0.0
+        self.clock_s = 0.0  # ∫ clock dt (MHz·s)
+        self.estimated_s = 0.0  # time whose power was not measured
+        self.max_power_w: Optional[float] = None
+
+    def add(
+        self, dt: float, power_w: Optional[float], last_w: Optional[float], clock_mhz: float
+    ) -> None:
+        if dt <= 0:
+            return
+        self.duration_s += dt
+        self.clock_s += clock_mhz * dt
+        if power_w is None:
+            self.estimated_s += dt
+            power_w = last_w or 0.0
+        else:
+            self.max_power_w = (
+                power_w if self.max_power_w is None else max(self.max_power_w, power_w)
+            )
+        self.energy_j += power_w * dt
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = self.duration_s
+        return {
+            "duration_s": d,
+            "energy_j": self.energy_j,
+            "mean_power_w": self.energy_j / d if d > 0 else None,
+            "mean_clock_mhz": self.clock_s / d if d > 0 else None,
+            "max_power_w": self.max_power_w,
+            "unmeasured_s": self.estimated_s,
+        }
+
+
+class Governor:
+    """Applies ``policy`` to ``device`` (see the module docstring).
+
+    Args:
+        device: an open :class:`~governor.devices.base.Device` that can lock GPU clocks.
+        policy: a :mod:`~governor.runtime.policies` object or a spec dictionary.
+        profile: the board profile (a dict or a path); None looks it up with
+            ``load_profile_for``; when there is none the governor says so (``status()["notes"]``)
+            and falls back to a generic model.
+        interval_s: the control period.
+        background: run the loop in a thread (``start()``); False for ``step()``.
+        battery: for the battery policy, a callable returning the remaining energy (J), e.g.
+            :class:`governor.runtime.battery.SysfsBattery`; None meters the device's power.
+        min_dwell_s: least time between two upward clock changes (default: one period).
+        fail_limit: consecutive failed readings before the safe hold.
+
+    Raises:
+        InvalidRequestError: bad policy or interval; UnsupportedError: the device cannot
+            lock its GPU clock (from ``start()``); DeviceBusyError: another governor holds it.
+    """
+
+    def __init__(
+        self,
+        device: Device,
+        policy: PolicyLike,
+        profile: Union[None, Mapping[str, Any], str, Path] = None,
+        interval_s: float = 0.1,
+        *,
+        background: bool = True,
+        battery: Optional[Callable[[], float]] = None,
+        min_dwell_s: Optional[float] = None,
+        fail_limit: int = 3,
+        handle_signals: bool = True,
+    ) -> None:
+        try:
+            interval = float(interval_s)
+        except (TypeError, ValueError):
+            raise InvalidRequestError(
+                f"interval_s must be a number of seconds, not {interval_s!r}"
+            ) from None
+        if not (0.001 <= interval <= 60.0) or math.isnan(interval):
+            raise InvalidRequestError(f"interval_s must be within 0.001..60 s, not {interval_s!r}")
+        self.device = device
+        self.policy = _policies.from_spec(policy)
+        self.interval_s = interval
+        self.background = bool(background)
+        self.min_dwell_s = interval if min_dwell_s is None else max(0.0, float(min_dwell_s))
+        self.fail_limit = max(1, int(fail_limit))
+        self.handle_signals = handle_signals
+        self.notes: List[str] = []
+        self.profile_path: Optional[str] = None
+        self.model = self._load_model(profile)
+        self.controller = make_controller(
+            self.policy, self.model, interval_s=interval, battery=battery
+        )
+        # run state
+        self._lock = DeviceLock(device.uri)
+        self._ticks: List[Tick] = []
+        self._tick_lock = threading.Lock()
+        self._dev_lock = threading.RLock()
+        self._thread: Optional[threading.Thread] = None
+        self._stop = threading.Event()
+        self._running = False
+        self._layered = False
+        self._applied: Optional[float] = None
+        self._last_change_s = -math.inf
+        self._t_start: Optional[float] = None
+        self._t_last: Optional[float] = None
+        self._energy_last: Optional[float] = None
+        self._power_last: Optional[float] = None
+        self._power_prev_reading: Optional[float] = None
+        self._same_readings = 0
+        self._changes_since_reading = False
+        self._clock_measured: Optional[float] = None
+        self._failures = 0
+        self._good = 0
+        self._failures_total = 0
+        self._safe_hold = False
+        self._safe_reason: Optional[str] = None
+        self._steps = 0
+        self._changes = 0
+        self._errors: List[str] = []
+        self._meter = _Meter()
+        self._old_sigterm: Any = None
+        self._atexit = False
+
+    # -- profile and model ---------------------------------------------------------------
+    def _load_model(self, profile: Union[None, Mapping[str, Any], str, Path]) -> ClockModel:
+        clocks = self.device.supported_clocks_mhz()
+        if not clocks:
+            raise InvalidRequestError(
+                f"{self.device.uri} reports no supported GPU clocks to govern"
+            )
+        doc: Optional[Mapping[str, Any]] = None
+        reason = ""
+        try:
+            if profile is None:
+                from governor.profiles.profile import load_profile_for
+
+                path, doc, warnings = load_profile_for(self.device)
+                self.profile_path = str(path)
+                self.notes.extend(warnings)
+            elif isinstance(profile, (str, Path)):
+                from governor.profiles.profile import validate
+                from governor.profiles.store import read_profile_file
+
+                doc = validate(read_profile_file(Path(profile)), profile)
+                self.profile_path = str(profile)
+            else:
+                doc = profile
+                self.profile_path = None
+        except ProfileError as err:
+            reason = str(err)
+        workload = getattr(self.policy, "workload", None)
+        if doc is not None:
+            source = f"profile {self.profile_path}" if self.profile_path else "profile (given)"
+            if workload is not None and workload not in (doc.get("workloads") or {}):
+                self._note(
+                    f"the profile has no calibration of workload {workload!r}; using its built-in load"
+                )
+                workload = None
+            try:
+                return model_from_profile(clocks, doc, workload=workload, source=source)
+            except (KeyError, TypeError, ValueError) as err:
+                reason = f"the profile's model is unusable ({type(err).__name__}: {err})"
+        model = fallback_model(clocks, reason or "no profile")
+        self._note(model.source)
+        return model
+
+    def _note(self, text: str) -> None:
+        self.notes.append(text)
+        log.warning("%s: %s", self.device.uri, text)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    @property
+    def applied_clock_mhz(self) -> Optional[float]:
+        """The GPU clock the governor holds now (MHz), None before start."""
+        return self._applied
+
+    def start(self) -> Governor:
+        """Lock the device, journal it to disk, apply the first clock, start the loop."""
+        if self._running:
+            return self
+        if not self.device.capabilities.lock_gpu_clocks:
+            raise UnsupportedError(
+                f"{self.device.identity.name} ({self.device.uri}) cannot lock its GPU clock, which the governor needs"
+            )
+        self._lock.acquire()
+        try:
+            with self._dev_lock:
+                use_disk_journal(self.device)
+                self._layered = begin_layer(self.device)
+                now = self.device.clock.now_s()
+                self._t_start = self._t_last = now
+                self._read_energy_baseline()
+                self._set_clock(self.controller.initial_mhz(), urgent=True)
+        except BaseException:
+            self._restore_and_release()
+            raise
+        self._running = True
+        self._install_exit_hooks()
+        if self.background:
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._loop, name=f"governor {self.device.uri}", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> Dict[str, Any]:
+        """End the loop and restore the device (safe to repeat). Returns what was restored."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._stop.set()
+            thread.join()
+        if not self._running:
+            return {}
+        self._running = False
+        try:
+            with self._dev_lock:
+                self._observe_and_meter()  # close the last interval before restoring
+        except Exception as err:  # metering must never block the restore
+            log.debug("final reading failed: %s", err)
+        return self._restore_and_release()
+
+    def _restore_and_release(self) -> Dict[str, Any]:
+        restored: Dict[str, Any] = {}
+        try:
+            with self._dev_lock:
+                restored = self.device.restore()
+                end_layer(self.device, self._layered)
+                self._layered = False
+        finally:
+            self._applied = None
+            self._remove_exit_hooks()
+            self._lock.release()
+        return restored
+
+    def __enter__(self) -> Governor:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _install_exit_hooks(self) -> None:
+        if not self._atexit:
+            atexit.register(self.stop)
+            self._atexit = True
+        if self.handle_signals and threading.current_thread() is threading.main_thread():
+            try:
+                if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+                    self._old_sigterm = signal.signal(signal.SIGTERM, _sigterm_to_exit)
+            except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+                self._old_sigterm = None
+
+    def _remove_exit_hooks(self) -> None:
+        if self._atexit:
+            atexit.unregister(self.stop)
+            self._atexit = False
+        if self._old_sigterm is not None and threading.current_thread() is threading.main_thread():
+            try:
+                if signal.getsignal(signal.SIGTERM) is _sigterm_to_exit:
+                    signal.signal(signal.SIGTERM, self._old_sigterm)
+            except (ValueError, OSError):  # pragma: no cover
+                pass
+            self._old_sigterm = None
+
+    # -- the loop ------------------------------------------------------------------------
+    def _loop(self) -> None:
+        clock = self.device.clock
+        due = clock.now_s() + self.interval_s
+        wait = 0.005 if clock.virtual else self.interval_s
+        while not self._stop.is_set():
+            now = clock.now_s()
+            if now >= due - 1e-9:
+                try:
+                    self.update()
+                except Exception as err:  # the loop must outlive one bad period
+                    self._error(f"control step failed: {type(err).__name__}: {err}")
+                due = max(due + self.interval_s, now + self.interval_s * 0.5)
+                wait_s = 0.005 if clock.virtual else max(0.0, due - clock.now_s())
+            else:
+                wait_s = wait if clock.virtual else max(0.0, due - now)
+            self._stop.wait(wait_s)
+
+    def step(self, advance_s: Optional[float] = None) -> Dict[str, Any]:
+        """Deterministic stepping: sleep ``advance_s`` (default one period) on the device
+        clock, then control once. Returns :meth:`status`. Not with a background thread."""
+        if self._thread is not None:
+            raise GovernorError(
+                "step() drives the loop itself; create the Governor with background=False"
+            )
+        if not self._running:
+            raise GovernorError("the governor is not started")
+        advance = self.interval_s if advance_s is None else float(advance_s)
+        if advance > 0:
+            self.device.clock.sleep(advance)
+        self.update()
+        return self.status()
+
+    def update(self) -> None:
+        """One control step at the device clock's present time."""
+        if not self._running:
+            return
+        with self._dev_lock:
+            obs = self._observe_and_meter()
+            if obs is None:
+                return
+            with self._tick_lock:
+                ticks, self._ticks = self._ticks, []
+            current = self._applied if self._applied is not None else self.model.top_mhz
+            if self._safe_hold:
+                self.controller.decide(obs, ticks, current)  # keep its bookkeeping going
+                target, urgent = self.controller.safe_mhz(current), True
+            else:
+                target, urgent = self.controller.decide(obs, ticks, current)
+            self._steps += 1
+            try:
+                self._set_clock(target, urgent=urgent)
+            except GovernorError as err:
+                self._error(f"setting {target:g} MHz failed: {err}")
+
+    def _read_energy_baseline(self) -> None:
+        if self.device.capabilities.energy_counter:
+            try:
+                self._energy_last = self.device.sample().energy_j
+            except (GovernorError, OSError):
+                self._energy_last = None
+
+    def _observe_and_meter(self) -> Optional[Observation]:
+        dev = self.device
+        now = dev.clock.now_s()
+        last = self._t_last if self._t_last is not None else now
+        dt = now - last
+        if dt <= 0 and self._steps > 0:
+            return None
+        power: Optional[float] = None
+        measured_clock: Optional[float] = None
+        problem: Optional[str] = None
+        try:
+            sample = dev.sample()
+        except (GovernorError, OSError) as err:
+            sample = None
+            problem = f"telemetry failed: {err}"
+        if sample is not None:
+            measured_clock = sample.gpu_clock_mhz
+            energy = sample.energy_j
+            if (
+                energy is not None
+                and self._energy_last is not None
+                and dt > 0
+                and energy >= self._energy_last
+            ):
+                power = (energy - self._energy_last) / dt
+            elif sample.power_w is not None:
+                power = sample.power_w
+                # a frozen sensor: the very same reading although the clock moved
+                if sample.power_w == self._power_prev_reading and self._changes_since_reading:
+                    self._same_readings += 1
+                else:
+                    self._same_readings = 0
+                self._power_prev_reading = sample.power_w
+                if self._same_readings >= 2:
+                    power = None
+                    problem = "power sensor stuck (same reading while the clock changed)"
+            else:
+                problem = "the device reports no power"
+            if energy is not None:
+                self._energy_last = energy
+        self._changes_since_reading = False
+        applied = self._applied if self._applied is not None else self.model.top_mhz
+        self._meter.add(dt, power, self._power_last, measured_clock or applied)
+        if power is not None:
+            self._power_last = power
+        self._clock_measured = measured_clock
+        self._t_last = now
+        self._health(problem)
+        return Observation(
+            t_s=now,
+            dt_s=dt,
+            power_w=power,
+            clock_mhz=measured_clock,
+            applied_mhz=applied,
+            energy_used_j=self._meter.energy_j,
+            elapsed_s=now - (self._t_start if self._t_start is not None else now),
+        )
+
+    def _health(self, problem: Optional[str]) -> None:
+        if problem is None:
+            self._failures = 0
+            self._good += 1
+            if self._safe_hold and self._good >= self.fail_limit:
+                log.info("%s: telemetry back; leaving the safe hold", self.device.uri)
+                self._safe_hold, self._safe_reason = False, None
+            return
+        self._good = 0
+        self._failures += 1
+        self._failures_total += 1
+        if not self._safe_hold and self._failures >= self.fail_limit:
+            self._safe_hold, self._safe_reason = True, problem
+            log.warning("%s: %s; holding a safe clock", self.device.uri, problem)
+
+    def _set_clock(self, clock_mhz: float, *, urgent: bool) -> None:
+        if clock_mhz == self._applied:
+            return
+        now = self.device.clock.now_s()
+        raising = self._applied is not None and clock_mhz > self._applied
+        if raising and not urgent and now - self._last_change_s < self.min_dwell_s - 1e-9:
+            return  # rate limit: upward moves wait; downward ones never do
+        lo, _ = self.device.lock_gpu_clocks(clock_mhz)
+        self._applied = lo
+        self._last_change_s = now
+        self._changes += 1
+        self._changes_since_reading = True
+
+    def _error(self, text: str) -> None:
+        log.error("%s: %s", self.device.uri, text)
+        self._errors.append(text)
+        del self._errors[:-10]
+
+    # -- the app's side ------------------------------------------------------------------
+    def tick(self, units: float = 1.0, busy_s: Optional[float] = None) -> None:
+        """Report progress for the throughput policy: ``units`` done (a frame, a step), and
+        optionally ``busy_s``, the seconds they took (gives per-frame deadlines)."""
+        now = self.device.clock.now_s()
+        applied = self._applied if self._applied is not None else self.model.top_mhz
+        tick = Tick(now, float(units), None if busy_s is None else float(busy_s), applied)
+        with self._tick_lock:
+            self._ticks.append(tick)
+            if len(self._ticks) > 100000:  # nobody is consuming them (not started)
+                del self._ticks[:50000]
+
+    def report(self) -> Dict[str, Any]:
+        """Energy, duration, mean power and mean clock measured over the run so far."""
+        doc = self._meter.to_dict()
+        doc["policy"] = self.policy.name
+        return doc
+
+    def status(self) -> Dict[str, Any]:
+        """What the governor is doing now (plain data, JSON-ready)."""
+        doc: Dict[str, Any] = {
+            "device": self.device.uri,
+            "policy": self.policy.name,
+            "policy_spec": self.policy.to_spec(),
+            "running": self._running,
+            "clock_mhz": self._applied,
+            "measured_clock_mhz": self._clock_measured,
+            "power_w": self._power_last,
+            "safe_hold": self._safe_hold,
+            "safe_hold_reason": self._safe_reason,
+            "telemetry_failures": self._failures_total,
+            "steps": self._steps,
+            "clock_changes": self._changes,
+            "interval_s": self.interval_s,
+            "model": self.model.to_dict(),
+            "profile_path": self.profile_path,
+            "notes": list(self.notes),
+            "errors": list(self._errors),
+        }
+        doc.update(self.controller.status())
+        doc.update(
+            {k: v for k, v in self._meter.to_dict().items() if k in ("energy_j", "duration_s")}
+        )
+        return doc
+
+    def tiles(self, kernel: str, precision: str = "double") -> Cached:
+        """The tiles chosen offline (``governor tiles --save``) for ``kernel`` on this board."""
+        from governor.profiles.profile import board_key
+        from governor.tuning.eatss.cache import cached_tiles
+
+        board = board_key(self.device)
+        try:
+            value = cached_tiles(kernel, board=board, precision=precision)
+        except GovernorError as err:
+            return Cached(None, f"tile cache unreadable: {err}")
+        if value is None:
+            return Cached(
+                None,
+                f"no tiles cached for {kernel}/{precision} on {board} (run 'governor tiles {kernel} --save')",
+            )
+        return Cached(value, f"cached for {board}")
+
+    def block_size(self, kernel: str, objective: str = "energy") -> Cached:
+        """The thread-block size chosen offline (``governor tune-blocks``) for ``kernel``."""
+        from governor.profiles.profile import board_key
+        from governor.tuning.blocks.cache import choice_key, load_choice
+
+        board = board_key(self.device)
+        key = kernel if "@" in kernel else choice_key([kernel], objective)
+        try:
+            entry = load_choice(board, key)
+        except GovernorError as err:
+            return Cached(None, f"block cache unreadable: {err}")
+        if not isinstance(entry, dict) or not entry.get("blocks"):
+            return Cached(
+                None, f"no block size cached for {key} on {board} (run 'governor tune-blocks')"
+            )
+        blocks = [tuple(int(x) for x in b) for b in entry["blocks"]]
+        value: Any = blocks[0] if len(blocks) == 1 else blocks
+        clock = entry.get("clock_mhz")
+        note = f" at {clock:g} MHz" if isinstance(clock, (int, float)) else ""
+        return Cached(value, f"cached for {board}{note}")
+
+
+def _sigterm_to_exit(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def run_steps(gov: Governor, duration_s: float) -> Tuple[int, Dict[str, Any]]:
+    """Step ``gov`` for ``duration_s`` of device time. Returns (steps, status)."""
+    steps = int(round(duration_s / gov.interval_s))
+    for _ in range(steps):
+        gov.step()
+    return steps, gov.status()

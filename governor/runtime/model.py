@@ -1,0 +1,140 @@
+"""What the governor predicts per clock: power and time under load, from the board's profile.
+
+The profile's models (``power_model``: ``p_idle_w + alpha_w_per_mhz·f·V(f)²`` with
+``V = 1 + beta_per_mhz·max(0, f − ridge_clock_mhz)``; ``time_model``:
+``t = (t_mem_s^k + (c_s_mhz/f)^k)^(1/k)``) are evaluated once on the device's clock table,
+so a control step is a table look-up. Without a profile a generic shape stands in (power
+rising with f², time with 1/f) and :attr:`ClockModel.fitted` is False; the controllers
+correct the level by measured power either way, so only the shape matters.
+
+Pure Python on purpose: the runtime must not import numpy or scipy (a Jetson Nano has 4 GB
+for everything).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+__all__ = ["ClockModel", "fallback_model", "model_from_profile"]
+
+#: the model-free guess of the ridge (and PPW-optimal) clock, as a share of the top clock:
+#: calibrated boards put it at 0.62-0.77 (RTX A4000 .. AGX Orin)
+RIDGE_GUESS_SHARE = 0.75
+
+
+@dataclass(frozen=True)
+class ClockModel:
+    """Predicted power (W, under the calibration load) and time per unit relative to the top
+    clock, for each supported clock (ascending)."""
+
+    clocks_mhz: Tuple[float, ...]
+    power_w: Tuple[float, ...]
+    time_rel: Tuple[float, ...]
+    idle_w: float
+    ppw_clock_mhz: float
+    fitted: bool
+    source: str
+
+    def index(self, clock_mhz: float) -> int:
+        """Index of the table clock nearest ``clock_mhz``."""
+        clocks = self.clocks_mhz
+        lo, hi = 0, len(clocks) - 1
+        while lo < hi:  # first clock >= value
+            mid = (lo + hi) // 2
+            if clocks[mid] < clock_mhz:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo > 0 and abs(clocks[lo - 1] - clock_mhz) <= abs(clocks[lo] - clock_mhz):
+            return lo - 1
+        return lo
+
+    def power_at(self, clock_mhz: float) -> float:
+        return self.power_w[self.index(clock_mhz)]
+
+    def time_rel_at(self, clock_mhz: float) -> float:
+        return self.time_rel[self.index(clock_mhz)]
+
+    @property
+    def top_mhz(self) -> float:
+        return self.clocks_mhz[-1]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"fitted": self.fitted, "source": self.source, "ppw_clock_mhz": self.ppw_clock_mhz}
+
+
+def _power(f: float, pm: Mapping[str, Any]) -> float:
+    volts = 1.0 + float(pm["beta_per_mhz"]) * max(0.0, f - float(pm["ridge_clock_mhz"]))
+    return float(pm["p_idle_w"]) + float(pm["alpha_w_per_mhz"]) * f * volts * volts
+
+
+def _time(f: float, tm: Optional[Mapping[str, Any]]) -> float:
+    if not tm:
+        return 1.0 / f
+    c = float(tm.get("c_s_mhz", 1.0))
+    t_mem = float(tm.get("t_mem_s", 0.0))
+    k = max(1.0, float(tm.get("k", 1.0)))
+    t_c = c / f
+    if t_mem <= 0:
+        return t_c
+    top = max(t_c, t_mem)
+    return top * ((t_c / top) ** k + (t_mem / top) ** k) ** (1.0 / k)
+
+
+def _snap(clocks: Sequence[float], value: float) -> float:
+    return min(clocks, key=lambda c: (abs(c - value), c))
+
+
+def model_from_profile(
+    clocks_mhz: Sequence[float],
+    doc: Mapping[str, Any],
+    *,
+    workload: Optional[str] = None,
+    source: str = "profile",
+) -> ClockModel:
+    """The model of a calibrated profile (``workload``: one of its ``workloads`` entries).
+
+    Raises:
+        KeyError, TypeError, ValueError: the profile lacks a usable model (callers fall back).
+    """
+    clocks = tuple(sorted(float(c) for c in clocks_mhz))
+    entry: Mapping[str, Any] = doc
+    if workload is not None:
+        entry = (doc.get("workloads") or {})[workload]
+    pm = entry["power_model"]
+    tm = entry.get("time_model")
+    power = tuple(_power(f, pm) for f in clocks)
+    times = [_time(f, tm) for f in clocks]
+    if not all(math.isfinite(p) and p > 0 for p in power) or not all(
+        math.isfinite(t) and t > 0 for t in times
+    ):
+        raise ValueError("the profile's models give non-positive power or time")
+    ppw = float(entry["ppw_optimal_clock_mhz"])
+    return ClockModel(
+        clocks_mhz=clocks,
+        power_w=power,
+        time_rel=tuple(t / times[-1] for t in times),
+        idle_w=max(0.0, float(pm["p_idle_w"])),
+        ppw_clock_mhz=_snap(clocks, ppw),
+        fitted=True,
+        source=source,
+    )
+
+
+def fallback_model(clocks_mhz: Sequence[float], reason: str) -> ClockModel:
+    """A model-free stand-in: power 0.3 + 0.7·(f/f_top)², time ∝ 1/f, PPW clock guessed at
+    ``RIDGE_GUESS_SHARE`` of the top clock."""
+    clocks = tuple(sorted(float(c) for c in clocks_mhz))
+    top = clocks[-1]
+    return ClockModel(
+        clocks_mhz=clocks,
+        power_w=tuple(0.3 + 0.7 * (f / top) ** 2 for f in clocks),
+        time_rel=tuple(top / f for f in clocks),
+        idle_w=0.3,
+        ppw_clock_mhz=_snap(clocks, RIDGE_GUESS_SHARE * top),
+        fitted=False,
+        source=f"no calibrated model ({reason}): generic shape, PPW clock guessed at "
+        f"{RIDGE_GUESS_SHARE:.0%} of the top clock",
+    )

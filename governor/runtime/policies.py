@@ -1,0 +1,281 @@
+"""Policies: what the runtime governor aims for, as small frozen validated records.
+
+=================  ==========================================================================
+``ppw``            :class:`MaxEfficiency`: the profile's performance-per-watt optimal clock
+                   (per workload when the profile calibrated that workload)
+``max``            :class:`Performance`: the top clock, for comparison
+``clock``          :class:`FixedClock`: one clock (``governor apply --clock``)
+``power-cap``      :class:`PowerCap`: the highest clocks whose *measured* power fits ``cap_w``
+``battery``        :class:`Battery`: spread ``battery_wh`` (or ``energy_j``) over ``hours``
+``throughput``     :class:`Throughput`: keep the app's ``gov.tick()`` rate at ``rate_hz``
+=================  ==========================================================================
+
+:func:`from_spec` builds one from the plain dictionary the CLI, the daemon and config files
+use; every constructor validates and raises :class:`~governor.errors.InvalidRequestError`
+with a one-line message.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Union
+
+from governor.errors import InvalidRequestError
+
+__all__ = [
+    "NAMES",
+    "Battery",
+    "FixedClock",
+    "MaxEfficiency",
+    "Performance",
+    "Policy",
+    "PowerCap",
+    "Throughput",
+    "from_spec",
+]
+
+#: policy names accepted by :func:`from_spec` (and ``--policy``)
+NAMES = ("ppw", "max", "power-cap", "battery", "throughput", "clock")
+
+_SPEC_KEYS = {
+    "policy",
+    "cap_w",
+    "battery_wh",
+    "energy_j",
+    "hours",
+    "duration_s",
+    "rate_hz",
+    "clock_mhz",
+    "workload",
+    "margin",
+}
+
+
+def _positive(value: Any, what: str, unit: str, *, hi: float = math.inf) -> float:
+    if isinstance(value, bool):
+        raise InvalidRequestError(f"{what} must be a number of {unit}, not {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidRequestError(f"{what} must be a number of {unit}, not {value!r}") from None
+    if not math.isfinite(number) or number <= 0:
+        raise InvalidRequestError(f"{what} must be a positive number of {unit}, not {value!r}")
+    if number > hi:
+        raise InvalidRequestError(f"{what} {number:g} {unit} is implausibly large (max {hi:g})")
+    return number
+
+
+def _fraction(value: Any, what: str, lo: float, hi: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidRequestError(f"{what} must be a number, not {value!r}") from None
+    if not (lo <= number <= hi):
+        raise InvalidRequestError(f"{what} must be within {lo:g}..{hi:g}, not {value!r}")
+    return number
+
+
+class Policy:
+    """Base of every policy. ``name`` is the ``--policy`` spelling."""
+
+    name = "policy"
+
+    def to_spec(self) -> Dict[str, Any]:
+        """The dictionary :func:`from_spec` turns back into this policy."""
+        out: Dict[str, Any] = {"policy": self.name}
+        for key, value in vars(self).items():
+            if value is not None and key in _SPEC_KEYS:
+                out[key] = value
+        return out
+
+    def describe(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class MaxEfficiency(Policy):
+    """The most work per joule: the profile's PPW-optimal clock.
+
+    ``workload`` picks a calibration kept under the profile's ``workloads`` (``builtin``,
+    ``memory``, ``command:...``); None uses the top-level (built-in load) optimum.
+    """
+
+    workload: Optional[str] = None
+    name = "ppw"
+
+    def __post_init__(self) -> None:
+        if self.workload is not None and (not isinstance(self.workload, str) or not self.workload):
+            raise InvalidRequestError(f"workload must be a non-empty name, not {self.workload!r}")
+
+    def describe(self) -> str:
+        return "ppw" + (f" ({self.workload})" if self.workload else "")
+
+
+@dataclass(frozen=True)
+class Performance(Policy):
+    """The top supported clock (for comparison: what racing costs)."""
+
+    name = "max"
+
+
+@dataclass(frozen=True)
+class FixedClock(Policy):
+    """One GPU clock (MHz), snapped to the nearest supported clock."""
+
+    clock_mhz: float = 0.0
+    name = "clock"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "clock_mhz", _positive(self.clock_mhz, "clock_mhz", "MHz", hi=1e5))
+
+    def describe(self) -> str:
+        return f"clock {self.clock_mhz:g} MHz"
+
+
+@dataclass(frozen=True)
+class PowerCap(Policy):
+    """Keep the device's power figure at or below ``cap_w`` (W), as fast as that allows.
+
+    ``margin`` is the share of the cap kept free for noise and load steps (default 3 %).
+    The cap holds for power averaged over ``window_s`` (1 s, as power-limit firmware
+    enforces it); ``dither`` alternates two neighbouring clocks so the mean power reaches
+    the cap on coarse clock tables (turn it off to keep every control period under the cap).
+    """
+
+    cap_w: float = 0.0
+    margin: float = 0.03
+    window_s: float = 1.0
+    dither: bool = True
+    name = "power-cap"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cap_w", _positive(self.cap_w, "cap_w", "W", hi=1e5))
+        object.__setattr__(self, "margin", _fraction(self.margin, "margin", 0.0, 0.5))
+        object.__setattr__(self, "window_s", _positive(self.window_s, "window_s", "s", hi=3600))
+
+    def describe(self) -> str:
+        return f"power-cap {self.cap_w:g} W"
+
+
+@dataclass(frozen=True)
+class Battery(Policy):
+    """Make an energy budget last ``hours`` (or ``duration_s``) doing as much work as possible.
+
+    The budget is ``battery_wh`` (Wh) or ``energy_j`` (J). The remaining energy is metered
+    from the device's power figure unless the governor is given a battery reader (a callable
+    returning the remaining J, or :class:`governor.runtime.battery.SysfsBattery`).
+    ``reserve`` is the share of the budget kept back so the mission surely lasts.
+    """
+
+    battery_wh: Optional[float] = None
+    hours: Optional[float] = None
+    energy_j: Optional[float] = None
+    duration_s: Optional[float] = None
+    reserve: float = 0.01
+    name = "battery"
+
+    def __post_init__(self) -> None:
+        if (self.battery_wh is None) == (self.energy_j is None):
+            raise InvalidRequestError(
+                "the battery policy needs exactly one of battery_wh (Wh) or energy_j (J)"
+            )
+        if (self.hours is None) == (self.duration_s is None):
+            raise InvalidRequestError("the battery policy needs exactly one of hours or duration_s")
+        if self.battery_wh is not None:
+            object.__setattr__(
+                self, "battery_wh", _positive(self.battery_wh, "battery_wh", "Wh", hi=1e6)
+            )
+        if self.energy_j is not None:
+            object.__setattr__(
+                self, "energy_j", _positive(self.energy_j, "energy_j", "J", hi=3.6e9)
+            )
+        if self.hours is not None:
+            object.__setattr__(self, "hours", _positive(self.hours, "hours", "h", hi=24 * 365))
+        if self.duration_s is not None:
+            object.__setattr__(
+                self, "duration_s", _positive(self.duration_s, "duration_s", "s", hi=3.2e7)
+            )
+        object.__setattr__(self, "reserve", _fraction(self.reserve, "reserve", 0.0, 0.5))
+
+    @property
+    def budget_j(self) -> float:
+        """The energy budget in J."""
+        return self.energy_j if self.energy_j is not None else float(self.battery_wh) * 3600.0  # type: ignore[arg-type]
+
+    @property
+    def target_s(self) -> float:
+        """The mission length in s."""
+        return self.duration_s if self.duration_s is not None else float(self.hours) * 3600.0  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        return f"battery {self.budget_j / 3600.0:g} Wh over {self.target_s / 3600.0:g} h"
+
+
+@dataclass(frozen=True)
+class Throughput(Policy):
+    """Keep the app's progress rate (``gov.tick()`` per frame or step) at ``rate_hz`` with
+    the least energy. ``margin`` is the share of each frame period kept free (default 10 %)."""
+
+    rate_hz: float = 0.0
+    margin: float = 0.10
+    name = "throughput"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rate_hz", _positive(self.rate_hz, "rate_hz", "Hz", hi=1e6))
+        object.__setattr__(self, "margin", _fraction(self.margin, "margin", 0.0, 0.9))
+
+    def describe(self) -> str:
+        return f"throughput {self.rate_hz:g} Hz"
+
+
+AnyPolicy = Union[MaxEfficiency, Performance, FixedClock, PowerCap, Battery, Throughput]
+
+
+def from_spec(spec: Union[Mapping[str, Any], Policy]) -> Policy:
+    """A policy from ``{"policy": NAME, ...options}`` (a Policy is returned as is).
+
+    Options: ``cap_w`` (power-cap), ``battery_wh`` or ``energy_j`` with ``hours`` or
+    ``duration_s`` (battery), ``rate_hz`` (throughput), ``clock_mhz`` (clock), ``workload``
+    (ppw), ``margin`` (power-cap, throughput). Options that are None are ignored; options
+    that do not belong to the policy are refused.
+
+    Raises:
+        InvalidRequestError: unknown policy, unknown or missing option, bad value.
+    """
+    if isinstance(spec, Policy):
+        return spec
+    if not isinstance(spec, Mapping):
+        raise InvalidRequestError(f"a policy spec must be a mapping, not {type(spec).__name__}")
+    given = {k: v for k, v in spec.items() if v is not None}
+    unknown = sorted(set(given) - _SPEC_KEYS)
+    if unknown:
+        raise InvalidRequestError(f"unknown policy option(s) {', '.join(unknown)}")
+    name = given.pop("policy", None)
+    if name not in NAMES:
+        raise InvalidRequestError(f"unknown policy {name!r}; choose one of {', '.join(NAMES)}")
+    allowed = {
+        "ppw": {"workload"},
+        "max": set(),
+        "clock": {"clock_mhz"},
+        "power-cap": {"cap_w", "margin"},
+        "battery": {"battery_wh", "energy_j", "hours", "duration_s"},
+        "throughput": {"rate_hz", "margin"},
+    }[name]
+    extra = sorted(set(given) - allowed)
+    if extra:
+        raise InvalidRequestError(f"option(s) {', '.join(extra)} do not apply to the {name} policy")
+    required = {"clock": "clock_mhz", "power-cap": "cap_w", "throughput": "rate_hz"}.get(name)
+    if required and required not in given:
+        raise InvalidRequestError(f"the {name} policy needs {required}")
+    if name == "ppw":
+        return MaxEfficiency(**given)
+    if name == "max":
+        return Performance()
+    if name == "clock":
+        return FixedClock(**given)
+    if name == "power-cap":
+        return PowerCap(**given)
+    if name == "battery":
+        return Battery(**given)
+    return Throughput(**given)

@@ -1,0 +1,310 @@
+"""A policy on a simulated board under a workload trace, in virtual time (``governor simulate``).
+
+Traces (``TRACES``):
+
+- ``steady``: the board's compute-bound workload all the time;
+- ``bursty``: compute bursts of 2-8 s separated by 1-4 s idle (seeded);
+- ``step``: memory-bound load, a step to compute-bound for the middle third, back again;
+- ``perception-30hz``: a camera frame every 1/30 s; each needs the work of 45 % of a frame
+  period at the top clock (±5 % jitter, seeded); frames queue while the GPU is busy and a
+  frame that finishes after the next one arrives is a missed deadline. The app reports each
+  frame with ``gov.tick(1, busy_s=...)``.
+
+Figures are the simulator's truth, not the governor's readings: power is that of the figure
+the device reports as ``power_w`` (its scope is in ``scope``) — the one a cap applies to.
+``time_above_cap_s`` counts control periods whose power averaged over the cap's window (1 s,
+as power-limit firmware enforces it) exceeds the cap; ``time_above_cap_instant_s`` counts
+periods whose own mean power does (dithering between two clocks puts half of them there).
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple, Union
+
+from governor.errors import InvalidRequestError
+from governor.runtime import policies as _policies
+from governor.runtime.governor import Governor
+
+__all__ = ["TRACES", "simulate", "trace_segments"]
+
+TRACES = ("steady", "bursty", "step", "perception-30hz")
+FRAME_RATE_HZ = 30.0
+FRAME_LOAD = 0.45  # share of a frame period one frame needs at the top clock
+
+
+def trace_segments(
+    trace: str, duration_s: float, seed: int = 0
+) -> List[Tuple[float, Optional[str]]]:
+    """``[(start_s, workload or None), ...]`` for the load traces (not perception)."""
+    if trace == "steady":
+        return [(0.0, "compute")]
+    if trace == "step":
+        return [(0.0, "memory"), (duration_s / 3.0, "compute"), (2.0 * duration_s / 3.0, "memory")]
+    if trace == "bursty":
+        rng = random.Random(seed * 104729 + 17)
+        out: List[Tuple[float, Optional[str]]] = []
+        t = 0.0
+        while t < duration_s:
+            out.append((t, "compute"))
+            t += rng.uniform(2.0, 8.0)
+            if t >= duration_s:
+                break
+            out.append((t, None))
+            t += rng.uniform(1.0, 4.0)
+        return out
+    raise InvalidRequestError(f"unknown trace {trace!r}; choose one of {', '.join(TRACES)}")
+
+
+class _Recorder:
+    """Per-period truth: power of the reported figure, cap windows, demand."""
+
+    def __init__(
+        self, dev: Any, cap_w: Optional[float], window_s: float, budget_j: Optional[float]
+    ) -> None:
+        self.dev = dev
+        board = dev.board
+        sample = dev.sample()
+        names = [r.name for r in sample.rails if r.power_w == sample.power_w]
+        self.rail = names[0] if names else None
+        self.scope = sample.power_scope
+        self.board = board
+        self.cap_w = cap_w
+        self.window_s = window_s
+        self.budget_j = budget_j
+        self.window: Deque[Tuple[float, float]] = collections.deque()
+        self.e_gpu_last = dev.true_energy_j()
+        self.t_last = dev.clock.now_s()
+        self.t0 = self.t_last
+        self.energy_j = 0.0
+        self.gpu_energy_j = 0.0
+        self.max_power_w = 0.0
+        self.above_s = 0.0
+        self.above_instant_s = 0.0
+        self.demand_s = 0.0
+        self.demand_energy_j = 0.0
+        self.clock_s = 0.0
+        self.lasted_s: Optional[float] = None
+        self.demand = False
+
+    def figure_w(self, gpu_w: float) -> float:
+        if self.rail is None:
+            return gpu_w
+        return self.board.rail_powers_w(gpu_w)[self.rail]
+
+    def mark_demand(self) -> None:
+        """Whether the load now would exceed the cap at the top clock (uncapped demand)."""
+        dev = self.dev
+        if self.cap_w is None or dev.workload is None:
+            self.demand = False
+            return
+        top = dev.supported_clocks_mhz()[-1]
+        gpu = self.board.gpu_power_w(
+            top, dev.true_temperature_c(), dev.workload, dev.state().mem_clock_mhz
+        )
+        self.demand = self.figure_w(gpu) > self.cap_w
+
+    def record(self, clock_mhz: float) -> None:
+        dev = self.dev
+        now = dev.clock.now_s()
+        dt = now - self.t_last
+        if dt <= 0:
+            return
+        e_gpu = dev.true_energy_j()
+        gpu_w = (e_gpu - self.e_gpu_last) / dt
+        power = self.figure_w(gpu_w)
+        self.e_gpu_last, self.t_last = e_gpu, now
+        before = self.energy_j
+        self.energy_j += power * dt
+        self.gpu_energy_j += gpu_w * dt
+        self.clock_s += clock_mhz * dt
+        self.max_power_w = max(self.max_power_w, power)
+        if self.budget_j is not None and self.lasted_s is None and self.energy_j > self.budget_j:
+            self.lasted_s = (now - dt - self.t0) + (self.budget_j - before) / power * 1.0
+        if self.cap_w is not None:
+            self.window.append((dt, power))
+            span = sum(d for d, _ in self.window)
+            while span - self.window[0][0] >= self.window_s - 1e-9:
+                span -= self.window.popleft()[0]
+            mean = sum(d * p for d, p in self.window) / span
+            if mean > self.cap_w * (1 + 1e-9):
+                self.above_s += dt
+            if power > self.cap_w * (1 + 1e-9):
+                self.above_instant_s += dt
+            if self.demand:
+                self.demand_s += dt
+                self.demand_energy_j += power * dt
+
+
+def simulate(
+    board: str,
+    policy: Union[_policies.Policy, Mapping[str, Any]],
+    trace: str = "steady",
+    duration_s: float = 60.0,
+    *,
+    interval_s: float = 0.1,
+    seed: int = 0,
+    profile: Any = None,
+    battery: Optional[Callable[[], float]] = None,
+    noise: bool = True,
+) -> Dict[str, Any]:
+    """Run ``policy`` on ``sim:<board>`` over ``trace`` for ``duration_s`` of virtual time.
+
+    Returns the keys of ``governor simulate --json`` (see specs/cli-json.md) and more.
+
+    Raises:
+        InvalidRequestError: bad trace, duration or policy; DeviceNotFoundError: no such board.
+    """
+    from governor.devices.registry import open_device
+
+    pol = _policies.from_spec(policy)
+    if trace not in TRACES:
+        raise InvalidRequestError(f"unknown trace {trace!r}; choose one of {', '.join(TRACES)}")
+    if not (0 < float(duration_s) <= 7 * 86400):
+        raise InvalidRequestError(f"duration_s must be within 0..604800 s, not {duration_s!r}")
+    uri = f"sim:{board}?seed={int(seed)}" + ("" if noise else "&noise=0")
+    dev = open_device(uri)
+    cap = pol.cap_w if isinstance(pol, _policies.PowerCap) else None
+    window = pol.window_s if isinstance(pol, _policies.PowerCap) else 1.0
+    budget = pol.budget_j if isinstance(pol, _policies.Battery) else None
+    gov = Governor(
+        dev,
+        pol,
+        profile=profile,
+        interval_s=interval_s,
+        background=False,
+        battery=battery,
+        handle_signals=False,
+    )
+    misses = frames = 0
+    with dev:
+        rec = _Recorder(dev, cap, window, budget)
+        with gov:
+            if trace == "perception-30hz":
+                frames, misses = _run_frames(dev, gov, rec, duration_s, seed)
+            else:
+                _run_segments(dev, gov, rec, trace_segments(trace, duration_s, seed), duration_s)
+            status = gov.status()
+            measured = gov.report()
+        work = dev.work_done()
+        dev.stop_workload()
+    d = rec.t_last - rec.t0
+    out: Dict[str, Any] = {
+        "board": board,
+        "policy": pol.name,
+        "policy_spec": pol.to_spec(),
+        "trace": trace,
+        "scope": rec.scope,
+        "duration_s": d,
+        "energy_j": rec.energy_j,
+        "gpu_energy_j": rec.gpu_energy_j,
+        "mean_power_w": rec.energy_j / d if d > 0 else 0.0,
+        "max_power_w": rec.max_power_w,
+        "mean_clock_mhz": rec.clock_s / d if d > 0 else None,
+        "time_above_cap_s": rec.above_s,
+        "time_above_cap_instant_s": rec.above_instant_s,
+        "work_done": work,
+        "deadline_misses": misses,
+        "frames": frames,
+        "clock_changes": status["clock_changes"],
+        "safe_hold": status["safe_hold"],
+        "model": status["model"],
+        "notes": status["notes"],
+        "measured": measured,
+    }
+    if cap is not None:
+        out["cap_w"] = cap
+        out["demand_s"] = rec.demand_s
+        out["mean_power_while_demand_w"] = (
+            rec.demand_energy_j / rec.demand_s if rec.demand_s > 0 else None
+        )
+    if budget is not None:
+        out["budget_j"] = budget
+        out["target_s"] = pol.target_s  # type: ignore[attr-defined]
+        out["lasted_s"] = rec.lasted_s if rec.lasted_s is not None else d
+        out["energy_left_j"] = budget - rec.energy_j
+    return out
+
+
+def _run_segments(
+    dev: Any,
+    gov: Governor,
+    rec: _Recorder,
+    segments: List[Tuple[float, Optional[str]]],
+    duration_s: float,
+) -> None:
+    steps = int(round(duration_s / gov.interval_s))
+    seg = 0
+    current: Optional[str] = "unset"
+    for k in range(steps):
+        t = k * gov.interval_s
+        while seg + 1 < len(segments) and segments[seg + 1][0] <= t + 1e-9:
+            seg += 1
+        wanted = segments[seg][1]
+        if wanted != current:
+            if wanted is None:
+                dev.stop_workload()
+            else:
+                dev.run_workload(wanted)
+            current = wanted
+        rec.mark_demand()
+        clock = gov.applied_clock_mhz or 0.0
+        dev.clock.sleep(gov.interval_s)
+        rec.record(clock)
+        gov.step(advance_s=0)
+
+
+def _run_frames(
+    dev: Any, gov: Governor, rec: _Recorder, duration_s: float, seed: int
+) -> Tuple[int, int]:
+    rng = random.Random(seed * 7919 + 3)
+    workload = dev.board.workloads["compute"]
+    top = dev.supported_clocks_mhz()[-1]
+    mem = dev.state().mem_clock_mhz
+    period = 1.0 / FRAME_RATE_HZ
+    units_per_frame = FRAME_LOAD * period / workload.time_per_unit_s(top, mem)
+    clock = dev.clock
+    t0 = clock.now_s()
+    next_control = t0 + gov.interval_s
+    arrival = t0
+    frames = misses = 0
+    running = False
+
+    def control_until(t_end: float) -> None:
+        nonlocal next_control
+        while next_control <= t_end + 1e-12:
+            wait = next_control - clock.now_s()
+            if wait > 0:
+                clock.sleep(wait)
+            rec.record(gov.applied_clock_mhz or 0.0)
+            gov.step(advance_s=0)
+            next_control += gov.interval_s
+
+    while arrival < t0 + duration_s - 1e-9:
+        now = clock.now_s()
+        if now < arrival:  # idle until the frame arrives
+            if running:
+                dev.stop_workload()
+                running = False
+            control_until(arrival)
+            if clock.now_s() < arrival:
+                clock.sleep(arrival - clock.now_s())
+        jitter = min(1.25, max(0.85, rng.gauss(1.0, 0.05)))
+        f = gov.applied_clock_mhz or top
+        busy = units_per_frame * jitter * workload.time_per_unit_s(f, mem)
+        if not running:
+            dev.run_workload("compute")
+            running = True
+        clock.sleep(busy)
+        done = clock.now_s()
+        frames += 1
+        if done > arrival + period + 1e-9:
+            misses += 1
+        gov.tick(1.0, busy_s=busy)
+        arrival += period
+        control_until(min(done, arrival))
+    control_until(t0 + duration_s)
+    if running:
+        dev.stop_workload()
+    return frames, misses
