@@ -173,6 +173,8 @@ def check_fingerprint(
     problems = []
     if fp.get("model") != mine["model"]:
         problems.append(f"it was made on {fp.get('model')!r}, this device is {mine['model']!r}")
+    if fp.get("kind") == "sim" and mine["kind"] != "sim":
+        problems.append("it was calibrated on a simulated board, not on this hardware")
     theirs = [float(c) for c in fp.get("supported_clocks_mhz") or []]
     if len(theirs) != len(mine["supported_clocks_mhz"]) or any(
         abs(a - b) > 0.5 for a, b in zip(theirs, mine["supported_clocks_mhz"])
@@ -217,8 +219,11 @@ def save_calibration(device: Device, result: Any, load: Dict[str, str]) -> Path:
     if user_path.exists():
         try:
             existing = read_profile_file(user_path)
-            if existing.get("fingerprint", {}).get("model") not in (None, device.identity.model):
-                existing = None  # another board's file under this name: start afresh
+            theirs = existing.get("fingerprint") or {}
+            if theirs.get("model") not in (None, device.identity.model) or (
+                (theirs.get("kind") == "sim") != (device.identity.kind == "sim")
+            ):
+                existing = None  # another board's (or a simulation's) file: start afresh
         except ProfileError:
             existing = None  # a corrupt file is replaced by a good one
     return write_profile_file(user_path, build_profile(device, result, load, existing))

@@ -236,3 +236,23 @@ def test_a_failed_fit_keeps_the_raw_points(capsys, tmp_path):
         75,
         62,
     )
+
+
+def test_a_simulated_calibration_is_not_taken_for_the_real_board(tmp_path):
+    """Calibrating sim:nano writes nano.json; a real Nano must not silently use it."""
+    from dataclasses import replace
+
+    from governor.profiles.profile import check_fingerprint
+
+    sim = governor.open_device("sim:nano")
+    result = calibrate(DeviceProber(sim, make_load(sim, "builtin")))
+    save_calibration(sim, result, {"kind": "builtin", "name": "compute"})
+    real = governor.open_device("sim:nano")
+    real.identity = replace(real.identity, kind="jetson")  # same board and clocks, real hardware
+    with pytest.raises(ProfileError, match="simulated board"):
+        load_profile_for(real)
+    _, doc = find_profile("nano")
+    assert check_fingerprint(doc, real, force=True)  # forced: accepted, with the warning
+    # a real calibration replaces the simulated one instead of merging into it
+    path = save_calibration(real, result, {"kind": "memory", "name": "memory"})
+    assert set(json.loads(path.read_text())["workloads"]) == {"memory"}
