@@ -1,0 +1,173 @@
+"""deploy/: the manifests parse and name what they must (privileges, host paths, the socket,
+the NVIDIA runtime), the configs they carry are valid daemon configs, and the files agree
+with each other (socket directory, config path, stop signal)."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+
+from governor.runtime.daemon.config import load_config, parse_config
+
+yaml = pytest.importorskip("yaml")
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+SOCKET_DIR = "/run/governor"
+CONFIG = "/etc/governor/daemon.toml"
+
+
+def _docs(name):
+    return [d for d in yaml.safe_load_all((DEPLOY / "kubernetes" / name).read_text()) if d]
+
+
+def _daemonsets():
+    return {
+        d["metadata"]["name"]: d
+        for d in _docs("governor-daemonset.yaml")
+        if d["kind"] == "DaemonSet"
+    }
+
+
+def test_the_daemonset_file_holds_namespace_config_and_both_daemonsets():
+    kinds = sorted(d["kind"] for d in _docs("governor-daemonset.yaml"))
+    assert kinds == ["ConfigMap", "DaemonSet", "DaemonSet", "Namespace"]
+    assert set(_daemonsets()) == {"governor-datacenter", "governor-jetson"}
+
+
+@pytest.mark.parametrize("name", ["governor-datacenter", "governor-jetson"])
+def test_each_daemonset_is_privileged_with_sys_run_and_state_from_the_host(name):
+    ds = _daemonsets()[name]
+    spec = ds["spec"]["template"]["spec"]
+    assert (
+        ds["spec"]["selector"]["matchLabels"].items()
+        <= ds["spec"]["template"]["metadata"]["labels"].items()
+    )
+    assert spec["runtimeClassName"] == "nvidia"
+    assert spec["terminationGracePeriodSeconds"] >= 10  # time to restore on SIGTERM
+    (container,) = spec["containers"]
+    assert container["securityContext"]["privileged"] is True
+    assert container["command"] == ["governor", "daemon", "--config", CONFIG]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["GOVERNOR_STATE_DIR"] == "/var/lib/governor"
+    host = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    for path in ("/sys", SOCKET_DIR, "/var/lib/governor"):
+        (volume,) = [n for n, p in host.items() if p == path]
+        assert mounts[volume]["mountPath"] == path
+    config_mount = [m for m in mounts.values() if m["mountPath"] == CONFIG]
+    assert config_mount and config_mount[0]["readOnly"] is True
+    if name == "governor-datacenter":
+        assert env["NVIDIA_VISIBLE_DEVICES"] == "all"  # sees every GPU without claiming one
+        assert "nvidia.com/gpu" not in str(container.get("resources"))
+        assert spec["nodeSelector"]["nvidia.com/gpu.present"] == "true"
+    else:
+        assert spec["nodeSelector"]["kubernetes.io/arch"] == "arm64"
+        assert "/usr/sbin/nvpmodel" in host.values() and "/etc/nvpmodel.conf" in host.values()
+
+
+def test_the_configmap_carries_valid_daemon_configs_whose_socket_is_the_mounted_one():
+    (cm,) = [d for d in _docs("governor-daemonset.yaml") if d["kind"] == "ConfigMap"]
+    used = {
+        m["subPath"]
+        for ds in _daemonsets().values()
+        for m in ds["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+        if m.get("subPath")
+    }
+    assert used == set(cm["data"]) == {"daemon.toml", "jetson.toml"}
+    for key, text in cm["data"].items():
+        cfg = parse_config(text, key)
+        assert str(cfg.socket.parent) == SOCKET_DIR and cfg.socket_group == "2000"
+    assert parse_config(cm["data"]["jetson.toml"], "j").devices[0].uri == "jetson"
+
+
+def test_the_client_pod_example_uses_the_socket_as_a_non_root_group_member():
+    (pod,) = _docs("client-pod-example.yaml")
+    spec = pod["spec"]
+    assert (
+        spec["securityContext"]["runAsNonRoot"] is True
+        and 2000 in spec["securityContext"]["supplementalGroups"]
+    )
+    (container,) = spec["containers"]
+    assert {"name": "GOVERNOR_DAEMON_SOCKET", "value": SOCKET_DIR + "/governor.sock"} in container[
+        "env"
+    ]
+    assert [v["hostPath"]["path"] for v in spec["volumes"]] == [SOCKET_DIR]
+    assert "governor daemon reset" in container["command"][-1]
+
+
+@pytest.mark.parametrize(
+    "name, base",
+    [
+        ("Dockerfile.datacenter", r"nvidia/cuda:[\w.-]+"),
+        ("Dockerfile.jetson", r"nvcr.io/nvidia/l4t-base:\$\{L4T\}"),
+    ],
+)
+def test_dockerfiles_build_from_the_right_base_and_run_the_daemon(name, base):
+    text = (DEPLOY / "docker" / name).read_text()
+    lines = [
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
+    ]
+    assert re.fullmatch(r"FROM " + base, [x for x in lines if x.startswith("FROM")][0])
+    assert "STOPSIGNAL SIGTERM" in lines
+    assert f'ENTRYPOINT ["governor", "daemon", "--config", "{CONFIG}"]' in lines
+    assert any(x.startswith("COPY governor ") for x in lines) and any(
+        "pip install" in x for x in lines
+    )
+    if name.endswith("jetson"):
+        assert "ARG L4T=r36.2.0" in lines and "GOVERNOR_SYSFS_ROOT=/" in text
+
+
+def _unit(path):
+    """systemd unit as {section: {key: [values]}} (keys may repeat)."""
+    sections, current = {}, None
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], {})
+            continue
+        key, _, value = line.partition("=")
+        current.setdefault(key.strip(), []).append(value.strip())
+    return sections
+
+
+def test_the_systemd_unit_runs_the_daemon_as_root_and_stops_it_with_sigterm():
+    unit = _unit(DEPLOY / "systemd" / "governor-daemon.service")
+    service = unit["Service"]
+    assert service["ExecStart"] == [f"/usr/local/bin/governor daemon --config {CONFIG}"]
+    assert service["ExecStartPre"][0].endswith("--check")
+    assert service["KillSignal"] == ["SIGTERM"] and service["User"] == ["root"]
+    assert service["RuntimeDirectory"] == ["governor"] and service["RuntimeDirectoryMode"] == [
+        "0755"
+    ]
+    assert "GOVERNOR_STATE_DIR=/var/lib/governor" in service["Environment"]
+    assert "ProtectKernelTunables" not in service  # it would make /sys read-only
+    assert unit["Install"]["WantedBy"] == ["multi-user.target"]
+    assert "g governor" in (DEPLOY / "systemd" / "governor.sysusers.conf").read_text()
+
+
+def test_the_example_config_matches_the_unit_and_the_udev_rule_names_the_group():
+    cfg = load_config(DEPLOY / "governor-daemon.toml")
+    assert str(cfg.socket.parent) == SOCKET_DIR and cfg.socket_group == "governor"
+    rules = (DEPLOY / "udev" / "99-governor.rules").read_text()
+    assert 'SUBSYSTEM=="devfreq"' in rules and "chgrp governor" in rules
+
+
+def test_slurm_scripts_are_executable_bash_and_the_example_conf_names_known_settings():
+    for name in ("prolog.sh", "epilog.sh", "governor-slurm.sh"):
+        path = DEPLOY / "slurm" / name
+        assert path.read_text().startswith("#!/usr/bin/env bash\n")
+        assert os.stat(path).st_mode & stat.S_IXUSR
+    script = (DEPLOY / "slurm" / "governor-slurm.sh").read_text()
+    code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
+    assert not re.search(
+        r"\beval\b|^\s*(source|\.)\s", code, re.MULTILINE
+    )  # settings are read, never run
+    for line in (DEPLOY / "slurm" / "slurm.conf.example").read_text().splitlines():
+        if line and not line.startswith("#"):
+            assert line.split("=", 1)[0] in script
