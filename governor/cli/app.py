@@ -21,6 +21,9 @@ COMMAND_MODULES = (
     "governor.cli.tiles_calibrate",
     "governor.cli.occupancy",
     "governor.cli.tune_blocks",
+    "governor.cli.apply",
+    "governor.cli.run",
+    "governor.cli.simulate",
     "governor.cli.daemon",
 )
 

@@ -419,8 +419,9 @@ class Governor:
             elif sample.power_w is not None:
                 power = sample.power_w
                 # a frozen sensor: the very same reading although the clock moved
-                if sample.power_w == self._power_prev_reading and self._changes_since_reading:
-                    self._same_readings += 1
+                if sample.power_w == self._power_prev_reading:
+                    if self._changes_since_reading or self._same_readings > 0:
+                        self._same_readings += 1
                 else:
                     self._same_readings = 0
                 self._power_prev_reading = sample.power_w

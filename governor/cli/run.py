@@ -1,0 +1,146 @@
+"""``governor run``: govern a device while a command runs, then restore and report energy.
+
+The command is started without a shell; Ctrl-C and SIGTERM are passed on to it; the device is
+restored however the command ends, and ``governor run`` exits with the command's code (127 when
+it cannot be found, 126 when it cannot be executed). On a simulated board (``sim:NAME``) the
+board runs in real time with its compute workload for as long as the command runs, so the
+report is what the board would have used under that load.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from typing import Any, Dict, List, Optional
+
+import typer
+
+from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
+
+PolicyOpt = Annotated[str, typer.Option("--policy", help="ppw, max, power-cap, battery or clock.")]
+CapOpt = Annotated[Optional[float], typer.Option("--cap-w", help="power-cap: the cap (W).")]
+BatteryOpt = Annotated[
+    Optional[float], typer.Option("--battery-wh", help="battery: the energy budget (Wh).")
+]
+HoursOpt = Annotated[
+    Optional[float], typer.Option("--hours", help="battery: how long it must last (h).")
+]
+RateOpt = Annotated[
+    Optional[float], typer.Option("--rate-hz", help="throughput: the target rate (Hz).")
+]
+ClockOpt = Annotated[Optional[float], typer.Option("--clock", help="clock: the GPU clock (MHz).")]
+IntervalOpt = Annotated[float, typer.Option("--interval-s", help="Control period (s).")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run", context_settings={"allow_interspersed_args": False})(run_command)
+
+
+def policy_spec(
+    policy: str,
+    cap_w: Optional[float],
+    battery_wh: Optional[float],
+    hours: Optional[float],
+    rate_hz: Optional[float],
+    clock_mhz: Optional[float] = None,
+) -> Dict[str, Any]:
+    """The policy dictionary of the common CLI options."""
+    return {
+        "policy": policy,
+        "cap_w": cap_w,
+        "battery_wh": battery_wh,
+        "hours": hours,
+        "rate_hz": rate_hz,
+        "clock_mhz": clock_mhz,
+    }
+
+
+def run_command(
+    command: Annotated[List[str], typer.Argument(help="The command to run, after --.")],
+    device: DeviceOpt = "auto",
+    policy: PolicyOpt = "ppw",
+    cap_w: CapOpt = None,
+    battery_wh: BatteryOpt = None,
+    hours: HoursOpt = None,
+    rate_hz: RateOpt = None,
+    clock: ClockOpt = None,
+    interval_s: IntervalOpt = 0.1,
+    json_out: JsonOpt = False,
+) -> int:
+    """Apply a policy, run CMD, restore the device, print an energy report."""
+    from governor.devices.registry import open_device
+    from governor.errors import InvalidRequestError
+    from governor.runtime import Governor, policies
+    from governor.timebase import WallClock
+
+    pol = policies.from_spec(policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock))
+    if isinstance(pol, policies.Throughput):
+        raise InvalidRequestError(
+            "the throughput policy needs the app to report progress with gov.tick(); use the Python API"
+        )
+    if not command:
+        raise InvalidRequestError("no command to run: governor run [options] -- CMD ...")
+    sim = device.startswith("sim:")
+    dev = open_device(device, clock=WallClock()) if sim else open_device(device)
+    with dev:
+        gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False)  # notes go to the log
+        if sim:
+            dev.run_workload("compute")  # type: ignore[attr-defined]
+        with gov:
+            code = _run_child(command)
+            report = gov.report()
+        if sim:
+            dev.stop_workload()  # type: ignore[attr-defined]
+    doc = {
+        "exit_code": code,
+        "duration_s": report["duration_s"],
+        "energy_j": report["energy_j"],
+        "mean_power_w": report["mean_power_w"],
+        "policy": pol.name,
+        "mean_clock_mhz": report["mean_clock_mhz"],
+        "max_power_w": report["max_power_w"],
+        "device": dev.uri,
+        "simulated": sim,
+        "notes": gov.notes,
+    }
+    if json_out:
+        emit_json(doc)
+    else:
+        mean_w = doc["mean_power_w"]
+        mean_f = doc["mean_clock_mhz"]
+        sys.stderr.write(
+            f"governor: {pol.describe()} on {dev.uri}: {doc['duration_s']:.2f} s, {doc['energy_j']:.1f} J, "
+            f"mean {mean_w if mean_w is not None else float('nan'):.1f} W at "
+            f"{mean_f if mean_f is not None else float('nan'):.0f} MHz; exit code {code}\n"
+        )
+    raise typer.Exit(code)
+
+
+def _run_child(command: List[str]) -> int:
+    """Run ``command``, forwarding SIGINT/SIGTERM to it; its exit code (128+N if killed)."""
+    try:
+        child = subprocess.Popen(command)
+    except FileNotFoundError:
+        sys.stderr.write(f"governor: error: command not found: {command[0]}\n")
+        return 127
+    except PermissionError:
+        sys.stderr.write(f"governor: error: command not executable: {command[0]}\n")
+        return 126
+    except OSError as err:
+        sys.stderr.write(f"governor: error: cannot run {command[0]}: {err.strerror or err}\n")
+        return 126
+
+    def forward(signum: int, frame: Any) -> None:
+        try:
+            child.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = child.wait()
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    return 128 - code if code < 0 else code

@@ -1,0 +1,72 @@
+"""``governor simulate``: a policy on a simulated board under a workload trace, in virtual time."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from governor.cli.common import Annotated, JsonOpt, emit_json
+from governor.cli.run import (
+    BatteryOpt,
+    CapOpt,
+    ClockOpt,
+    HoursOpt,
+    IntervalOpt,
+    PolicyOpt,
+    RateOpt,
+    policy_spec,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate_command)
+
+
+def simulate_command(
+    board: Annotated[
+        str, typer.Option("--board", help="A simulated board (governor devices --simulated).")
+    ] = "agx-orin",
+    policy: PolicyOpt = "ppw",
+    cap_w: CapOpt = None,
+    battery_wh: BatteryOpt = None,
+    hours: HoursOpt = None,
+    rate_hz: RateOpt = None,
+    clock: ClockOpt = None,
+    trace: Annotated[
+        str, typer.Option("--trace", help="steady, bursty, step or perception-30hz.")
+    ] = "steady",
+    duration_s: Annotated[float, typer.Option("--duration-s", help="Simulated seconds.")] = 60.0,
+    interval_s: IntervalOpt = 0.1,
+    seed: Annotated[int, typer.Option("--seed", help="Noise and trace seed.")] = 0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run a policy on a simulated board over a trace; report energy, power, cap, work, misses."""
+    from governor.runtime.simulate import simulate
+
+    spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock)
+    if policy == "battery" and battery_wh is not None and hours is None:
+        spec["duration_s"] = duration_s  # the mission is the simulated run
+    doc = simulate(board, spec, trace, duration_s, interval_s=interval_s, seed=seed)
+    if json_out:
+        emit_json(doc)
+        return
+    lines = [
+        f"{board}: {doc['policy']} over {trace} for {doc['duration_s']:.0f} s ({doc['scope']} power)",
+        f"energy            {doc['energy_j']:.1f} J",
+        f"mean / max power  {doc['mean_power_w']:.2f} / {doc['max_power_w']:.2f} W",
+        f"mean clock        {doc['mean_clock_mhz']:.0f} MHz",
+        f"work done         {doc['work_done']:.1f} units",
+    ]
+    cap: Optional[float] = doc.get("cap_w")
+    if cap is not None:
+        lines.append(
+            f"time above cap    {doc['time_above_cap_s']:.1f} s (1-s average above {cap:g} W)"
+        )
+    if trace == "perception-30hz":
+        lines.append(f"deadline misses   {doc['deadline_misses']} of {doc['frames']} frames")
+    if "lasted_s" in doc:
+        lines.append(f"budget lasted     {doc['lasted_s']:.0f} of {doc['target_s']:.0f} s")
+    for note in doc["notes"]:
+        lines.append(f"note: {note}")
+    typer.echo("\n".join(lines))

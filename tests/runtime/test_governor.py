@@ -1,0 +1,219 @@
+"""The Governor on simulated boards in deterministic stepping: clocks, restore, status,
+fallbacks, safe hold, lock, cached tuning choices."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+import governor
+from governor.errors import DeviceBusyError, GovernorError, UnsupportedError
+from governor.runtime import Governor, policies
+from governor.runtime.lock import DeviceLock
+
+
+def test_ppw_applies_the_profiles_clock_and_restores(orin, profile_of):
+    doc = profile_of("agx-orin")
+    gov = Governor(orin, {"policy": "ppw"}, profile=doc, background=False)
+    with gov:
+        assert orin.state().gpu_clocks_mhz == (doc["ppw_optimal_clock_mhz"],) * 2
+        assert orin.journal.path is not None and orin.journal.path.exists()
+        gov.step()
+        status = gov.status()
+        assert status["clock_mhz"] == doc["ppw_optimal_clock_mhz"]
+        assert status["model"]["fitted"] and not status["safe_hold"] and status["notes"] == []
+    assert orin.state().gpu_clocks_mhz is None and not orin.changed
+    assert not orin.journal.path.exists()
+
+
+def test_ppw_uses_the_workloads_own_optimum(orin, profile_of):
+    doc = dict(profile_of("agx-orin"))
+    mem = dict(doc["workloads"]["builtin"], ppw_optimal_clock_mhz=612.0)
+    doc["workloads"] = dict(doc["workloads"], memory=mem)
+    with Governor(orin, {"policy": "ppw", "workload": "memory"}, profile=doc, background=False):
+        assert orin.state().gpu_clocks_mhz == (612.0, 612.0)
+    with Governor(
+        orin, {"policy": "ppw", "workload": "video"}, profile=doc, background=False
+    ) as gov:
+        assert orin.state().gpu_clocks_mhz[0] == doc["ppw_optimal_clock_mhz"]
+        assert "no calibration of workload 'video'" in gov.status()["notes"][0]
+
+
+def test_missing_profile_falls_back_and_says_so(orin):
+    with Governor(orin, policies.MaxEfficiency(), background=False) as gov:
+        status = gov.status()
+        assert not status["model"]["fitted"]
+        assert "no profile for agx-orin" in status["notes"][0]
+        assert "guessed at 75%" in status["notes"][0]
+        assert status["clock_mhz"] == 1020.0  # 0.75 x 1300.5 snapped
+    assert not orin.changed
+
+
+def test_profile_found_by_lookup(orin, profile_of):
+    from governor.profiles.store import profile_paths, write_profile_file
+
+    path = write_profile_file(profile_paths("agx-orin")[0], profile_of("agx-orin"))
+    with Governor(orin, {"policy": "ppw"}, background=False) as gov:
+        assert gov.status()["profile_path"] == str(path)
+
+
+def test_max_and_clock_policies(orin):
+    with Governor(orin, {"policy": "max"}, background=False):
+        assert orin.state().gpu_clocks_mhz == (1300.5, 1300.5)
+    with Governor(orin, {"policy": "clock", "clock_mhz": 700}, background=False):
+        assert orin.state().gpu_clocks_mhz == (714.0, 714.0)
+
+
+def test_restores_when_the_app_raises(orin):
+    with pytest.raises(RuntimeError, match="boom"):
+        with Governor(orin, {"policy": "max"}, background=False) as gov:
+            gov.step()
+            raise RuntimeError("boom")
+    assert orin.state().gpu_clocks_mhz is None and not orin.changed
+
+
+def test_restores_on_keyboard_interrupt(orin):
+    with pytest.raises(KeyboardInterrupt):
+        with Governor(orin, {"policy": "max"}, background=False):
+            raise KeyboardInterrupt
+    assert not orin.changed
+
+
+def test_stop_is_safe_to_repeat_and_step_needs_start(orin):
+    gov = Governor(orin, {"policy": "max"}, background=False)
+    with pytest.raises(GovernorError):
+        gov.step()
+    gov.start()
+    assert gov.stop() == {"gpu_clocks": None}
+    assert gov.stop() == {}
+    assert not orin.changed
+
+
+def test_background_thread_controls_on_the_device_clock(orin):
+    orin.run_workload("compute")
+    gov = Governor(orin, {"policy": "power-cap", "cap_w": 25}, interval_s=0.1)
+    gov.start()
+    try:
+        with pytest.raises(GovernorError):
+            gov.step()  # the thread owns the loop
+        for _ in range(40):  # virtual time moves; the thread follows it
+            orin.clock.sleep(0.1)
+            deadline = time.monotonic() + 2.0
+            steps = gov.status()["steps"]
+            while gov.status()["steps"] == steps and time.monotonic() < deadline:
+                time.sleep(0.001)
+        status = gov.status()
+        assert status["steps"] >= 30
+        assert status["power_w"] < 26
+    finally:
+        gov.stop()
+    assert not orin.changed
+
+
+def test_a_second_governor_gets_busy_naming_the_holder(orin):
+    other = governor.open_device("sim:agx-orin")
+    with Governor(orin, {"policy": "max"}, background=False):
+        second = Governor(other, {"policy": "max"}, background=False)
+        with pytest.raises(DeviceBusyError) as info:
+            second.start()
+        assert "pid" in str(info.value) and str(__import__("os").getpid()) in str(info.value)
+        assert not other.changed
+    with Governor(other, {"policy": "max"}, background=False):  # free again
+        pass
+
+
+def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
+    code = (
+        "import os, sys, time\n"
+        "from governor.runtime.lock import DeviceLock\n"
+        "DeviceLock('sim:agx-orin').acquire(); print('held', flush=True); time.sleep(60)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "held"
+        with pytest.raises(DeviceBusyError, match=f"pid {child.pid}"):
+            DeviceLock("sim:agx-orin").acquire()
+    finally:
+        child.kill()
+        child.wait()
+    with DeviceLock("sim:agx-orin") as lock:  # the kernel dropped the dead holder's lock
+        assert lock.holder()["pid"] == __import__("os").getpid()
+
+
+def test_device_without_clock_control_is_refused():
+    dev = governor.open_device("sim:agx-orin")
+    dev.capabilities = type(dev.capabilities)(power=True)
+    with pytest.raises(UnsupportedError, match="cannot lock its GPU clock"):
+        Governor(dev, {"policy": "max"}, background=False).start()
+
+
+def test_failing_telemetry_holds_the_lowest_clock_known_to_fit():
+    dev = governor.open_device("sim:agx-orin?fail_rate=0")
+    dev.run_workload("compute")
+    with Governor(dev, {"policy": "power-cap", "cap_w": 25}, background=False) as gov:
+        for _ in range(50):
+            gov.step()
+        fit = gov.controller.safe_mhz(0)
+        assert fit < 1300.5
+        dev._fail_rate = 1.0  # every read fails from now on
+        for _ in range(5):
+            gov.step()
+        status = gov.status()
+        assert status["safe_hold"] and "telemetry failed" in status["safe_hold_reason"]
+        assert status["clock_mhz"] == fit
+        dev._fail_rate = 0.0
+        for _ in range(5):
+            gov.step()
+        assert not gov.status()["safe_hold"]
+    assert not dev.changed
+
+
+def test_stuck_power_sensor_is_detected():
+    dev = governor.open_device("sim:agx-orin?stuck_after_s=5")
+    dev.run_workload("compute")
+    with Governor(dev, {"policy": "power-cap", "cap_w": 25}, background=False) as gov:
+        for _ in range(100):
+            gov.step()
+        status = gov.status()
+        assert status["safe_hold"] and "stuck" in status["safe_hold_reason"]
+
+
+def test_upward_changes_are_rate_limited_downward_ones_are_not(orin):
+    orin.run_workload("compute")
+    gov = Governor(orin, {"policy": "power-cap", "cap_w": 25}, background=False, min_dwell_s=1.0)
+    with gov:
+        clocks = []
+        for _ in range(100):
+            gov.step()
+            clocks.append(gov.applied_clock_mhz)
+    ups = [i for i in range(1, len(clocks)) if clocks[i] > clocks[i - 1]]
+    assert all(b - a >= 10 for a, b in zip(ups, ups[1:]))  # at most one rise per 1 s
+    assert any(clocks[i] < clocks[i - 1] for i in range(1, len(clocks)))
+
+
+def test_cached_tiles_and_block_sizes(orin):
+    from governor.profiles.store import put_tuning
+
+    with Governor(orin, {"policy": "max"}, background=False) as gov:
+        tiles, why = gov.tiles("gemm")
+        assert tiles is None and "no tiles cached for gemm/double on agx-orin" in why
+        assert not gov.block_size("vector-add")
+        put_tuning("agx-orin", "tiles", "gemm/double", {"tiles": {"i": 32, "j": 64}})
+        put_tuning(
+            "agx-orin", "blocks", "vector-add@energy", {"blocks": [[256, 1, 1]], "clock_mhz": 918.0}
+        )
+        assert gov.tiles("gemm").value == {"i": 32, "j": 64}
+        block = gov.block_size("vector-add")
+        assert block.value == (256, 1, 1) and "918 MHz" in block.reason
+
+
+def test_tick_drives_status_rate(orin):
+    with Governor(orin, {"policy": "throughput", "rate_hz": 30}, background=False) as gov:
+        for _ in range(30):
+            for _ in range(3):
+                gov.tick()
+            gov.step()
+        assert gov.status()["rate_hz"] == pytest.approx(30, rel=0.05)

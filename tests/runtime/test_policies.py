@@ -1,0 +1,68 @@
+"""Policies are small frozen records; from_spec validates with one-line messages."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from governor.errors import InvalidRequestError
+from governor.runtime import policies
+
+
+def test_from_spec_builds_each_policy_and_round_trips():
+    specs = [
+        {"policy": "ppw"},
+        {"policy": "ppw", "workload": "memory"},
+        {"policy": "max"},
+        {"policy": "clock", "clock_mhz": 918},
+        {"policy": "power-cap", "cap_w": 25},
+        {"policy": "battery", "battery_wh": 50, "hours": 2},
+        {"policy": "battery", "energy_j": 9000, "duration_s": 600},
+        {"policy": "throughput", "rate_hz": 30},
+    ]
+    for spec in specs:
+        pol = policies.from_spec(spec)
+        assert pol.name == spec["policy"]
+        assert policies.from_spec(pol.to_spec()) == pol
+    battery = policies.from_spec({"policy": "battery", "battery_wh": 50, "hours": 2})
+    assert battery.budget_j == 50 * 3600 and battery.target_s == 7200
+
+
+def test_unused_cli_options_are_ignored_when_none():
+    pol = policies.from_spec(
+        {"policy": "power-cap", "cap_w": 30, "battery_wh": None, "rate_hz": None}
+    )
+    assert pol == policies.PowerCap(cap_w=30.0)
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ({"policy": "turbo"}, "unknown policy"),
+        ({}, "unknown policy"),
+        ({"policy": "power-cap"}, "needs cap_w"),
+        ({"policy": "power-cap", "cap_w": -3}, "positive"),
+        ({"policy": "power-cap", "cap_w": "lots"}, "number"),
+        ({"policy": "power-cap", "cap_w": float("nan")}, "positive"),
+        ({"policy": "power-cap", "cap_w": True}, "number"),
+        ({"policy": "battery", "hours": 2}, "battery_wh"),
+        ({"policy": "battery", "battery_wh": 10}, "hours"),
+        ({"policy": "battery", "battery_wh": 10, "energy_j": 5, "hours": 1}, "exactly one"),
+        ({"policy": "throughput", "rate_hz": 0}, "positive"),
+        ({"policy": "max", "cap_w": 10}, "do not apply"),
+        ({"policy": "ppw", "colour": "red"}, "unknown policy option"),
+        ("ppw", "mapping"),
+    ],
+)
+def test_bad_specs_raise_one_line(spec, words):
+    with pytest.raises(InvalidRequestError) as info:
+        policies.from_spec(spec)
+    message = str(info.value)
+    assert words in message and "\n" not in message
+
+
+def test_policies_are_frozen():
+    pol = policies.PowerCap(cap_w=20)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        pol.cap_w = 30  # type: ignore[misc]
