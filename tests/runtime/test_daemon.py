@@ -50,8 +50,8 @@ def start(sockdir):
     """start(devices=..., daemon=..., policy=...) -> (server, socket path); always stopped."""
     servers = []
 
-    def _start(devices=(A100, ORIN), daemon="", policy=""):
-        path = sockdir / "run" / "governor.sock"
+    def _start(devices=(A100, ORIN), daemon="", policy="", sock="run"):
+        path = sockdir / sock / "governor.sock"
         cfg = parse_config(config_text(path, devices, daemon, policy), "test.toml")
         server = DaemonServer(cfg).start_in_thread()
         servers.append(server)
@@ -198,10 +198,39 @@ def test_the_configured_policy_is_enforced_paused_by_clients_and_resumed_on_rese
     assert ask(path, action="status")["result"]["devices"][0]["enforcing"]["policy"] == "ppw"
 
 
-def test_a_policy_that_cannot_be_enforced_is_reported_not_fatal(start):
-    server, path = start(devices=(ORIN,), policy='policy = "ppw"')  # no agx-orin profile here
+def test_a_policy_that_cannot_be_enforced_is_reported_not_fatal(start, monkeypatch):
+    from governor.runtime.daemon import server as server_module
+
+    class Refusing:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def start(self):
+            raise GovernorError("the board is on fire")
+
+    class Policies:
+        @staticmethod
+        def from_spec(spec):
+            return spec
+
+    monkeypatch.setattr(server_module, "_load_runtime", lambda: (Refusing, Policies))
+    server, path = start(devices=(A100,), policy='policy = "power-cap"\ncap_w = 150')
     dev = ask(path, action="status")["result"]["devices"][0]
-    assert dev["enforcing"] is None and "no profile" in dev["policy_error"]
+    assert dev["enforcing"] is None and dev["policy_error"] == "the board is on fire"
+    assert ask(path, action="lock", min_mhz=900)["ok"]  # clients are still served
+    assert ask(path, action="reset")["ok"]
+
+
+def test_without_the_runtime_only_static_policies_are_enforced(start, monkeypatch):
+    from governor.runtime.daemon import server as server_module
+
+    monkeypatch.setattr(server_module, "_load_runtime", lambda: None)
+    server, path = start(devices=(A100,), policy='policy = "power-cap"\ncap_w = 150')
+    dev = ask(path, action="status")["result"]["devices"][0]
+    assert "needs governor.runtime" in dev["policy_error"]
+    server2, path2 = start(devices=(A100,), policy='policy = "clock"\nclock_mhz = 810', sock="b")
+    dev = ask(path2, action="status")["result"]["devices"][0]
+    assert dev["enforcing"]["by"] == "static" and dev["state"]["gpu_clocks_mhz"] == [810.0, 810.0]
 
 
 def test_client_api_and_daemon_device(start):

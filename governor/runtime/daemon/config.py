@@ -53,10 +53,11 @@ ACTIONS = ("status", "apply", "lock", "reset")
 #: profile policies a client may ask for with "apply"
 CLIENT_POLICIES = ("ppw", "max")
 #: policies the daemon may enforce from its config ("none": leave the device alone)
-POLICIES = ("none", "ppw", "max", "power-cap", "battery", "throughput")
+POLICIES = ("none", "ppw", "max", "clock", "power-cap", "battery", "throughput")
 #: numeric policy parameters (runtime contract) and whether each must be > 0
 _POLICY_NUMBERS = ("cap_w", "battery_wh", "hours", "rate_hz", "clock_mhz")
 _POLICY_NEEDS = {
+    "clock": ("clock_mhz",),
     "power-cap": ("cap_w",),
     "battery": ("battery_wh", "hours"),
     "throughput": ("rate_hz",),
@@ -223,10 +224,27 @@ class _Checker:
             number = self.number(value, key, where, None)
             if number is not None:
                 spec[key] = number
-        for key in _POLICY_NEEDS.get(name, ()):
+        needs = _POLICY_NEEDS.get(name, ())
+        for key in needs:
             if key not in spec:
                 raise self.fail(f"{where}.{key}", f"the {name} policy needs {key}")
+        for key in spec:
+            if key != "policy" and key not in needs:
+                raise self.fail(f"{where}.{key}", f"the {name} policy takes no {key}")
+        if name != "none":
+            self.check_with_runtime(spec, where)
         return spec
+
+    def check_with_runtime(self, spec: Dict[str, Any], where: str) -> None:
+        """Let the runtime's own policy parser judge the spec too, when it is installed."""
+        try:
+            from governor.runtime import policies
+        except ImportError:
+            return
+        try:
+            policies.from_spec(spec)
+        except InvalidRequestError as err:
+            raise self.fail(where, str(err)) from None
 
 
 def _under_temp_dir(path: Path) -> bool:

@@ -306,12 +306,7 @@ class DaemonServer:
             device = opener(dev_config.uri)
             slot = _Slot(dev_config, device)
             self._slots[dev_config.uri] = slot
-            if device.changed:
-                log.warning(
-                    "%s: restoring settings left by a previous run: %s",
-                    device.uri,
-                    device.restore(),
-                )
+            self._recover(device, dev_config.uri)
             if not device.capabilities.lock_gpu_clocks:
                 log.warning("%s cannot lock its GPU clock: only status will work", device.uri)
             elif not slot.clocks_within_limits():
@@ -322,6 +317,21 @@ class DaemonServer:
                     lo,
                     hi,
                 )
+
+    @staticmethod
+    def _recover(device: Device, uri: str) -> None:
+        """Undo what a killed daemon (or ``governor apply``) left, and journal to disk from now
+        on, so that ``governor reset`` can undo this daemon's changes after a ``kill -9``."""
+        try:
+            from governor.runtime.state import reset_device
+        except ImportError:
+            reset_device = None
+        if reset_device is not None:
+            restored = reset_device(uri, device=device)
+        else:
+            restored = device.restore() if device.changed else {}
+        if restored:
+            log.warning("%s: restored settings left by a previous run: %s", device.uri, restored)
 
     def serve_forever(self) -> None:
         """Accept clients until :meth:`stop`; then restore devices and remove the socket."""
@@ -597,6 +607,8 @@ class DaemonServer:
             applied["profile"] = str(path)
             if warnings:
                 applied["warnings"] = list(warnings)
+        elif policy == "clock":
+            wanted = float(slot.config.policy["clock_mhz"])
         else:
             allowed = slot.clocks_within_limits()
             wanted = allowed[-1] if allowed else slot.limits_mhz()[1]
@@ -651,11 +663,15 @@ class DaemonServer:
                 governor_cls, policies = runtime
                 policy = policies.from_spec(spec)
                 slot.governor = governor_cls(
-                    slot.device, policy, profile=None, interval_s=self.config.interval_s
+                    slot.device,
+                    policy,
+                    profile=None,
+                    interval_s=self.config.interval_s,
+                    handle_signals=False,
                 )
                 slot.governor.start()
                 slot.enforced = {"policy": name, "by": "governor", "spec": spec}
-            elif name in ("ppw", "max"):
+            elif name in ("ppw", "max", "clock"):
                 slot.enforced = dict(self._apply_static(slot, name), by="static")
             else:
                 raise GovernorError(
