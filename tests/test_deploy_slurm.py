@@ -155,7 +155,7 @@ def test_through_the_daemon_on_simulated_boards(tmp_path):
     }
 
     def clocks():
-        from governor.runtime.daemon.client import request
+        from governor.devices.daemon.client import request
 
         status = request("status", socket_path=sock)
         return [d["state"]["gpu_clocks_mhz"] for d in status["devices"]]

@@ -118,7 +118,7 @@ def daemon(
 
 
 def _client(socket: Optional[Path], timeout_s: float) -> Any:
-    from governor.runtime.daemon.client import DaemonClient
+    from governor.devices.daemon.client import DaemonClient
 
     return DaemonClient(socket, timeout_s=timeout_s)
 

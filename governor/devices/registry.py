@@ -101,7 +101,23 @@ def open_device(uri: str = "auto", **options: Any) -> Device:
         opener = _resolve(scheme, 0)
     except ImportError as err:  # a backend whose module is not installed
         raise DeviceNotFoundError(f"the {scheme} backend is not available: {err}") from err
-    return opener(rest, **options)
+    device = opener(rest, **options)
+    return _through_daemon_if_needed(device)
+
+
+def _through_daemon_if_needed(device: Device) -> Device:
+    """A real device this process may not change is changed through the governor daemon
+    when one serves it (reads stay local); otherwise it is returned as it is."""
+    if device.identity.kind in ("sim", "replay") or device.control_permitted():
+        return device
+    from governor.devices.daemon.client import DaemonDevice, daemon_serves
+
+    if daemon_serves(device.uri):
+        log.info(
+            "%s: no right to change it here; changes go through the governor daemon", device.uri
+        )
+        return DaemonDevice(device)
+    return device
 
 
 class DeviceInfo(Dict[str, Any]):

@@ -24,7 +24,7 @@ from governor.errors import (
     GovernorError,
     InvalidRequestError,
 )
-from governor.runtime.daemon.client import (
+from governor.devices.daemon.client import (
     DaemonClient,
     DaemonDevice,
     daemon_available,
@@ -297,7 +297,7 @@ def test_a_real_unprivileged_user_in_the_group_may_ask_and_others_may_not(start,
     server, path = start(devices=(A100,), daemon='socket_group = "65534"')
     code = (
         "import sys\n"
-        "from governor.runtime.daemon.client import request\n"
+        "from governor.devices.daemon.client import request\n"
         "from governor.errors import GovernorError\n"
         "try:\n"
         "    print(request('lock', socket_path=sys.argv[1], min_mhz=900)['applied']['gpu_clocks_mhz'])\n"

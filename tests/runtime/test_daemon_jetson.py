@@ -25,7 +25,7 @@ from hw_trees import build_agx_orin  # noqa: E402
 from governor.devices.journal import Journal, journal_path  # noqa: E402
 from governor.devices.registry import open_device  # noqa: E402
 from governor.paths import state_dir  # noqa: E402
-from governor.runtime.daemon.client import DaemonDevice  # noqa: E402
+from governor.devices.daemon.client import DaemonDevice  # noqa: E402
 from governor.runtime.daemon.config import parse_config  # noqa: E402
 from governor.runtime.daemon.server import DaemonServer  # noqa: E402
 
@@ -168,3 +168,22 @@ def test_the_cli_client_and_the_daemon_process(orin, sockdir):
         assert orin() == ("306000000", "612000000")
     finally:
         stop_process(proc)
+
+
+def test_open_device_goes_through_the_daemon_when_it_lacks_the_right(orin, jetson_daemon, monkeypatch):
+    """An unprivileged app calls governor.open_device("jetson") as usual and gets a device
+    whose changes the daemon makes; without a daemon it gets the plain (read-only) device."""
+    import governor
+    from governor.devices.jetson import sysfs
+
+    server, path = jetson_daemon
+    monkeypatch.setattr(sysfs, "can_write", lambda p: False)  # not root
+    monkeypatch.setenv("GOVERNOR_DAEMON_SOCKET", str(path))
+    with governor.open_device("jetson") as dev:
+        assert isinstance(dev, DaemonDevice)
+        dev.lock_gpu_clocks(612)
+        assert orin() == ("612000000", "612000000")
+    assert orin() == ("306000000", "612000000")  # leaving the block asked the daemon to reset
+    monkeypatch.setenv("GOVERNOR_DAEMON_SOCKET", str(path) + ".absent")
+    with governor.open_device("jetson") as dev:
+        assert not isinstance(dev, DaemonDevice) and not dev.control_permitted()

@@ -9,16 +9,13 @@ validated against a hand-written schema before the daemon touches a device.
 Modules (imported on demand, so ``import governor`` loads none of them):
 
 - :mod:`~governor.runtime.daemon.config`   the TOML config file, validated to one-line errors
-- :mod:`~governor.runtime.daemon.protocol` JSON lines: request schema, replies, size limit
 - :mod:`~governor.runtime.daemon.server`   the socket server, device actions, signal handling
-- :mod:`~governor.runtime.daemon.client`   ``request()``, ``daemon_available()``, ``DaemonDevice``
+
+The protocol and the client are in :mod:`governor.devices.daemon` (the device layer uses them).
 """
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_SOCKET", "SOCKET_ENV"]
+from governor.devices.daemon import DEFAULT_SOCKET, SOCKET_ENV
 
-#: where the daemon listens unless its config says otherwise (and where clients look)
-DEFAULT_SOCKET = "/run/governor/governor.sock"
-#: clients look here first for the socket path
-SOCKET_ENV = "GOVERNOR_DAEMON_SOCKET"
+__all__ = ["DEFAULT_SOCKET", "SOCKET_ENV"]

@@ -35,9 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from governor._version import __version__
 from governor.devices.base import Device
-from governor.errors import DeviceBusyError, GovernorError, InvalidRequestError
-from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
-from governor.runtime.daemon.protocol import (
+from governor.devices.daemon.protocol import (
     ProtocolError,
     Request,
     decode_request,
@@ -45,6 +43,8 @@ from governor.runtime.daemon.protocol import (
     error_reply,
     ok_reply,
 )
+from governor.errors import DeviceBusyError, GovernorError, InvalidRequestError
+from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
 
 __all__ = ["DaemonServer", "PeerCredentials", "bind_socket", "peer_credentials", "run_daemon"]
 

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from governor.devices.base import Device, DeviceState, Sample
+from governor.devices.daemon import DEFAULT_SOCKET, SOCKET_ENV
+from governor.devices.daemon.protocol import decode_reply
 from governor.devices.journal import Journal
 from governor.errors import (
     DeviceBusyError,
@@ -28,8 +30,6 @@ from governor.errors import (
     GovernorError,
     InvalidRequestError,
 )
-from governor.runtime.daemon import DEFAULT_SOCKET, SOCKET_ENV
-from governor.runtime.daemon.protocol import decode_reply
 
 __all__ = [
     "DaemonClient",
