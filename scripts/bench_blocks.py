@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from governor.devices.registry import open_device  # noqa: E402
-from governor.devices.sim.kernels import EXAMPLE_KERNELS  # noqa: E402
+from governor.tuning.blocks.simkernels import EXAMPLE_KERNELS  # noqa: E402
 from governor.tuning.blocks import (  # noqa: E402
     KernelResources,
     default_blocks,

@@ -145,7 +145,7 @@ def tune_blocks(
                 res = KernelResources(registers, shared_bytes, shared_per_thread)
                 candidates = [rank_candidates(cc, res, None, threshold)]
             else:
-                from governor.devices.sim.kernels import kernel_by_name
+                from governor.tuning.blocks.simkernels import kernel_by_name
                 from governor.tuning.blocks.bench import SimBench
                 from governor.tuning.blocks.candidates import default_blocks
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import governor
-from governor.devices.sim.analytic_kernels import (
+from governor.tuning.analytic.simkernels import (
     SimKernelRunner,
     energy_truth,
     hidden_constants,

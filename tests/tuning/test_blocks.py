@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from governor.devices.registry import open_device
-from governor.devices.sim.kernels import EXAMPLE_KERNELS, evaluate, split_sms
+from governor.tuning.blocks.simkernels import EXAMPLE_KERNELS, evaluate, split_sms
 from governor.errors import InvalidRequestError
 from governor.tuning.blocks import (
     KernelResources,

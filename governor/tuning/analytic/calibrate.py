@@ -23,7 +23,7 @@ Fits: slopes by non-negative least squares; α, β, γ by non-negative least squ
 count (DOACROSS); the stencil energy constants by the L1 linear program of
 :func:`~governor.tuning.analytic.energy.fit_energy_l1`. All constants come out ≥ 0.
 
-On a simulated board, :class:`governor.devices.sim.analytic_kernels.SimKernelRunner` runs these
+On a simulated board, :class:`governor.tuning.analytic.simkernels.SimKernelRunner` runs these
 kinds (``calibrate_on_device(SimKernelRunner(dev), ...)``);
 :func:`governor.tuning.analytic.device.calibrate_device` wraps that with a locked clock.
 """
@@ -344,7 +344,7 @@ def calibrate_on_device(
 
     ``run_kernel(kind, params)`` runs one micro-benchmark (see the module table) on the device
     and returns its time in s (or (time_s, energy_j) for ``energy:*`` kinds). For a simulated
-    board pass ``governor.devices.sim.analytic_kernels.SimKernelRunner(dev)``. Returns ``{"hhc": HhcGpu, "doacross": DoacrossConstants,
+    board pass ``governor.tuning.analytic.simkernels.SimKernelRunner(dev)``. Returns ``{"hhc": HhcGpu, "doacross": DoacrossConstants,
     "energy": StencilEnergyConstants}`` for the parts requested.
     """
 

@@ -3,7 +3,7 @@
 :func:`calibrate_device` locks the GPU clock, runs the micro-benchmarks of
 :mod:`~governor.tuning.analytic.calibrate` through the device's kernel runner and returns
 the fitted constants with the clock they hold at. Only simulated boards (``sim:NAME``) can
-run these kernels today (:mod:`governor.devices.sim.analytic_kernels`); a real GPU needs a
+run these kernels today (:mod:`governor.tuning.analytic.simkernels`); a real GPU needs a
 CUDA harness that implements the same kinds.
 
 Stored in the board's profile (``governor.profiles.store``) as
@@ -46,13 +46,13 @@ def kernel_runner(dev: Any, seed: Optional[int] = None) -> Callable[[str, Dict[s
             f"{getattr(dev, 'uri', dev)} cannot run the analytic micro-benchmarks; "
             "only simulated boards (sim:NAME) can so far"
         )
-    from governor.devices.sim.analytic_kernels import SimKernelRunner
+    from governor.tuning.analytic.simkernels import SimKernelRunner
 
     return SimKernelRunner(dev, seed=seed)
 
 
 def _bases(dev: Any) -> Tuple[HhcGpu, DoacrossGpu]:
-    from governor.devices.sim.analytic_kernels import board_doacross_gpu, board_hhc_gpu
+    from governor.tuning.analytic.simkernels import board_doacross_gpu, board_hhc_gpu
 
     return board_hhc_gpu(dev.board), board_doacross_gpu(dev.board)
 

@@ -8,7 +8,7 @@ Four kinds, one interface (``n_kernels``, ``clocks_mhz()``, ``measure(blocks, cl
   its energy counter or by integrating its (optionally lag-corrected) power.
 - :class:`RecordedBench`  a recorded Kernel Tuner cache (JSON), e.g. the RTX 4000 Ada table.
 - :class:`SimBench`       a simulated board (``governor.open_device("sim:...")``) running the
-  kernel model of :mod:`governor.devices.sim.kernels`, measured through its sensors.
+  kernel model of :mod:`governor.tuning.blocks.simkernels`, measured through its sensors.
 """
 
 from __future__ import annotations
@@ -257,12 +257,12 @@ class SimBench:
         return tuple(self.device.supported_clocks_mhz())
 
     def truth(self, blocks: Sequence[Any], clock_mhz: float) -> Any:
-        from governor.devices.sim.kernels import evaluate
+        from governor.tuning.blocks.simkernels import evaluate
 
         return evaluate(self.board, self.kernels, blocks, clock_mhz)
 
     def measure(self, blocks: Blocks, clock_mhz: float) -> Measurement:
-        from governor.devices.sim.kernels import equivalent_workload
+        from governor.tuning.blocks.simkernels import equivalent_workload
 
         try:
             point = self.truth(blocks, clock_mhz)
@@ -304,7 +304,7 @@ class SimBench:
         each clock and each candidate makespan τ every kernel takes its cheapest block that
         finishes within τ; the best τ over all kernels' times is the optimum.
         """
-        from governor.devices.sim.kernels import (
+        from governor.tuning.blocks.simkernels import (
             board_arch,
             board_sms,
             kernel_time_energy,

@@ -27,7 +27,7 @@ At a clock f the core-clock terms take reference / f times as long; memory traff
 synchronisation, kernel launch and grid synchronisation do not change.
 
     >>> import governor
-    >>> from governor.devices.sim.analytic_kernels import SimKernelRunner
+    >>> from governor.tuning.analytic.simkernels import SimKernelRunner
     >>> dev = governor.open_device("sim:titan-x")
     >>> run = SimKernelRunner(dev, seed=1)
     >>> t = run("global_copy", {"words": 1 << 20})      # seconds, measured on the sim
