@@ -74,6 +74,8 @@ def run_command(
     from governor.runtime import Governor, policies
     from governor.timebase import WallClock
 
+    quiet_runtime_log()
+
     pol = policies.from_spec(policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock))
     if isinstance(pol, policies.Throughput):
         raise InvalidRequestError(
@@ -84,7 +86,9 @@ def run_command(
     sim = device.startswith("sim:")
     dev = open_device(device, clock=WallClock()) if sim else open_device(device)
     with dev:
-        gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False)  # notes go to the log
+        gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False)
+        for note in gov.notes:
+            typer.echo(f"governor: {note}", err=True)
         if sim:
             dev.run_workload("compute")  # type: ignore[attr-defined]
         with gov:
@@ -115,6 +119,15 @@ def run_command(
             f"{mean_f if mean_f is not None else float('nan'):.0f} MHz; exit code {code}\n"
         )
     raise typer.Exit(code)
+
+
+def quiet_runtime_log() -> None:
+    """The commands print the governor's notes themselves: keep the log from repeating them."""
+    import logging
+
+    logger = logging.getLogger("governor.runtime")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
 
 
 def _run_child(command: List[str]) -> int:

@@ -16,6 +16,7 @@ from governor.cli.run import (
     PolicyOpt,
     RateOpt,
     policy_spec,
+    quiet_runtime_log,
 )
 
 
@@ -44,11 +45,15 @@ def simulate_command(
     """Run a policy on a simulated board over a trace; report energy, power, cap, work, misses."""
     from governor.runtime.simulate import simulate
 
+    quiet_runtime_log()
+
     spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock)
     if policy == "battery" and battery_wh is not None and hours is None:
         spec["duration_s"] = duration_s  # the mission is the simulated run
     doc = simulate(board, spec, trace, duration_s, interval_s=interval_s, seed=seed)
     if json_out:
+        for note in doc["notes"]:
+            typer.echo(f"governor: {note}", err=True)
         emit_json(doc)
         return
     lines = [

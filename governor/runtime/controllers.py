@@ -148,6 +148,8 @@ class PowerTracker:
 class PowerCapController(Controller):
     """Highest clocks whose measured power fits the cap (see module docstring)."""
 
+    TRIM_GAIN = 0.05  # per period, of the gap between the target and the window's mean
+
     def __init__(self, model: ClockModel, policy: PowerCap, interval_s: float) -> None:
         super().__init__(model)
         self.policy = policy
@@ -158,6 +160,8 @@ class PowerCapController(Controller):
         self.target_w = policy.cap_w * (1.0 - policy.margin)
         self.limit_w = policy.cap_w * (1.0 - policy.margin / 3.0)
         self.last_power_w: Optional[float] = None
+        self.trim_w = 0.0
+        self.trim_max_w = (self.limit_w - self.target_w) / 2.0
 
     def initial_mhz(self) -> float:
         if not self.model.fitted:  # no absolute scale yet: start low and climb once measured
@@ -186,10 +190,21 @@ class PowerCapController(Controller):
             used += power * take
             covered += take
         allowed_w = (self.limit_w * (covered + self.interval_s) - used) / self.interval_s
-        if allowed_w < self.target_w:
+        # slow integral trim for what the correction cannot see (the model's shape between
+        # two dithered clocks); frozen while demand, not the cap, limits (anti-windup)
+        mean_w = sum(dt * p for dt, p in self.window) / span if span > 0 else obs.power_w
+        limited = obs.applied_mhz < self.model.top_mhz or mean_w > self.target_w
+        if limited and span >= 0.99 * self.policy.window_s:
+            cap = self.policy.cap_w
+            self.trim_w = min(
+                self.trim_max_w,
+                max(-0.2 * cap, self.trim_w + self.TRIM_GAIN * (self.target_w - mean_w)),
+            )
+        goal_w = self.target_w + self.trim_w
+        if allowed_w < goal_w:
             clock = self.tracker.clock_for(allowed_w, carry=False)
         else:
-            clock = self.tracker.clock_for(self.target_w)
+            clock = self.tracker.clock_for(goal_w)
         return clock, clock < current_mhz
 
     def safe_mhz(self, current_mhz: float) -> float:
@@ -200,6 +215,7 @@ class PowerCapController(Controller):
         return {
             "cap_w": self.policy.cap_w,
             "target_power_w": self.target_w,
+            "trim_w": self.trim_w,
             "model_correction": self.tracker.r,
         }
 

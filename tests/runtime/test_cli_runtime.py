@@ -1,0 +1,191 @@
+"""governor apply / reset / run / simulate: the JSON keys of specs/cli-json.md, one-line
+errors with exit 1 (2 for usage), and no device left changed."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from governor.cli import main
+from governor.runtime.state import journal_file
+
+
+def _run(capsys, *args):
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    out = capsys.readouterr()
+    return info.value.code, out.out, out.err
+
+
+def test_simulate_json_keys(capsys):
+    code, out, _ = _run(
+        capsys,
+        "simulate",
+        "--board",
+        "orin-nano",
+        "--policy",
+        "power-cap",
+        "--cap-w",
+        "6",
+        "--trace",
+        "bursty",
+        "--duration-s",
+        "30",
+        "--json",
+    )
+    assert code == 0
+    doc = json.loads(out)
+    for key in (
+        "duration_s",
+        "energy_j",
+        "mean_power_w",
+        "max_power_w",
+        "time_above_cap_s",
+        "work_done",
+        "deadline_misses",
+    ):
+        assert isinstance(doc[key], (int, float)), key
+    assert doc["duration_s"] == pytest.approx(30.0)
+
+
+def test_simulate_perception_counts_frames(capsys):
+    code, out, _ = _run(
+        capsys,
+        "simulate",
+        "--board",
+        "agx-orin",
+        "--policy",
+        "throughput",
+        "--rate-hz",
+        "30",
+        "--trace",
+        "perception-30hz",
+        "--duration-s",
+        "5",
+        "--json",
+    )
+    doc = json.loads(out)
+    assert code == 0 and doc["frames"] == 150 and doc["deadline_misses"] <= 2
+
+
+def test_simulate_text_output(capsys):
+    code, out, _ = _run(
+        capsys,
+        "simulate",
+        "--board",
+        "agx-orin",
+        "--policy",
+        "battery",
+        "--battery-wh",
+        "0.2",
+        "--duration-s",
+        "60",
+    )
+    assert code == 0 and "budget lasted" in out and "energy" in out
+
+
+def test_apply_then_reset(capsys):
+    code, out, _ = _run(capsys, "apply", "max", "--device", "sim:agx-orin", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["device"] == "sim:agx-orin"
+    assert (
+        doc["applied"]["gpu_clocks_mhz"] == [1300.5, 1300.5]
+        and doc["previous"]["gpu_clocks_mhz"] is None
+    )
+    assert journal_file("sim:agx-orin").exists()
+    code, out, _ = _run(capsys, "reset", "--device", "sim:agx-orin", "--json")
+    assert code == 0 and json.loads(out) == {
+        "device": "sim:agx-orin",
+        "restored": {"gpu_clocks": None},
+    }
+    code, out, _ = _run(capsys, "reset", "--device", "sim:agx-orin", "--json")
+    assert json.loads(out)["restored"] == {}
+
+
+def test_apply_power_limit_on_a_datacenter_board(capsys):
+    code, out, _ = _run(
+        capsys, "apply", "--power-limit", "200", "--device", "sim:a100-pcie", "--json"
+    )
+    assert code == 0 and json.loads(out)["applied"] == {"power_limit_w": 200.0}
+    code, out, _ = _run(capsys, "reset", "--device", "sim:a100-pcie", "--json")
+    assert json.loads(out)["restored"] == {"power_limit": 250.0}
+
+
+@pytest.mark.parametrize(
+    "args, code, words",
+    [
+        (["apply", "--device", "sim:agx-orin"], 1, "nothing to apply"),
+        (["apply", "turbo", "--device", "sim:agx-orin"], 1, "ppw or max"),
+        (["apply", "--clock", "5000", "--device", "sim:agx-orin"], 1, "outside the range"),
+        (["apply", "--power-limit", "900", "--device", "sim:a100-pcie"], 1, "outside 150-250 W"),
+        (
+            ["apply", "--power-limit", "20", "--device", "sim:agx-orin"],
+            1,
+            "no settable power limit",
+        ),
+        (["apply", "max", "--device", "sim:nope"], 1, "unknown simulated board"),
+        (["apply", "max", "--device", "sim:agx-orin", "--frobnicate"], 2, "No such option"),
+        (["simulate", "--policy", "power-cap"], 1, "needs cap_w"),
+        (["simulate", "--policy", "max", "--trace", "zigzag"], 1, "unknown trace"),
+        (["simulate", "--policy", "max", "--duration-s", "-1"], 1, "duration_s"),
+        (
+            [
+                "run",
+                "--device",
+                "sim:agx-orin",
+                "--policy",
+                "throughput",
+                "--rate-hz",
+                "30",
+                "--",
+                "true",
+            ],
+            1,
+            "gov.tick()",
+        ),
+        (
+            ["run", "--device", "sim:agx-orin", "--policy", "power-cap", "--", "true"],
+            1,
+            "needs cap_w",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_leaves_nothing_changed(capsys, args, code, words):
+    got, out, err = _run(capsys, *args, "--json") if "--" not in args else _run(capsys, *args)
+    assert got == code
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not journal_file("sim:agx-orin").exists() and not journal_file("sim:a100-pcie").exists()
+
+
+def test_run_reports_energy_and_exits_with_the_commands_code(capsys):
+    code, out, err = _run(
+        capsys,
+        "run",
+        "--device",
+        "sim:agx-orin",
+        "--policy",
+        "ppw",
+        "--json",
+        "--",
+        sys.executable,
+        "-c",
+        "import time; time.sleep(0.3); raise SystemExit(3)",
+    )
+    assert code == 3
+    doc = json.loads(out)
+    assert doc["exit_code"] == 3 and doc["policy"] == "ppw"
+    assert doc["duration_s"] >= 0.3 and doc["energy_j"] > 0
+    assert doc["mean_power_w"] == pytest.approx(doc["energy_j"] / doc["duration_s"])
+    assert doc["mean_clock_mhz"] == pytest.approx(1020.0)  # the fallback PPW guess, said on stderr
+    assert "no calibrated model" in err
+    assert not journal_file("sim:agx-orin").exists()
+
+
+def test_run_missing_command_exits_127(capsys):
+    code, _, err = _run(
+        capsys, "run", "--device", "sim:agx-orin", "--policy", "max", "--", "no-such-command-xyz"
+    )
+    assert code == 127 and "command not found: no-such-command-xyz" in err
+    assert not journal_file("sim:agx-orin").exists()
