@@ -1,0 +1,282 @@
+"""Bench of the runtime governor on simulated boards (issue 7 targets; not a timed test).
+
+    python scripts/bench_runtime.py [--boards a,b] [--quick]
+
+Each board is first calibrated (as a user would with ``governor calibrate``), then:
+
+- power cap at 70 % of the board's compute power at the top clock, over steady, bursty and
+  step traces (120 s): time above the cap (1-s average) and mean power while demand exceeds
+  the cap; targets <= 2 % and >= 90 %;
+- battery: a budget that the top clock would spend in 60 % of a 600 s mission: how long it
+  lasted (target >= 98 %) and work done against the best constant clock that also lasts;
+- throughput: the 30 Hz perception trace (60 s): missed deadlines (target <= 1 %) and energy
+  against the cheapest constant clock that misses <= 1 %;
+- overhead: median time of one control step (device read included), CPU share at 10 Hz in
+  real time, RSS a running governor adds, and whether scipy or numpy got imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+os.environ.setdefault("GOVERNOR_STATE_DIR", tempfile.mkdtemp(prefix="governor-bench-state-"))
+os.environ.setdefault("GOVERNOR_DATA_DIR", tempfile.mkdtemp(prefix="governor-bench-data-"))
+
+import logging  # noqa: E402
+
+logging.getLogger("governor.runtime").addHandler(logging.NullHandler())
+
+import governor  # noqa: E402
+from governor.devices.sim.catalog import board_names  # noqa: E402
+from governor.runtime.simulate import simulate  # noqa: E402
+
+CAP_TRACES = ("steady", "bursty", "step")
+
+
+def calibrated(board: str):
+    from governor.calibrate.loads import make_load
+    from governor.calibrate.procedure import DeviceProber, calibrate
+    from governor.profiles.profile import build_profile
+
+    with governor.open_device(f"sim:{board}") as dev:
+        load = make_load(dev, "builtin")
+        return build_profile(
+            dev, calibrate(DeviceProber(dev, load)), {"kind": load.kind, "name": load.name}
+        )
+
+
+def constant(board, doc, clock, trace, duration):
+    return simulate(board, {"policy": "clock", "clock_mhz": clock}, trace, duration, profile=doc)
+
+
+def best_lasting_clock(board, doc, clocks, trace, duration, budget):
+    """Highest clock whose constant run fits the budget (energy rises with the clock)."""
+    lo, hi, best = 0, len(clocks) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        run = constant(board, doc, clocks[mid], trace, duration)
+        if run["energy_j"] <= budget:
+            best, lo = run, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def best_rate_clock(board, doc, clocks, duration):
+    """Cheapest constant clock missing <= 1 % of the frames."""
+    lo, hi, first = 0, len(clocks) - 1, None
+    while lo <= hi:  # lowest clock that keeps up
+        mid = (lo + hi) // 2
+        run = constant(board, doc, clocks[mid], "perception-30hz", duration)
+        if run["deadline_misses"] <= 0.01 * run["frames"]:
+            first, hi = (mid, run), mid - 1
+        else:
+            lo = mid + 1
+    if first is None:
+        return None
+    best = first[1]
+    for i in range(first[0] + 1, len(clocks)):  # energy may still fall above it (idle power)
+        run = constant(board, doc, clocks[i], "perception-30hz", duration)
+        if run["energy_j"] >= best["energy_j"]:
+            break
+        best = run
+    return best
+
+
+def bench_cap(boards, docs, duration):
+    rows = []
+    for board in boards:
+        top = simulate(board, {"policy": "max"}, "steady", 20, profile=docs[board])["mean_power_w"]
+        cap = 0.7 * top
+        for trace in CAP_TRACES:
+            r = simulate(
+                board, {"policy": "power-cap", "cap_w": cap}, trace, duration, profile=docs[board]
+            )
+            above = 100.0 * r["time_above_cap_s"] / r["duration_s"]
+            mean = 100.0 * (r["mean_power_while_demand_w"] or 0.0) / cap
+            ok = above <= 2.0 and mean >= 90.0
+            rows.append(
+                (
+                    board,
+                    trace,
+                    cap,
+                    above,
+                    mean,
+                    100.0 * r["time_above_cap_instant_s"] / r["duration_s"],
+                    ok,
+                )
+            )
+    print(f"\n## Power cap at 70 % of top-clock power, {duration:.0f} s per trace")
+    print(
+        "| board | trace | cap W | above cap (1-s avg) % | mean power while demand > cap, % of cap | periods above cap % | ok |"
+    )
+    print("|---|---|---:|---:|---:|---:|:-:|")
+    for board, trace, cap, above, mean, inst, ok in rows:
+        print(
+            f"| {board} | {trace} | {cap:.1f} | {above:.2f} | {mean:.1f} | {inst:.0f} | {'yes' if ok else 'NO'} |"
+        )
+    print(f"{sum(r[-1] for r in rows)}/{len(rows)} within both targets")
+
+
+def bench_battery(boards, docs, duration):
+    print(f"\n## Battery: budget = 60 % of what the top clock uses in {duration:.0f} s")
+    print(
+        "| board | trace | budget J | lasted % of target | energy left % | work vs best constant clock that lasts | that clock MHz |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for board in boards:
+        doc = docs[board]
+        clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
+        for trace in ("steady", "bursty"):
+            top = simulate(board, {"policy": "max"}, trace, duration, profile=doc)
+            budget = 0.6 * top["energy_j"]
+            r = simulate(
+                board,
+                {"policy": "battery", "energy_j": budget, "duration_s": duration},
+                trace,
+                duration,
+                profile=doc,
+            )
+            best = best_lasting_clock(board, doc, clocks, trace, duration, budget)
+            ratio = r["work_done"] / best["work_done"] if best else float("nan")
+            clock = best["mean_clock_mhz"] if best else float("nan")
+            print(
+                f"| {board} | {trace} | {budget:.0f} | {100 * r['lasted_s'] / duration:.1f} | "
+                f"{100 * r['energy_left_j'] / budget:.1f} | {ratio:.3f} | {clock:.0f} |"
+            )
+
+
+def bench_throughput(boards, docs, duration):
+    print(
+        f"\n## Throughput: 30 Hz perception loop, {duration:.0f} s (a frame needs 45 % of its period at the top clock)"
+    )
+    print(
+        "| board | missed % | energy J | best constant clock: MHz, energy J | energy vs best constant | vs top clock |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for board in boards:
+        doc = docs[board]
+        clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
+        r = simulate(
+            board, {"policy": "throughput", "rate_hz": 30}, "perception-30hz", duration, profile=doc
+        )
+        best = best_rate_clock(board, doc, clocks, duration)
+        top = constant(board, doc, clocks[-1], "perception-30hz", duration)
+        print(
+            f"| {board} | {100 * r['deadline_misses'] / r['frames']:.2f} | {r['energy_j']:.0f} | "
+            f"{best['mean_clock_mhz']:.0f}, {best['energy_j']:.0f} | {r['energy_j'] / best['energy_j']:.3f} | "
+            f"{r['energy_j'] / top['energy_j']:.3f} |"
+        )
+
+
+OVERHEAD = r"""
+import json, os, resource, sys, time
+def rss_kb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+import governor
+from governor.runtime import Governor
+from governor.timebase import WallClock
+dev = governor.open_device("sim:agx-orin", clock=WallClock())
+dev.run_workload("compute")
+dev.sample()
+before = rss_kb()
+gov = Governor(dev, {"policy": "power-cap", "cap_w": 25}, interval_s=0.1)
+gov.start()
+cpu0, wall0 = time.process_time(), time.monotonic()
+time.sleep(float(sys.argv[1]))
+cpu = time.process_time() - cpu0
+wall = time.monotonic() - wall0
+after = rss_kb()
+steps = gov.status()["steps"]
+gov.stop()
+print(json.dumps({"rss_added_mb": (after - before) / 1024.0, "cpu_pct": 100.0 * cpu / wall, "steps": steps,
+                  "scipy": "scipy" in sys.modules, "numpy": "numpy" in sys.modules}))
+"""
+
+
+def bench_overhead(seconds):
+    import json
+
+    from governor.runtime import Governor
+
+    print("\n## Overhead")
+    print("| measure | value | target |")
+    print("|---|---:|---|")
+    for board in ("agx-orin", "a100-pcie", "rtx-a4000"):
+        dev = governor.open_device(f"sim:{board}")
+        dev.run_workload("compute")
+        gov = Governor(
+            dev,
+            {"policy": "power-cap", "cap_w": 0.7 * 40 if board == "agx-orin" else 100},
+            background=False,
+        )
+        times = []
+        with gov:
+            for _ in range(2000):
+                dev.clock.sleep(gov.interval_s)
+                t0 = time.perf_counter()
+                gov.update()
+                times.append(time.perf_counter() - t0)
+            sample_t = []
+            for _ in range(500):
+                dev.clock.sleep(gov.interval_s)
+                t0 = time.perf_counter()
+                dev.sample()
+                sample_t.append(time.perf_counter() - t0)
+        med = statistics.median(times) * 1e6
+        dev_med = statistics.median(sample_t) * 1e6
+        print(
+            f"| control step, sim:{board} (median, incl. device read {dev_med:.0f} µs) | {med:.0f} µs | ≤ 200 µs |"
+        )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    out = subprocess.run(
+        [sys.executable, "-c", OVERHEAD, str(seconds)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    doc = json.loads(out.stdout.splitlines()[-1])
+    print(
+        f"| CPU share at 10 Hz (background thread, real-time sim, {seconds:.0f} s, {doc['steps']} steps) | {doc['cpu_pct']:.2f} % | reported |"
+    )
+    print(f"| RSS added by a running governor | {doc['rss_added_mb']:.2f} MB | ≤ 30 MB |")
+    print(
+        f"| scipy / numpy imported by the runtime path | {doc['scipy']} / {doc['numpy']} | False |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boards", default="", help="comma-separated boards (default: all)")
+    parser.add_argument("--quick", action="store_true", help="shorter runs")
+    args = parser.parse_args()
+    boards = [b for b in args.boards.split(",") if b] or list(board_names())
+    t0 = time.perf_counter()
+    docs = {b: calibrated(b) for b in boards}
+    scale = 0.25 if args.quick else 1.0
+    bench_cap(boards, docs, 120 * scale)
+    small = [
+        b
+        for b in ("agx-orin", "orin-nano", "xavier-nx", "a100-pcie", "rtx-a4000", "l4")
+        if b in boards
+    ] or boards[:3]
+    bench_battery(small, docs, 600 * scale)
+    bench_throughput(small, docs, 60 * scale)
+    bench_overhead(5.0 * scale)
+    print(f"\n(bench ran in {time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
