@@ -7,16 +7,13 @@ import subprocess
 import sys
 
 import pytest
+from cli_helpers import run_cli
 
 from governor._version import __version__
-from governor.cli import main
 
 
 def run(args, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
+    return run_cli(capsys, *args)
 
 
 def test_version(capsys):

@@ -7,11 +7,11 @@ import math
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
 import governor
 from governor.calibrate.loads import make_load
 from governor.calibrate.procedure import DeviceProber, calibrate
-from governor.cli import main
 from governor.errors import ProfileError
 from governor.models.power import PowerModel
 from governor.models.time import TimeModel
@@ -21,10 +21,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def run(args, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(args)
-    out, err = capsys.readouterr()
-    return info.value.code, out, err
+    return run_cli(capsys, *args)
 
 
 def test_calibrate_json_has_the_contract_keys_and_writes_a_profile(capsys):

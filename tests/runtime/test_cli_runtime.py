@@ -7,16 +7,11 @@ import json
 import sys
 
 import pytest
+from cli_helpers import run_cli
 
-from governor.cli import main
 from governor.runtime.state import journal_file
 
-
-def _run(capsys, *args):
-    with pytest.raises(SystemExit) as info:
-        main(list(args))
-    out = capsys.readouterr()
-    return info.value.code, out.out, out.err
+_run = run_cli
 
 
 def test_simulate_json_keys(capsys):

@@ -5,15 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_helpers import run_cli
 
-
-def _cli(capsys, *args):
-    from governor.cli import main
-
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    out = capsys.readouterr()
-    return exit_info.value.code, out.out, out.err
+_cli = run_cli
 
 
 def test_json_keys(capsys):
