@@ -22,7 +22,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from governor.devices.registry import open_device  # noqa: E402
-from governor.tuning.blocks.simkernels import EXAMPLE_KERNELS  # noqa: E402
 from governor.tuning.blocks import (  # noqa: E402
     KernelResources,
     default_blocks,
@@ -34,6 +33,7 @@ from governor.tuning.blocks import (  # noqa: E402
 )
 from governor.tuning.blocks.bench import RecordedBench, SimBench  # noqa: E402
 from governor.tuning.blocks.candidates import format_block  # noqa: E402
+from governor.tuning.blocks.simkernels import EXAMPLE_KERNELS  # noqa: E402
 
 ADA = ROOT / "tests" / "data" / "kernel_tuner" / "blocksize_energy_cache_RTX4000Ada.json"
 BOARDS = ("a100-pcie", "h100-sxm", "rtx-a4000", "t4", "l4", "agx-orin", "xavier-nx")

@@ -57,7 +57,9 @@ def test_readme_python_examples_run():
     governed = [body for lang, body in BLOCKS if lang == "python" and "Governor" in body]
     assert governed
     for code in governed:
-        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
         assert out.returncode == 0, out.stderr
     code = next(body for lang, body in BLOCKS if lang == "python" and "lock_gpu_clocks" in body)
     out = subprocess.run(

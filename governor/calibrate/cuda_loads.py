@@ -17,9 +17,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from governor.calibrate.loads import LoadFailed, ThreadedLoad
+from governor.calibrate.loads import Load, LoadFailed, ThreadedLoad
 from governor.devices.base import Device
-from governor.errors import CalibrationError, InvalidRequestError, UnsupportedError
+from governor.errors import InvalidRequestError, UnsupportedError
 
 __all__ = ["CudaComputeLoad", "CudaMemoryLoad", "compute_grid", "make_cuda_load", "memory_elements"]
 

@@ -145,9 +145,9 @@ def tune_blocks(
                 res = KernelResources(registers, shared_bytes, shared_per_thread)
                 candidates = [rank_candidates(cc, res, None, threshold)]
             else:
-                from governor.tuning.blocks.simkernels import kernel_by_name
                 from governor.tuning.blocks.bench import SimBench
                 from governor.tuning.blocks.candidates import default_blocks
+                from governor.tuning.blocks.simkernels import kernel_by_name
 
                 models = [kernel_by_name(k) for k in (kernel or ["vector-add"])]
                 bench = SimBench(dev, models)

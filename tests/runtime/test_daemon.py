@@ -17,19 +17,19 @@ from pathlib import Path
 import pytest
 from daemon_helpers import REPO, ask, config_text, send, short_socket_dir
 
-from governor.devices.registry import open_device
-from governor.errors import (
-    DeviceBusyError,
-    DevicePermissionError,
-    GovernorError,
-    InvalidRequestError,
-)
 from governor.devices.daemon.client import (
     DaemonClient,
     DaemonDevice,
     daemon_available,
     daemon_serves,
     request,
+)
+from governor.devices.registry import open_device
+from governor.errors import (
+    DeviceBusyError,
+    DevicePermissionError,
+    GovernorError,
+    InvalidRequestError,
 )
 from governor.runtime.daemon.config import parse_config
 from governor.runtime.daemon.server import DaemonServer, bind_socket

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from governor.devices.daemon.protocol import ProtocolError, decode_request, encode
 from governor.errors import DevicePermissionError
 from governor.runtime.daemon.config import ConfigError, check_may_start, load_config, parse_config
-from governor.devices.daemon.protocol import ProtocolError, decode_request, encode
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = """

@@ -22,10 +22,10 @@ from daemon_helpers import (
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardware"))
 from hw_trees import build_agx_orin  # noqa: E402
 
+from governor.devices.daemon.client import DaemonDevice  # noqa: E402
 from governor.devices.journal import Journal, journal_path  # noqa: E402
 from governor.devices.registry import open_device  # noqa: E402
 from governor.paths import state_dir  # noqa: E402
-from governor.devices.daemon.client import DaemonDevice  # noqa: E402
 from governor.runtime.daemon.config import parse_config  # noqa: E402
 from governor.runtime.daemon.server import DaemonServer  # noqa: E402
 
@@ -170,7 +170,9 @@ def test_the_cli_client_and_the_daemon_process(orin, sockdir):
         stop_process(proc)
 
 
-def test_open_device_goes_through_the_daemon_when_it_lacks_the_right(orin, jetson_daemon, monkeypatch):
+def test_open_device_goes_through_the_daemon_when_it_lacks_the_right(
+    orin, jetson_daemon, monkeypatch
+):
     """An unprivileged app calls governor.open_device("jetson") as usual and gets a device
     whose changes the daemon makes; without a daemon it gets the plain (read-only) device."""
     import governor

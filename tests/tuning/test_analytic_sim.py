@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 import governor
+from governor.errors import InvalidRequestError, UnsupportedError
+from governor.tuning.analytic import calibrate_on_device, catalog
+from governor.tuning.analytic.device import calibrate_device, kernel_runner
 from governor.tuning.analytic.simkernels import (
     SimKernelRunner,
     energy_truth,
     hidden_constants,
     run_analytic_kernel,
 )
-from governor.errors import InvalidRequestError, UnsupportedError
-from governor.tuning.analytic import calibrate_on_device, catalog
-from governor.tuning.analytic.device import calibrate_device, kernel_runner
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from governor.devices.registry import open_device
-from governor.tuning.blocks.simkernels import EXAMPLE_KERNELS, evaluate, split_sms
 from governor.errors import InvalidRequestError
 from governor.tuning.blocks import (
     KernelResources,
@@ -30,6 +29,7 @@ from governor.tuning.blocks.bench import (
     guess_cc,
 )
 from governor.tuning.blocks.cache import load_choice, ppw_start_clock_mhz
+from governor.tuning.blocks.simkernels import EXAMPLE_KERNELS, evaluate, split_sms
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kernel_tuner"
 ADA = DATA / "blocksize_energy_cache_RTX4000Ada.json"
