@@ -67,7 +67,7 @@ def show_command(
     """Show one profile: by board name, by file, or for a device (checked against its fingerprint)."""
     from governor.errors import InvalidRequestError, ProfileError
     from governor.profiles.profile import find_profile, load_profile_for, validate
-    from governor.profiles.store import read_profile_file
+    from governor.profiles.store import profile_paths, read_profile_file
 
     warnings = []
     if device:
@@ -84,10 +84,13 @@ def show_command(
         doc = validate(read_profile_file(path), path)
     else:
         found = find_profile(board)
-        if found is None:
-            raise ProfileError(
-                f"no profile for board {board!r}: run 'governor calibrate' on it first"
-            )
+        if found is None:  # perhaps only tuning caches (tiles, blocks) so far
+            cache = next((p for p in profile_paths(board) if p.exists()), None)
+            if cache is None:
+                raise ProfileError(
+                    f"no profile for board {board!r}: run 'governor calibrate' on it first"
+                )
+            found = (cache, read_profile_file(cache))
         path, doc = found
     if json_out:
         emit_json({"path": str(path), "warnings": warnings, "profile": doc})
@@ -95,8 +98,12 @@ def show_command(
     from rich.console import Console
 
     console = Console(highlight=False)
+    console.print(f"[bold]{doc.get('board', path.stem)}[/bold]  ({path})")
+    if "power_model" not in doc:
+        console.print("  not calibrated yet: run 'governor calibrate' on this board")
+        _print_tuning(console, doc)
+        return
     pm = doc["power_model"]
-    console.print(f"[bold]{doc['board']}[/bold]  ({path})")
     console.print(
         f"  PPW-optimal clock  {doc['ppw_optimal_clock_mhz']:g} MHz   ridge {doc.get('ridge_clock_mhz', 0):.0f} MHz"
     )
@@ -107,12 +114,16 @@ def show_command(
     console.print(
         f"  calibrated         {doc.get('created', '?')} with loads: {', '.join(sorted(doc.get('workloads', {})))}"
     )
+    _print_tuning(console, doc)
+    for w in warnings:
+        console.print(f"  warning: {w}")
+
+
+def _print_tuning(console, doc) -> None:
     for key, section in sorted((doc.get("tuning") or {}).items()):
         console.print(
             f"  tuning cache       {key}: {len(section)} entr{'y' if len(section) == 1 else 'ies'}"
         )
-    for w in warnings:
-        console.print(f"  warning: {w}")
 
 
 @profile_app.command("import")

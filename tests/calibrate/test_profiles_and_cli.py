@@ -253,3 +253,14 @@ def test_a_simulated_calibration_is_not_taken_for_the_real_board(tmp_path):
     # a real calibration replaces the simulated one instead of merging into it
     path = save_calibration(real, result, {"kind": "memory", "name": "memory"})
     assert set(json.loads(path.read_text())["workloads"]) == {"memory"}
+
+
+def test_a_profile_with_only_tuning_caches_shows_them_and_says_it_is_not_calibrated(capsys):
+    from governor.profiles.store import put_tuning
+
+    put_tuning("orin-nx", "tiles", "gemm", {"tiles": {"i": 16}})
+    code, out, err = run(["profile", "show", "orin-nx"], capsys)
+    assert code == 0 and "not calibrated yet" in out and "tiles: 1 entry" in out
+    run(["calibrate", "--device", "sim:orin-nx", "--json"], capsys)  # keeps the cache
+    _, doc = find_profile("orin-nx")
+    assert doc["tuning"]["tiles"]["gemm"] == {"tiles": {"i": 16}}
