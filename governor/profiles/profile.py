@@ -219,9 +219,10 @@ def save_calibration(device: Device, result: Any, load: Dict[str, str]) -> Path:
     if user_path.exists():
         try:
             existing = read_profile_file(user_path)
-            theirs = existing.get("fingerprint") or {}
-            if theirs.get("model") not in (None, device.identity.model) or (
-                (theirs.get("kind") == "sim") != (device.identity.kind == "sim")
+            theirs = existing.get("fingerprint")  # None: only tuning caches so far
+            if theirs and (
+                theirs.get("model") != device.identity.model
+                or (theirs.get("kind") == "sim") != (device.identity.kind == "sim")
             ):
                 existing = None  # another board's (or a simulation's) file: start afresh
         except ProfileError:
