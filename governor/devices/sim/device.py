@@ -18,10 +18,10 @@ firmware's power-limit throttling.
 
 from __future__ import annotations
 
-import collections
+import bisect
 import math
 import random
-from typing import Deque, Dict, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 from urllib.parse import parse_qsl
 
 from governor._version import __version__
@@ -154,8 +154,12 @@ class SimDevice(Device):
         self._clock_mhz = idle_clock
         self._throttled = False
         self._power_w = board.gpu_power_w(idle_clock, self._temperature_c, None, self._mem_clock)
-        # (t_end_s, dt_s, power_w) of recent integration steps, for averaging sensors
-        self._history: Deque[Tuple[float, float, float]] = collections.deque()
+        # recent integration steps, for averaging sensors: end times, powers, and the energy
+        # integrated up to each end (so a window's mean is two look-ups, not a scan)
+        self._hist_t: List[float] = []
+        self._hist_p: List[float] = []
+        self._hist_e: List[float] = []
+        self._hist_dt: List[float] = []
 
     # -- the load (used by calibration and the runtime) ---------------------------------
     @property
@@ -247,7 +251,10 @@ class SimDevice(Device):
             1.0 - math.exp(-dt / board.thermal_tau_s)
         )
         self._t_s += dt
-        self._history.append((self._t_s, dt, power))
+        self._hist_t.append(self._t_s)
+        self._hist_p.append(power)
+        self._hist_e.append(self._energy_j)
+        self._hist_dt.append(dt)
 
     def _advance(self) -> None:
         now = self.clock.now_s()
@@ -256,23 +263,28 @@ class SimDevice(Device):
             step = _COARSE_STEP_S if remaining > _HISTORY_S else min(_FINE_STEP_S, remaining)
             self._step(step)
             remaining = now - self._t_s
-        while self._history and self._history[0][0] < self._t_s - _HISTORY_S:
-            self._history.popleft()
+        old = bisect.bisect_left(self._hist_t, self._t_s - _HISTORY_S)
+        if old > 256:  # drop stale steps now and then (amortised)
+            del self._hist_t[:old], self._hist_p[:old], self._hist_e[:old], self._hist_dt[:old]
+
+    def _energy_at_j(self, t_s: float) -> float:
+        """Energy integrated up to time ``t_s`` (within the recent history)."""
+        i = bisect.bisect_left(self._hist_t, t_s)
+        if i >= len(self._hist_t):
+            return self._hist_e[-1]
+        return self._hist_e[i] - self._hist_p[i] * (self._hist_t[i] - t_s)
 
     def _average_power_w(self, t_end: float, window_s: float) -> float:
-        if window_s <= 0:
-            for end, dt, power in reversed(self._history):
-                if end - dt <= t_end + 1e-12:
-                    return power
+        if not self._hist_t:
             return self._power_w
-        t_start = t_end - window_s
-        total = covered = 0.0
-        for end, dt, power in self._history:
-            overlap = min(end, t_end) - max(end - dt, t_start)
-            if overlap > 0:
-                total += power * overlap
-                covered += overlap
-        return total / covered if covered > 0 else self._power_w
+        if window_s <= 0:  # the step under way at t_end
+            i = bisect.bisect_left(self._hist_t, t_end - 1e-12)
+            return self._hist_p[min(i, len(self._hist_p) - 1)]
+        t_start = max(t_end - window_s, self._hist_t[0] - self._hist_dt[0])
+        t_stop = min(t_end, self._hist_t[-1])
+        if t_stop <= t_start:
+            return self._power_w
+        return (self._energy_at_j(t_stop) - self._energy_at_j(t_start)) / (t_stop - t_start)
 
     def _noisy(self, value: float, key: int) -> float:
         if not self._noise:
