@@ -16,10 +16,11 @@ table of four clocks.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.model import ClockModel
 from governor.runtime.policies import (
@@ -99,7 +100,13 @@ class StaticController(Controller):
 
 
 class PowerTracker:
-    """Measured-power correction of the model and the clock that fits a power target."""
+    """Measured-power correction of the model and the clock that fits a power target.
+
+    The correction is kept per clock: a load's power does not scale with the calibration
+    load's by one factor at every clock (a memory-bound load's share of dynamic power falls
+    as the clock rises), and dithering between two clocks reaches its target only if both
+    levels are right. A clock not measured yet borrows the nearest measured clock's factor.
+    """
 
     RISE = 1.0  # share of an upward correction taken at once (power above prediction)
     FALL = 0.3  # share of a downward correction per period
@@ -107,7 +114,9 @@ class PowerTracker:
     def __init__(self, model: ClockModel, dither: bool) -> None:
         self.model = model
         self.dither = dither
-        self.r: Optional[float] = None
+        self.r: Optional[float] = None  # the latest factor, at whichever clock ran
+        self.r_by_clock: Dict[float, float] = {}
+        self._measured: List[float] = []  # clocks with a factor, ascending
         self.carry_w = 0.0
 
     def learn(self, power_w: float, applied_mhz: float) -> None:
@@ -115,34 +124,61 @@ class PowerTracker:
         if predicted <= 0 or not math.isfinite(power_w) or power_w < 0:
             return
         r_inst = power_w / predicted
-        if self.r is None or r_inst > self.r:
-            self.r = self.r + self.RISE * (r_inst - self.r) if self.r is not None else r_inst
+        r_old = self.r_by_clock.get(applied_mhz, self.r)
+        if r_old is None or r_inst > r_old:
+            r_new = r_old + self.RISE * (r_inst - r_old) if r_old is not None else r_inst
         else:
-            self.r += self.FALL * (r_inst - self.r)
+            r_new = r_old + self.FALL * (r_inst - r_old)
+        if self.r is not None and r_inst > self.r * 1.2:  # the load grew: old factors are stale
+            self.r_by_clock = {c: max(v, r_new) for c, v in self.r_by_clock.items()}
+        if applied_mhz not in self.r_by_clock:
+            bisect.insort(self._measured, applied_mhz)
+        self.r_by_clock[applied_mhz] = r_new
+        self.r = r_new
 
     @property
     def scale(self) -> float:
         return self.r if self.r is not None else 1.0
 
+    def scale_at(self, clock_mhz: float) -> float:
+        factors = self.r_by_clock
+        if clock_mhz in factors:
+            return factors[clock_mhz]
+        measured = self._measured
+        if not measured:
+            return self.scale
+        i = bisect.bisect_left(measured, clock_mhz)
+        near = [measured[j] for j in (i - 1, i) if 0 <= j < len(measured)]
+        return factors[min(near, key=lambda c: abs(c - clock_mhz))]
+
     def predicted_w(self, clock_mhz: float) -> float:
-        return self.scale * self.model.power_at(clock_mhz)
+        return self.scale_at(clock_mhz) * self.model.power_at(clock_mhz)
 
     def clock_for(self, target_w: float, *, carry: bool = True) -> float:
         """The highest clock whose corrected power fits ``target_w`` (plus the carried
         leftover when dithering); the lowest clock when none does."""
-        levels = self.model.power_w
-        scale = self.scale
+        clocks, model_w = self.model.clocks_mhz, self.model.power_w
+        top = len(clocks) - 1
         want = target_w + (self.carry_w if (carry and self.dither) else 0.0)
-        idx = 0
-        for i in range(len(levels) - 1, -1, -1):
-            if scale * levels[i] <= want:
-                idx = i
-                break
-        if carry and self.dither and idx < len(levels) - 1 and scale * levels[idx] <= want:
-            self.carry_w = want - scale * levels[idx]
+
+        def level(i: int) -> float:
+            return self.scale_at(clocks[i]) * model_w[i]
+
+        # the model's power rises with the clock: bisect with one factor, then step with
+        # each clock's own factor (a control step must stay cheap on 190-clock tables)
+        idx = min(max(bisect.bisect_right(model_w, want / self.scale) - 1, 0), top)
+        while idx < top and level(idx + 1) <= want:
+            idx += 1
+        while idx > 0 and level(idx) > want:
+            idx -= 1
+        if carry and self.dither and idx < top and level(idx) <= want:
+            self.carry_w = want - level(idx)
         else:
+            # at the top clock the leftover is dropped, not carried: no windup when demand,
+            # not the target, limits (it costs a little mean power when the top clock is one
+            # of the two being dithered)
             self.carry_w = 0.0
-        return self.model.clocks_mhz[idx]
+        return clocks[idx]
 
 
 class PowerCapController(Controller):

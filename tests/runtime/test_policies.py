@@ -66,3 +66,25 @@ def test_policies_are_frozen():
     pol = policies.PowerCap(cap_w=20)
     with pytest.raises(dataclasses.FrozenInstanceError):
         pol.cap_w = 30  # type: ignore[misc]
+
+
+def test_dithering_reaches_the_target_when_the_load_is_not_shaped_like_the_model():
+    """A coarse table (4 clocks) and a load whose power rises less steeply than the
+    calibration load's: one correction factor for every clock would undershoot the target;
+    per-clock factors make the mean of the two dithered clocks land on it."""
+    from governor.runtime.controllers import PowerTracker
+    from governor.runtime.model import ClockModel
+
+    clocks = (306.0, 408.0, 510.0, 624.75)
+    model = ClockModel(clocks, (3.0, 3.6, 4.2, 7.9), (2.0, 1.5, 1.2, 1.0), 2.0, 510.0, True, "test")
+    true_w = {306.0: 3.3, 408.0: 3.65, 510.0: 3.95, 624.75: 6.2}  # memory-bound: flatter on top
+    tracker = PowerTracker(model, dither=True)
+    target, powers = 5.3, []
+    clock = 510.0
+    for _ in range(400):
+        tracker.learn(true_w[clock], clock)
+        clock = tracker.clock_for(target)
+        powers.append(true_w[clock])
+    mean = sum(powers[100:]) / len(powers[100:])
+    assert 0.95 * target <= mean <= target
+    assert set(powers[100:]) == {3.95, 6.2}  # it alternates between the two neighbours
