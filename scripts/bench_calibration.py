@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -58,34 +56,19 @@ def paper_procedure(sweep) -> tuple:
 
 
 def kernel_tuner_ridge(sweep):
-    """Kernel Tuner's own fit on the sweep (written as a cache), or why it failed."""
+    """Kernel Tuner's own fit (``fit_power_frequency_model``) on the measured clocks and
+    powers, or the first line of what it raised."""
     if importlib.util.find_spec("kernel_tuner") is None:
         return None
     from kernel_tuner.energy import energy as kt_energy
 
-    cache = {
-        "device_name": sweep.device,
-        "kernel_name": "replay",
-        "problem_size": [1],
-        "tune_params_keys": ["nvml_gr_clock"],
-        "tune_params": {"nvml_gr_clock": list(sweep.requested_mhz)},
-        "objective": "time",
-        "cache": {},
-    }
-    for r, c, p, t in zip(sweep.requested_mhz, sweep.clock_mhz, sweep.power_w, sweep.time_s):
-        cache["cache"][str(r)] = {
-            "nvml_gr_clock": r,
-            "core_freq": c,
-            "nvml_power": p,
-            "time": t * 1000,
-        }
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-        json.dump(cache, fh)
     try:
-        ridge, *_ = kt_energy.create_power_frequency_model(cache=fh.name, simulation_mode=True)
-        return f"{ridge:g}"
+        ridge, _params, _scaling = kt_energy.fit_power_frequency_model(
+            np.array(sweep.clock_mhz), np.array(sweep.power_w)
+        )
+        return f"{float(ridge):.0f}"
     except Exception as err:  # report whatever Kernel Tuner says
-        return f"fails: {str(err).splitlines()[0][:50]}"
+        return f"fails: {str(err).splitlines()[0][:60]}"
 
 
 def replay_table(max_probes: int) -> list:
@@ -93,8 +76,9 @@ def replay_table(max_probes: int) -> list:
     have_kt = importlib.util.find_spec("kernel_tuner") is not None
     print(f"### Replay sweeps (at most {max_probes} probes)\n")
     head = "| file | clocks | best measured MHz | ours: chosen MHz | probes | energy vs best | race-to-idle | paper: probes | paper: energy vs best |"
+    head += " ridge, all clocks: ours |"
     if have_kt:
-        head += " Kernel Tuner ridge |"
+        head += " Kernel Tuner's |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for path in sorted(REPLAY.glob("*.csv")):
@@ -114,6 +98,7 @@ def replay_table(max_probes: int) -> list:
             f"| {path.stem} | {len(sweep)} | {min(energy, key=energy.get):g} | {result.ppw_optimal_clock_mhz:g} | "
             f"{dev.probe_count} | +{100 * loss:.2f} % | +{100 * race_loss:.1f} % | {p_probes} | +{100 * p_loss:.2f} % |"
         )
+        line += f" {fit_power_model(sweep.clock_mhz, sweep.power_w).ridge_clock_mhz:.0f} |"
         if have_kt:
             line += f" {kernel_tuner_ridge(sweep)} |"
         print(line)
