@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import List, Optional, Tuple
 
 import numpy as np
 
-from governor.tuning import eatss
-from governor.tuning.eatss import Problem
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from governor.tuning import eatss  # noqa: E402
+from governor.tuning.eatss import Problem  # noqa: E402
 
 GPUS = ("a100", "xavier", "2080ti")
 BOUNDS = ("paper", "artifact")
