@@ -12,7 +12,12 @@ import governor
 from governor.devices.jetson import device as jetson_device
 from governor.devices.jetson import sysfs
 from governor.devices.registry import discover_hardware
-from governor.errors import DeviceNotFoundError, DevicePermissionError, TelemetryError
+from governor.errors import (
+    DeviceNotFoundError,
+    DevicePermissionError,
+    InvalidRequestError,
+    TelemetryError,
+)
 
 
 @pytest.fixture
@@ -138,13 +143,13 @@ def test_lock_raises_max_first_going_up_and_restores_files(board, writes):
     original = (_file(info, "min_freq"), _file(info, "max_freq"))
     with governor.open_device("jetson") as dev:
         assert dev.state().gpu_clocks_mhz == (306.0, 612.0)
-        assert dev.lock_gpu_clocks(1300) == (1300.5, 1300.5)
-        assert [w[0] for w in writes] == ["max_freq", "min_freq"]  # going up: max before min
-        assert (_file(info, "min_freq"), _file(info, "max_freq")) == ("1300500000", "1300500000")
-        del writes[:]
         dev.lock_gpu_clocks(408)
         assert [w[0] for w in writes] == ["min_freq", "max_freq"]  # going down: min first
         assert (_file(info, "min_freq"), _file(info, "max_freq")) == ("408000000", "408000000")
+        del writes[:]
+        assert dev.lock_gpu_clocks(612) == (612.0, 612.0)
+        assert [w[0] for w in writes] == ["max_freq", "min_freq"]  # going up: max before min
+        assert (_file(info, "min_freq"), _file(info, "max_freq")) == ("612000000", "612000000")
     assert (_file(info, "min_freq"), _file(info, "max_freq")) == original
     dev.restore()  # again: harmless
     assert (_file(info, "min_freq"), _file(info, "max_freq")) == original
@@ -234,3 +239,17 @@ def test_no_jetson_here(monkeypatch, tmp_path):
     assert jetson_device.discover_jetson() == []
     with pytest.raises(DeviceNotFoundError, match="GOVERNOR_SYSFS_ROOT"):
         governor.open_device("jetson")
+
+
+def test_clocks_above_the_power_modes_gpu_cap_are_not_offered(board):
+    """MODE_30W holds an AGX Orin's GPU at 612 MHz (nvpmodel.conf GPU MAX_FREQ); devfreq lists
+    clocks up to 1300.5 MHz all the same. Offering them would make calibration probe clocks
+    the board cannot run."""
+    board(build_agx_orin)
+    with governor.open_device("jetson") as dev:
+        assert dev.supported_clocks_mhz()[-1] == 612.0
+        with pytest.raises(InvalidRequestError, match="outside the range 306-612 MHz"):
+            dev.lock_gpu_clocks(1300.5)
+        dev.set_power_mode("MAXN")
+        assert dev.supported_clocks_mhz()[-1] == 1300.5
+        assert dev.lock_gpu_clocks(1300.5) == (1300.5, 1300.5)

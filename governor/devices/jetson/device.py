@@ -59,6 +59,7 @@ class JetsonDevice(Device):
         self.nvpmodel = nvpmodel
         self.jetson_clocks = jetson_clocks
         self._modes: Tuple[str, ...] = ()
+        self._cap_cache: Optional[Tuple[Optional[float]]] = None
         if nvpmodel is not None:
             try:
                 self._modes = tuple(name for _, name in nvpmodel.modes())
@@ -93,7 +94,23 @@ class JetsonDevice(Device):
 
     # -- description -----------------------------------------------------------------------
     def _supported_clocks_mhz(self) -> Sequence[float]:
-        return self.devfreq.table_mhz
+        """The devfreq table up to the power mode's GPU cap: nvpmodel holds the clock below
+        its mode's MAX_FREQ whatever ``max_freq`` says, so clocks above it cannot be run."""
+        cap = self._mode_cap_mhz()
+        table = self.devfreq.table_mhz
+        allowed = [c for c in table if cap is None or c <= cap + 0.5]
+        return allowed or table[:1]
+
+    def _mode_cap_mhz(self) -> Optional[float]:
+        if self._cap_cache is None:
+            cap = None
+            if self.nvpmodel is not None and self._modes:
+                try:
+                    cap = self.nvpmodel.gpu_cap_mhz(self.nvpmodel.query()[0])
+                except GovernorError as err:
+                    log.info("nvpmodel cap unknown: %s", err)
+            self._cap_cache = (cap,)
+        return self._cap_cache[0]
 
     def power_modes(self) -> Tuple[str, ...]:
         return self._modes
@@ -139,13 +156,14 @@ class JetsonDevice(Device):
         self.devfreq.set_caps_mhz(min_mhz, max_mhz)
 
     def _reset_gpu_clocks(self) -> None:
-        table = self.devfreq.table_mhz
+        table = self.supported_clocks_mhz()
         self.devfreq.set_caps_mhz(table[0], table[-1])
 
     def _write_power_mode(self, mode: str) -> None:
         if self.nvpmodel is None:
             raise UnsupportedError(f"{self.uri}: nvpmodel is not on PATH")
         self.nvpmodel.set(mode)
+        self._cap_cache = None  # the new mode has its own GPU cap
 
     # -- jetson_clocks ---------------------------------------------------------------------
     def store_clocks(self, path: Path) -> None:

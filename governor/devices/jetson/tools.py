@@ -99,6 +99,20 @@ class Nvpmodel:
             self._modes = sorted(found.items())
         return list(self._modes)
 
+    def gpu_cap_mhz(self, name: str) -> Optional[float]:
+        """The GPU clock cap (MHz) of mode ``name`` from ``/etc/nvpmodel.conf``
+        (``GPU MAX_FREQ <Hz>`` in the mode's block), or None when the file does not say."""
+        text = self.fs.read_optional(self.fs.path("/etc/nvpmodel.conf")) or ""
+        for block in re.split(r"(?m)^(?=\s*<)", text):  # one block per "< ... >" header
+            head = _MODE_LINE.search(block.split(">", 1)[0])
+            if not head or head.group(2) != name:
+                continue
+            found = re.search(r"(?m)^\s*GPU\s+MAX_FREQ\s+(-?\d+)\s*$", block)
+            if found and int(found.group(1)) > 0:
+                return int(found.group(1)) / 1e6
+            return None
+        return None
+
     def set(self, name: str) -> None:
         """Switch to the mode called ``name``."""
         ids = [i for i, n in self.modes() if n == name]
