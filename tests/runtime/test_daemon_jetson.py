@@ -189,3 +189,23 @@ def test_open_device_goes_through_the_daemon_when_it_lacks_the_right(
     monkeypatch.setenv("GOVERNOR_DAEMON_SOCKET", str(path) + ".absent")
     with governor.open_device("jetson") as dev:
         assert not isinstance(dev, DaemonDevice) and not dev.control_permitted()
+
+
+def test_unprivileged_apply_and_reset_from_the_cli_go_through_the_daemon(
+    orin, jetson_daemon, monkeypatch, capsys
+):
+    import json
+
+    from cli_helpers import run_cli
+
+    from governor.devices.jetson import sysfs
+
+    server, path = jetson_daemon
+    monkeypatch.setattr(sysfs, "can_write", lambda p: False)  # not root
+    monkeypatch.setenv("GOVERNOR_DAEMON_SOCKET", str(path))
+    code, out, err = run_cli(capsys, "apply", "--clock", "408", "--device", "jetson", "--json")
+    assert code == 0, err
+    assert orin() == ("408000000", "408000000")  # persists after the command: the daemon holds it
+    code, out, err = run_cli(capsys, "reset", "--device", "jetson", "--json")
+    assert code == 0, err
+    assert json.loads(out)["restored"] and orin() == ("306000000", "612000000")
