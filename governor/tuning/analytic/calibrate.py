@@ -123,16 +123,23 @@ def calibrate_hhc(
     )
 
 
-class SyntheticHhcGpu:
-    """A stand-in GPU whose HHC micro-benchmarks follow ``truth``'s constants with noise."""
+class _NoisyBench:
+    """A stand-in GPU's measurement noise: a seeded relative jitter."""
 
-    def __init__(self, truth: HhcGpu, noise: float = 0.01, seed: int = 0) -> None:
-        self.truth = truth
+    def __init__(self, noise: float, seed: int) -> None:
         self.noise = float(noise)
         self.rng = np.random.default_rng(seed)
 
-    def _jitter(self, t: float) -> float:
-        return float(t * (1.0 + self.noise * self.rng.standard_normal()))
+    def _jitter(self, value: float) -> float:
+        return float(value * (1.0 + self.noise * self.rng.standard_normal()))
+
+
+class SyntheticHhcGpu(_NoisyBench):
+    """A stand-in GPU whose HHC micro-benchmarks follow ``truth``'s constants with noise."""
+
+    def __init__(self, truth: HhcGpu, noise: float = 0.01, seed: int = 0) -> None:
+        super().__init__(noise, seed)
+        self.truth = truth
 
     def __call__(self, kind: str, **p: Any) -> float:
         g = self.truth
@@ -221,19 +228,15 @@ def calibrate_doacross(
     return DoacrossConstants(orgs, sigma_blk, sigma_ker, source="calibrated")
 
 
-class SyntheticDoacrossGpu:
+class SyntheticDoacrossGpu(_NoisyBench):
     """A stand-in GPU whose DOACROSS micro-benchmarks follow ``truth`` with noise."""
 
     def __init__(
         self, gpu: DoacrossGpu, truth: DoacrossConstants, noise: float = 0.01, seed: int = 0
     ) -> None:
+        super().__init__(noise, seed)
         self.gpu = gpu
         self.truth = truth
-        self.noise = float(noise)
-        self.rng = np.random.default_rng(seed)
-
-    def _jitter(self, t: float) -> float:
-        return float(t * (1.0 + self.noise * self.rng.standard_normal()))
 
     def __call__(self, kind: str, **p: Any) -> float:
         c = self.truth
@@ -303,7 +306,7 @@ def calibrate_stencil_energy(
     return fit_energy_l1(a, e)
 
 
-class SyntheticEnergyGpu:
+class SyntheticEnergyGpu(_NoisyBench):
     """A stand-in GPU whose energy micro-benchmarks follow ``truth`` (App. B) with noise."""
 
     # throughput of each bench: seconds per unit of its parameter
@@ -311,9 +314,8 @@ class SyntheticEnergyGpu:
              "fmul_loop": 1.0 / 1.2e12}  # fmt: skip
 
     def __init__(self, truth: StencilEnergyConstants, noise: float = 0.01, seed: int = 0) -> None:
+        super().__init__(noise, seed)
         self.truth = truth
-        self.noise = float(noise)
-        self.rng = np.random.default_rng(seed)
 
     def __call__(self, kind: str, **p: Any) -> Tuple[float, float]:
         bench = kind.split(":", 1)[-1]
@@ -327,7 +329,7 @@ class SyntheticEnergyGpu:
         if col is not None:
             row[col] = n
         energy = float(self.truth.energy_j(row))
-        return time_s, energy * (1.0 + self.noise * self.rng.standard_normal())
+        return time_s, self._jitter(energy)
 
 
 # ---------------------------------------------------------------------------------------------
