@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional
 import typer
 
 from governor.cli.common import Annotated, JsonOpt, emit_json
-from governor.errors import InvalidRequestError, UnsupportedError
+from governor.errors import InvalidRequestError
 
 __all__ = ["register"]
 
@@ -99,10 +99,8 @@ def register(app: typer.Typer) -> None:
     ) -> Optional[int]:
         """Choose tile sizes: EATSS (energy-aware, exact) or the HHC / DOACROSS time models."""
         if model is not Model.eatss:
-            try:
-                from governor.cli import tiles_analytic
-            except ImportError as err:
-                raise UnsupportedError(f"the {model.value} tile model is not available") from err
+            from governor.cli import tiles_analytic
+
             return tiles_analytic.run(
                 model=model.value,
                 stencil=stencil,
