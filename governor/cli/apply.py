@@ -1,9 +1,10 @@
 """``governor apply`` and ``governor reset``: persistent settings, and undoing them.
 
-``apply`` changes the device and leaves its journal on disk, so the change lasts until
-``governor reset --device URI`` (which also undoes a governor killed with ``kill -9``). On a
-simulated board the board lives in the command's process: ``apply`` shows what it would set
-and leaves the journal, which ``reset`` then clears and reports.
+``apply`` takes the device, changes it and keeps its journal layer on disk, so the change
+lasts until ``governor reset --device URI`` (which also undoes a governor killed with
+``kill -9``); a ``governor run`` started later returns to the applied state when it ends. A
+simulated board lives in the command's process: ``apply`` shows what it would set and says
+that nothing outlives the command. ``reset --all`` resets every device that has a journal.
 """
 
 from __future__ import annotations
@@ -44,9 +45,7 @@ def apply_command(
     """Apply ppw, max, a clock or a power limit until 'governor reset'."""
     from governor.devices.registry import open_device
     from governor.errors import InvalidRequestError
-    from governor.runtime.lock import DeviceLock
     from governor.runtime.model import fallback_model, model_from_profile
-    from governor.runtime.state import journal_file, use_disk_journal
 
     if target is not None and target not in ("ppw", "max"):
         raise InvalidRequestError(
@@ -61,52 +60,51 @@ def apply_command(
     notes = []
     dev = open_device(device)
     try:
-        with DeviceLock(dev.uri):
-            # decide and validate everything before the first change
-            clock_mhz: Optional[float] = None
-            if target == "max":
-                clock_mhz = dev.supported_clocks_mhz()[-1]
-            elif target == "ppw":
-                clock_mhz, note = _ppw_clock(dev, workload, model_from_profile, fallback_model)
-                if note:
-                    notes.append(note)
-                    typer.echo(f"governor: {note}", err=True)
-            elif clock is not None:
-                clock_mhz = dev.snap_clock_mhz(clock)
-            if clock_mhz is not None and not dev.capabilities.lock_gpu_clocks:
-                raise InvalidRequestError(f"{dev.uri} cannot lock its GPU clock")
-            if power_limit is not None:
-                limits = dev.power_limit_range()
-                if not dev.capabilities.power_limit or limits is None:
-                    raise InvalidRequestError(f"{dev.uri} has no settable power limit")
-                if not (limits.min_w <= power_limit <= limits.max_w):
-                    raise InvalidRequestError(
-                        f"power limit {power_limit:g} W is outside {limits.min_w:g}-{limits.max_w:g} W for {dev.identity.name}"
-                    )
-            previous = dev.state().to_dict()
-            journal = use_disk_journal(dev)
-            was_changed = bool(journal)
-            applied: Dict[str, Any] = {}
-            try:
-                if clock_mhz is not None:
-                    lo, hi = dev.lock_gpu_clocks(clock_mhz)
-                    applied["gpu_clocks_mhz"] = [lo, hi]
-                if power_limit is not None:
-                    applied["power_limit_w"] = dev.set_power_limit(power_limit)
-            except BaseException:
-                if not was_changed:
-                    dev.restore()
-                raise
-            if target:
-                applied["policy"] = target
+        # decide and validate everything before taking the device
+        clock_mhz: Optional[float] = None
+        if target == "max":
+            clock_mhz = dev.supported_clocks_mhz()[-1]
+        elif target == "ppw":
+            clock_mhz, note = _ppw_clock(dev, workload, model_from_profile, fallback_model)
+            if note:
+                notes.append(note)
+                typer.echo(f"governor: {note}", err=True)
+        elif clock is not None:
+            clock_mhz = dev.snap_clock_mhz(clock)
+        if clock_mhz is not None and not dev.capabilities.lock_gpu_clocks:
+            raise InvalidRequestError(f"{dev.uri} cannot lock its GPU clock")
+        if power_limit is not None:
+            limits = dev.power_limit_range()
+            if not dev.capabilities.power_limit or limits is None:
+                raise InvalidRequestError(f"{dev.uri} has no settable power limit")
+            if not (limits.min_w <= power_limit <= limits.max_w):
+                raise InvalidRequestError(
+                    f"power limit {power_limit:g} W is outside {limits.min_w:g}-{limits.max_w:g} W for {dev.identity.name}"
+                )
+        dev.acquire(command=_command_line("apply"))  # DeviceBusyError under a live governor
+        for note in dev.ownership_notes:
+            notes.append(note)
+            typer.echo(f"governor: {note}", err=True)
+        previous = dev.state().to_dict()
+        applied: Dict[str, Any] = {}
+        if clock_mhz is not None:
+            lo, hi = dev.lock_gpu_clocks(clock_mhz)
+            applied["gpu_clocks_mhz"] = [lo, hi]
+        if power_limit is not None:
+            applied["power_limit_w"] = dev.set_power_limit(power_limit)
+        if target:
+            applied["policy"] = target
+        dev.release(keep=True)  # the change stays until 'governor reset'
     finally:
-        dev.close()  # not restore: the change stays until 'governor reset'
+        dev.close()  # restores only if the apply failed half-way
+    simulated = not dev.persistent_state
     doc = {
         "device": dev.uri,
+        "key": dev.identity.key or dev.uri,
         "applied": applied,
         "previous": previous,
-        "journal": str(journal_file(dev.uri)),
-        "simulated": dev.identity.kind == "sim",
+        "simulated": simulated,
+        "persists": not simulated,
         "notes": notes,
     }
     if json_out:
@@ -120,10 +118,17 @@ def apply_command(
     typer.echo(
         f"{dev.uri}: {', '.join(parts)} ({target or 'manual'}); undo with 'governor reset --device {dev.uri}'"
     )
-    if doc["simulated"]:
+    if simulated:
         typer.echo(
-            "note: a simulated board lives in this process; only the journal remains", err=True
+            "note: a simulated board lives in this process; nothing outlives this command",
+            err=True,
         )
+
+
+def _command_line(verb: str) -> str:
+    import sys
+
+    return "governor " + " ".join([verb] + sys.argv[2:])[:180]
 
 
 def _ppw_clock(dev, workload, model_from_profile, fallback_model):
@@ -148,25 +153,44 @@ def _ppw_clock(dev, workload, model_from_profile, fallback_model):
 
 def reset_command(
     device: DeviceOpt = "auto",
+    all_devices: Annotated[
+        bool, typer.Option("--all", help="Reset every device that has a journal.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Restore a device from its journal (after 'governor apply' or a killed governor)."""
-    from governor.runtime.lock import DeviceLock
-    from governor.runtime.state import reset_device
+    """Restore a device from its journal (after 'governor apply' or a killed governor).
 
-    uri = device
-    if device == "auto":
-        from governor.devices.registry import open_device
+    Every field is tried; those that fail are reported (exit 1) and stay journaled. A corrupt
+    journal is set aside and the device put back to its driver defaults.
+    """
+    from governor.devices.ownership import reset_all, reset_device
+    from governor.devices.registry import open_device
 
-        dev = open_device("auto")
-        uri = dev.uri
-        dev.close()
-    with DeviceLock(uri):  # never under a running governor's feet
-        restored = reset_device(uri)
-    doc = {"device": uri, "restored": restored}
-    if json_out:
-        emit_json(doc)
-    elif restored:
-        typer.echo(f"{uri}: restored " + ", ".join(f"{k}={v}" for k, v in restored.items()))
+    if all_devices:
+        reports = reset_all()
     else:
-        typer.echo(f"{uri}: nothing to restore (no journal)")
+        dev = open_device(device)
+        try:
+            reports = [reset_device(dev, command=_command_line("reset"))]
+        finally:
+            dev.close()
+    failed = any(r["failed"] for r in reports)
+    if json_out:
+        emit_json({"devices": [dict(r) for r in reports], "ok": not failed})
+    else:
+        if not reports:
+            typer.echo("nothing to restore (no journals)")
+        for r in reports:
+            for note in r["notes"]:
+                typer.echo(f"governor: {note}", err=True)
+            if r["restored"]:
+                typer.echo(
+                    f"{r['device']}: restored "
+                    + ", ".join(f"{k}={v}" for k, v in r["restored"].items())
+                )
+            elif not r["failed"]:
+                typer.echo(f"{r['device']}: nothing to restore (no journal)")
+            for name, why in r["failed"].items():
+                typer.echo(f"governor: error: {r['device']}: {name}: {why}", err=True)
+    if failed:
+        raise typer.Exit(1)

@@ -63,6 +63,10 @@ def calibrate_command(
                 raise InvalidRequestError(
                     f"a command load runs in real time; {dev.uri} runs on virtual time (add ?realtime=1 to a sim: URI)"
                 )
+            if dev.capabilities.lock_gpu_clocks:
+                dev.acquire(command="governor calibrate")  # before measuring: busy fails fast
+                for owner_note in dev.ownership_notes:
+                    typer.echo(f"governor: {owner_note}", err=True)
             prober = DeviceProber(dev, the_load, window_s=window_s)
             load_info = {"kind": the_load.kind, "name": the_load.name}
         try:

@@ -13,11 +13,14 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from governor.devices.journal import Journal
-from governor.errors import InvalidRequestError, UnsupportedError
+from governor.devices.journal import Journal, check_value
+from governor.errors import InvalidRequestError, TelemetryError, UnsupportedError
 from governor.timebase import Clock, WallClock
+
+if TYPE_CHECKING:  # pragma: no cover
+    from governor.devices.ownership import Ownership
 
 __all__ = [
     "SCOPES",
@@ -64,7 +67,12 @@ THROTTLE_REASONS = (
 
 @dataclass(frozen=True)
 class Identity:
-    """Who a device is. ``model`` is the catalog name when known (``agx-orin``, ``a100-pcie``)."""
+    """Who a device is. ``model`` is the catalog name when known (``agx-orin``, ``a100-pcie``).
+
+    ``key`` is the physical identity that locks and journals are keyed by, however the device
+    was spelled: ``nvml:GPU-<uuid>`` (the whole GPU, for a MIG instance too), ``jetson:<real
+    path of the devfreq node>``. None for in-process boards (they fall back to ``uri``).
+    """
 
     uri: str
     kind: str
@@ -74,6 +82,7 @@ class Identity:
     uuid: Optional[str] = None
     driver_version: Optional[str] = None
     l4t_version: Optional[str] = None
+    key: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -204,18 +213,22 @@ class Device:
     #: clocks closer than this to a table entry count as that entry (MHz)
     CLOCK_TOLERANCE_MHZ = 0.5
 
+    #: whether changes outlive this process (real hardware): the owner then takes the device
+    #: lock and keeps its journal on disk; simulated boards keep both in memory
+    persistent_state = True
+
     def __init__(
         self,
         identity: Identity,
         capabilities: Capabilities,
         *,
         clock: Optional[Clock] = None,
-        journal: Optional[Journal] = None,
+        journal: Any = None,  # accepted for backends' signatures; ownership makes journals
     ) -> None:
         self.identity = identity
         self.capabilities = capabilities
         self.clock: Clock = clock if clock is not None else WallClock()
-        self.journal = journal if journal is not None else Journal(identity.uri)
+        self._ownership: Optional[Ownership] = None
         self._closed = False
 
     # -- description -----------------------------------------------------------------
@@ -358,24 +371,125 @@ class Device:
         self._change("power_mode", lambda: self._write_power_mode(mode))
         return mode
 
-    # -- restore ---------------------------------------------------------------------
+    # -- ownership and restore ---------------------------------------------------------
     @property
-    def changed(self) -> bool:
-        """Whether governor changed something it has not restored yet."""
-        return bool(self.journal)
+    def owned(self) -> bool:
+        """Whether this object holds the device (its lock and a journal layer)."""
+        return self._ownership is not None
 
-    def restore(self) -> Dict[str, Any]:
-        """Put back every journaled setting (safe to repeat). Returns field -> value restored."""
+    @property
+    def journal(self) -> Optional[Journal]:
+        """The journal this owner writes (every layer of the device), or None if not owned."""
+        return self._ownership.journal if self._ownership is not None else None
+
+    @property
+    def ownership_notes(self) -> List[str]:
+        """What taking the device found (a dead owner's settings restored, a corrupt journal)."""
+        return list(self._ownership.notes) if self._ownership is not None else []
+
+    def acquire(self, command: Optional[str] = None) -> Device:
+        """Take the device (its lock, on real hardware) and open a journal layer.
+
+        Changes take the device by themselves; call this to claim it before deciding what to
+        change, or to stack a layer (a governor over an app's own settings). Each ``acquire``
+        is undone by one :meth:`release`. See :mod:`governor.devices.ownership`.
+
+        Raises:
+            DeviceBusyError: another live process owns the device (the message names it).
+        """
+        if self._ownership is None:
+            from governor.devices.ownership import Ownership
+
+            ownership = Ownership(self, command)
+            ownership.take()
+            self._ownership = ownership
+        self._ownership.push(command)
+        return self
+
+    def release(self, *, keep: bool = False) -> Dict[str, Any]:
+        """Undo the top layer of changes and let the device go once no layer is left.
+
+        With ``keep`` (``governor apply``) the changes stay, journaled for ``governor reset``.
+        Returns field -> value restored.
+
+        Raises:
+            RestoreError: some fields could not be restored; they stay journaled and the
+                device is let go (the next owner or ``reset`` tries again).
+        """
+        own = self._ownership
+        if own is None:
+            return {}
         restored: Dict[str, Any] = {}
-        for name, original in ((f, self.journal.originals()[f]) for f in self.journal.fields()):
-            self._apply_original(name, original)
-            self.journal.forget(name)
-            restored[name] = original
-            log.info("%s: restored %s to %r", self.uri, name, original)
+        try:
+            if keep:
+                own.keep_top()
+            else:
+                restored = own.restore_top()
+                own.journal.layers.pop()
+                own.save()
+        except BaseException:
+            own.let_go()
+            self._ownership = None
+            raise
+        if own.own_depth <= 0:
+            own.let_go()
+            self._ownership = None
         return restored
 
+    @property
+    def changed(self) -> bool:
+        """Whether this owner changed something it has not restored yet."""
+        own = self._ownership
+        return own is not None and any(
+            layer.original for layer in own.journal.layers[own.base_depth :]
+        )
+
+    def restore(self) -> Dict[str, Any]:
+        """Put back every setting changed in this owner's top layer (safe to repeat), keeping
+        the device. Returns field -> value restored.
+
+        Raises:
+            RestoreError: each field that failed (all are tried; failures stay journaled).
+        """
+        if self._ownership is None or self._ownership.own_depth <= 0:
+            return {}
+        return self._ownership.restore_top()
+
+    def restore_everything(self) -> Dict[str, Any]:
+        """Undo every layer this object owns and let the device go (``reset`` of a device
+        whose state lives in this process). Returns field -> original value."""
+        restored: Dict[str, Any] = {}
+        while self._ownership is not None:
+            restored.update(self.release())
+        return restored
+
+    def default_state(self) -> DeviceState:
+        """The driver's defaults: what ``reset`` restores when no journal can be trusted.
+        ``None`` clocks mean "unlocked"; a ``None`` power limit or mode is left alone."""
+        return DeviceState()
+
+    def default_originals(self) -> Dict[str, Any]:
+        """:meth:`default_state` as journal fields, for the controls this device has."""
+        caps, state = self.capabilities, self.default_state()
+        out: Dict[str, Any] = {}
+        if caps.power_mode and state.power_mode is not None:
+            out["power_mode"] = state.power_mode
+        if caps.power_limit and state.power_limit_w is not None:
+            out["power_limit"] = state.power_limit_w
+        if caps.lock_mem_clock:
+            out["mem_clock"] = state.mem_clock_mhz
+        if caps.lock_gpu_clocks:
+            out["gpu_clocks"] = list(state.gpu_clocks_mhz) if state.gpu_clocks_mhz else None
+        return out
+
     def close(self) -> None:
-        if not self._closed:
+        """Restore what this owner changed, let the device go, and close it (safe to repeat)."""
+        if self._closed:
+            return
+        try:
+            while self._ownership is not None:
+                self.release()
+        finally:
             self._closed = True
             self._close()
 
@@ -383,10 +497,7 @@ class Device:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        try:
-            self.restore()
-        finally:
-            self.close()
+        self.close()
 
     # -- internals -------------------------------------------------------------------
     def _require(self, capability: str, doing: str) -> None:
@@ -404,18 +515,46 @@ class Device:
         }[name]
 
     def _change(self, name: str, write: Callable[[], None]) -> None:
-        """Journal the original of ``name`` (first change only), then write. A write that
-        fails leaves nothing to undo, so an entry this call made is dropped again."""
+        """Take the device if not yet owned, journal the original of ``name`` (first change in
+        this layer only), then write. A write that fails leaves nothing to undo, so an entry
+        this call made is dropped again."""
+        if self._ownership is None:
+            self.acquire()
+        own = self._ownership
+        assert own is not None
         original = self._current(name)
-        recorded = self.journal.record(name, original)
+        try:
+            original = check_value(name, original)
+            self._check_original(name, original)
+        except ValueError as err:
+            raise TelemetryError(
+                f"{self.uri}: not changing {name}: the device reports a state that cannot be "
+                f"restored ({err})"
+            ) from None
+        recorded = own.record(name, original)
         if recorded:
             log.debug("%s: journaled original %s=%r", self.uri, name, original)
         try:
             write()
         except BaseException:
             if recorded:
-                self.journal.forget(name)
+                own.forget(name)
             raise
+
+    def _check_original(self, name: str, value: Any) -> None:
+        """A journaled value must be one this device can take back."""
+        if value is None:
+            return
+        if name == "power_limit":
+            limits = self.power_limit_range()
+            if limits is not None and not (limits.min_w - 1 <= value <= limits.max_w + 1):
+                raise ValueError(
+                    f"power limit {value:g} W is outside {limits.min_w:g}-{limits.max_w:g} W"
+                )
+        elif name == "gpu_clocks":
+            table = self._all_clocks_mhz()
+            if table and not (min(table) - 1 <= value[0] and value[1] <= max(table) + 1):
+                raise ValueError(f"clocks {value[0]:g}-{value[1]:g} MHz are outside the table")
 
     def _apply_original(self, name: str, original: Any) -> None:
         if name == "gpu_clocks":
@@ -438,6 +577,10 @@ class Device:
 
     def _supported_mem_clocks_mhz(self) -> Sequence[float]:
         return ()
+
+    def _all_clocks_mhz(self) -> Sequence[float]:
+        """Every GPU clock the hardware knows, beyond what the current mode lets run."""
+        return self._supported_clocks_mhz()
 
     def _read_sample(self) -> Sample:  # pragma: no cover - every backend overrides
         raise NotImplementedError

@@ -35,7 +35,7 @@ from governor.devices.base import (
     PowerLimitRange,
     Sample,
 )
-from governor.devices.journal import Journal, journal_path
+from governor.devices.journal import Journal
 from governor.errors import (
     DeviceNotFoundError,
     DevicePermissionError,
@@ -44,7 +44,6 @@ from governor.errors import (
     TelemetryError,
     UnsupportedError,
 )
-from governor.paths import state_dir
 from governor.timebase import Clock
 
 __all__ = ["NvmlDevice", "discover_nvml", "open_nvml", "visible_devices"]
@@ -187,8 +186,6 @@ class NvmlDevice(Device):
             uuid=_optional_text(self._try(nv.nvmlDeviceGetUUID, handle)),
             driver_version=_optional_text(self._try(nv.nvmlSystemGetDriverVersion)),
         )
-        if journal is None:
-            journal = Journal(uri, journal_path(state_dir(), uri))
         super().__init__(identity, caps, clock=clock, journal=journal)
 
     # -- probing ---------------------------------------------------------------------------

@@ -28,6 +28,8 @@ def _slug(text: str) -> str:
 class ReplayDevice(Device):
     """A device whose every reading comes from a measured sweep."""
 
+    persistent_state = False  # lives in this process: journal in memory, no device lock
+
     def __init__(
         self, sweep: Sweep, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
     ) -> None:

@@ -14,8 +14,8 @@ The contract other layers (CLI, daemon, deploy scripts, apps) rely on::
         gov.tiles("gemm"); gov.block_size("vector-add")   # Cached(value|None, reason)
     Governor(sim_device, policy, background=False).start().step()   # deterministic stepping
 
-    from governor.runtime.state import reset_device   # reset_device(uri) -> {field: value}
-    from governor.runtime.lock import DeviceLock       # one governor per device
+Who owns a device and its journal (locks, layers, ``reset``) is the device layer's business:
+see :mod:`governor.devices.ownership` and docs/ownership.md.
 
 A missing profile is not an error: the governor falls back to a generic model (PPW clock
 guessed at 75 % of the top clock) and says so in ``status()["notes"]`` and on the log.

@@ -1,8 +1,9 @@
 """The :class:`Governor`: a policy applied to one device by a control loop.
 
-Lifecycle: ``start()`` takes the device lock, moves the device's journal to disk (so
-``governor reset`` can undo a ``kill -9``), applies the first clock and starts the loop;
-``stop()`` ends the loop, restores every setting and releases the lock. As a context manager
+Lifecycle: ``start()`` takes the device (its lock, and a journal layer on disk for real
+hardware, so ``governor reset`` or the next owner can undo a ``kill -9``), applies the first
+clock and starts the loop; ``stop()`` ends the loop, restores what this governor changed (an
+earlier ``governor apply``'s settings come back) and lets the device go. As a context manager
 it restores on normal exit and on exceptions; Ctrl-C raises KeyboardInterrupt and SIGTERM is
 turned into SystemExit while it runs (when it was left at the default), so both unwind
 through ``stop()``; an ``atexit`` hook catches a forgotten ``stop()``.
@@ -18,7 +19,9 @@ from __future__ import annotations
 import atexit
 import logging
 import math
+import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
@@ -27,15 +30,21 @@ from governor.devices.base import Device
 from governor.errors import GovernorError, InvalidRequestError, ProfileError, UnsupportedError
 from governor.runtime import policies as _policies
 from governor.runtime.controllers import Observation, Tick, make_controller
-from governor.runtime.lock import DeviceLock
 from governor.runtime.model import ClockModel, fallback_model, model_from_profile
-from governor.runtime.state import begin_layer, end_layer, use_disk_journal
 
 __all__ = ["Cached", "Governor"]
 
 log = logging.getLogger("governor.runtime")
 
 PolicyLike = Union[_policies.Policy, Mapping[str, Any]]
+
+
+def _command_line() -> str:
+    return (
+        "governor ("
+        + " ".join([os.path.basename(sys.argv[0] or "python")] + sys.argv[1:])[:180]
+        + ")"
+    )
 
 
 class Cached:
@@ -154,14 +163,13 @@ class Governor:
             self.policy, self.model, interval_s=interval, battery=battery
         )
         # run state
-        self._lock = DeviceLock(device.uri)
+        self._owns = False  # whether start() took a layer of the device
         self._ticks: List[Tick] = []
         self._tick_lock = threading.Lock()
         self._dev_lock = threading.RLock()
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
         self._running = False
-        self._layered = False
         self._applied: Optional[float] = None
         self._last_change_s = -math.inf
         self._t_start: Optional[float] = None
@@ -249,11 +257,12 @@ class Governor:
             raise UnsupportedError(
                 f"{self.device.identity.name} ({self.device.uri}) cannot lock its GPU clock, which the governor needs"
             )
-        self._lock.acquire()
+        self.device.acquire(command=_command_line())
+        self._owns = True
+        for note in self.device.ownership_notes:
+            self._note(note)
         try:
             with self._dev_lock:
-                use_disk_journal(self.device)
-                self._layered = begin_layer(self.device)
                 now = self.device.clock.now_s()
                 self._t_start = self._t_last = now
                 self._read_energy_baseline()
@@ -290,14 +299,13 @@ class Governor:
     def _restore_and_release(self) -> Dict[str, Any]:
         restored: Dict[str, Any] = {}
         try:
-            with self._dev_lock:
-                restored = self.device.restore()
-                end_layer(self.device, self._layered)
-                self._layered = False
+            if self._owns:
+                self._owns = False
+                with self._dev_lock:
+                    restored = self.device.release()  # this governor's layer only
         finally:
             self._applied = None
             self._remove_exit_hooks()
-            self._lock.release()
         return restored
 
     def __enter__(self) -> Governor:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 import governor
-from governor.devices.journal import Journal, journal_path
 from governor.devices.sim.catalog import get_board
 from governor.devices.sim.device import SimDevice
-from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
+from governor.errors import InvalidRequestError, UnsupportedError
 
 
 def test_unsupported_clock_is_snapped_to_the_nearest_and_says_so(caplog):
@@ -67,34 +64,6 @@ def test_journal_keeps_the_first_original_not_governors_own_setting():
         assert dev.journal.originals() == {"gpu_clocks": None, "power_limit": 250.0}
         dev.restore()
         assert dev.state().power_limit_w == 250.0 and dev.state().gpu_clocks_mhz is None
-
-
-class _RecordingSim(SimDevice):
-    """Checks, at the moment of each hardware write, that the journal is already on disk."""
-
-    seen = []
-
-    def _write_gpu_clocks(self, lo, hi):
-        self.seen.append(json.loads(self.journal.path.read_text())["original"])
-        super()._write_gpu_clocks(lo, hi)
-
-
-def test_the_journal_reaches_the_disk_before_the_write(tmp_path):
-    path = journal_path(tmp_path, "sim:titan-x")
-    dev = _RecordingSim(get_board("titan-x"), journal=Journal("sim:titan-x", path))
-    with dev:
-        dev.lock_gpu_clocks(709, 1013)
-        assert _RecordingSim.seen == [{"gpu_clocks": None}]
-        # a process killed here would leave the journal for `governor reset`
-        assert Journal("sim:titan-x", path).originals() == {"gpu_clocks": None}
-    assert not path.exists()  # restored: nothing left to undo
-
-
-def test_corrupt_journal_is_a_clear_error(tmp_path):
-    path = tmp_path / "journal-x.json"
-    path.write_text("{not json")
-    with pytest.raises(GovernorError, match="journal .* is unreadable"):
-        Journal("x", path)
 
 
 def test_context_manager_restores_on_exception():

@@ -159,7 +159,7 @@ def test_reset_opens_the_whole_table_and_journal_is_on_disk(board, tmp_path):
     info = board(build_nano)
     with governor.open_device("jetson") as dev:
         dev.lock_gpu_clocks(460.8)
-        assert list((tmp_path / "state").glob("journal-jetson.json"))
+        assert len(list((tmp_path / "state").glob("journal-*.json"))) == 1
         dev.reset_gpu_clocks()
         assert (_file(info, "min_freq"), _file(info, "max_freq")) == ("76800000", "921600000")
     assert not list((tmp_path / "state").glob("journal-*.json"))

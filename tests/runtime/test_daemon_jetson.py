@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardware"))
 from hw_trees import build_agx_orin  # noqa: E402
 
 from governor.devices.daemon.client import DaemonDevice  # noqa: E402
-from governor.devices.journal import Journal, journal_path  # noqa: E402
+from governor.devices.journal import Journal, Layer, write_journal  # noqa: E402
+from governor.devices.ownership import journal_path  # noqa: E402
 from governor.devices.registry import open_device  # noqa: E402
 from governor.paths import state_dir  # noqa: E402
 from governor.runtime.daemon.config import parse_config  # noqa: E402
@@ -70,11 +71,11 @@ def test_lock_reaches_devfreq_and_reset_restores_the_files(orin, jetson_daemon):
     assert reply["ok"], reply
     assert reply["result"]["applied"]["gpu_clocks_mhz"] == [612.0, 918.0]
     assert orin() == ("612000000", "918000000")
-    assert journal_path(state_dir(), "jetson").exists()  # journaled on disk before the write
+    assert list(state_dir().glob("journal-*.json"))  # journaled on disk before the write
     assert ask(path, action="lock", min_mhz=1300.5)["code"] == "out-of-limits"
     assert ask(path, action="reset")["ok"]
     assert orin() == original
-    assert not journal_path(state_dir(), "jetson").exists()
+    assert not list(state_dir().glob("journal-*.json"))
 
 
 def test_apply_max_stays_within_the_limits(orin, jetson_daemon):
@@ -96,9 +97,12 @@ def test_daemon_device_reads_locally_and_changes_through_the_daemon(orin, jetson
 
 
 def test_a_crashed_daemons_journal_is_restored_at_start(orin, sockdir):
-    journal = Journal("jetson", journal_path(state_dir(), "jetson"))
-    journal.record("gpu_clocks", [306.0, 612.0])  # what a killed daemon left behind...
     dev = open_device("jetson")
+    key = dev.identity.key
+    dead = Layer(owner={"pid": 999999, "command": "governor daemon"}, persistent=False)
+    dead.original["gpu_clocks"] = [306.0, 612.0]  # what a killed daemon left behind...
+    state_dir().mkdir(parents=True, exist_ok=True)
+    write_journal(journal_path(key), Journal(key, "jetson", "jetson", [dead]))
     dev.devfreq.set_caps_mhz(918.0, 918.0)  # ...after changing the clock
     assert orin() == ("918000000", "918000000")
     path = sockdir / "governor.sock"
@@ -208,4 +212,4 @@ def test_unprivileged_apply_and_reset_from_the_cli_go_through_the_daemon(
     assert orin() == ("408000000", "408000000")  # persists after the command: the daemon holds it
     code, out, err = run_cli(capsys, "reset", "--device", "jetson", "--json")
     assert code == 0, err
-    assert json.loads(out)["restored"] and orin() == ("306000000", "612000000")
+    assert json.loads(out)["devices"][0]["restored"] and orin() == ("306000000", "612000000")

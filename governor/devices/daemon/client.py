@@ -22,7 +22,6 @@ from typing import Any, Dict, Optional, Tuple
 from governor.devices.base import Device, DeviceState, Sample
 from governor.devices.daemon import DEFAULT_SOCKET, SOCKET_ENV
 from governor.devices.daemon.protocol import decode_reply
-from governor.devices.journal import Journal
 from governor.errors import (
     DeviceBusyError,
     DeviceNotFoundError,
@@ -191,6 +190,8 @@ class DaemonDevice(Device):
     resumes the site's policy. Power limits and power modes are reported as unsupported.
     """
 
+    persistent_state = False  # the daemon owns the device, its lock and its journal
+
     def __init__(
         self, inner: Device, socket_path: Optional[Any] = None, *, timeout_s: float = 5.0
     ) -> None:
@@ -203,9 +204,8 @@ class DaemonDevice(Device):
             power_limit=False,
             power_mode=False,
         )
-        super().__init__(
-            inner.identity, capabilities, clock=inner.clock, journal=Journal(inner.uri)
-        )
+        super().__init__(inner.identity, capabilities, clock=inner.clock)
+        self._asked = False  # whether this client changed something through the daemon
 
     def __repr__(self) -> str:
         return f"<DaemonDevice {self.uri} via {self.client.socket_path}>"
@@ -225,8 +225,22 @@ class DaemonDevice(Device):
 
     # changes: the daemon
     def _remember(self, previous: Dict[str, Any]) -> None:
-        clocks = previous.get("gpu_clocks_mhz")
-        self.journal.record("gpu_clocks", list(clocks) if clocks else None)
+        self._asked = True  # the daemon journals the original; this client only asks it back
+
+    @property
+    def changed(self) -> bool:
+        return self._asked
+
+    def acquire(self, command: Optional[str] = None) -> DaemonDevice:
+        """The daemon owns the device (its lock and journal): nothing to take here."""
+        return self
+
+    def release(self, *, keep: bool = False) -> Dict[str, Any]:
+        """Ask the daemon to undo this client's changes, or (``keep``) leave them with it."""
+        if keep:
+            self._asked = False  # the daemon keeps the change until someone resets it
+            return {}
+        return self.restore()
 
     def lock_gpu_clocks(
         self, min_mhz: float, max_mhz: Optional[float] = None, *, strict: bool = False
@@ -254,14 +268,21 @@ class DaemonDevice(Device):
 
     def reset_gpu_clocks(self) -> None:
         self.client.request("reset", device=self.uri)
-        self.journal.forget()
+        self._asked = False
 
     def restore(self) -> Dict[str, Any]:
         """Ask the daemon to reset this device (safe to repeat). Returns what it restored."""
         if not self.changed:
             return {}
         result = self.client.request("reset", device=self.uri)
-        self.journal.forget()
+        self._asked = False
+        restored = result.get("restored")
+        return restored if isinstance(restored, dict) else {}
+
+    def restore_everything(self) -> Dict[str, Any]:
+        """``governor reset`` through the daemon: it undoes every client's change."""
+        result = self.client.request("reset", device=self.uri)
+        self._asked = False
         restored = result.get("restored")
         return restored if isinstance(restored, dict) else {}
 
@@ -271,5 +292,12 @@ class DaemonDevice(Device):
         devices = status.get("devices") or [{}]
         return dict(devices[0], daemon=status.get("daemon"))
 
-    def _close(self) -> None:
-        self.inner.close()
+    def close(self) -> None:
+        """Ask the daemon to undo what this client changed, then close the local reader."""
+        if self._closed:
+            return
+        try:
+            self.restore()
+        finally:
+            self._closed = True
+            self.inner.close()

@@ -8,6 +8,7 @@ switching modes runs ``nvpmodel``, both of which need root (or the governor daem
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
@@ -22,14 +23,13 @@ from governor.devices.jetson.sysfs import (
     thermal_zones,
 )
 from governor.devices.jetson.tools import JetsonClocks, Nvpmodel, find_tool
-from governor.devices.journal import Journal, journal_path
+from governor.devices.journal import Journal
 from governor.errors import (
     DeviceNotFoundError,
     GovernorError,
     InvalidRequestError,
     UnsupportedError,
 )
-from governor.paths import state_dir
 from governor.timebase import Clock
 
 __all__ = ["JetsonDevice", "discover_jetson", "open_jetson"]
@@ -87,9 +87,8 @@ class JetsonDevice(Device):
             name=display,
             model=model,
             l4t_version=l4t_version(fs),
+            key="jetson:" + os.path.realpath(str(devfreq.node)),
         )
-        if journal is None:
-            journal = Journal(uri, journal_path(state_dir(), uri))
         super().__init__(identity, caps, clock=clock, journal=journal)
 
     # -- description -----------------------------------------------------------------------
@@ -158,6 +157,14 @@ class JetsonDevice(Device):
     def _reset_gpu_clocks(self) -> None:
         table = self.supported_clocks_mhz()
         self.devfreq.set_caps_mhz(table[0], table[-1])
+
+    def _all_clocks_mhz(self) -> Sequence[float]:
+        return self.devfreq.table_mhz
+
+    def default_state(self) -> DeviceState:
+        """The kernel's devfreq defaults: min/max at the ends of ``available_frequencies``."""
+        table = self.devfreq.table_mhz
+        return DeviceState(gpu_clocks_mhz=(table[0], table[-1]))
 
     def _write_power_mode(self, mode: str) -> None:
         if self.nvpmodel is None:

@@ -75,6 +75,8 @@ class SimDevice(Device):
     """A simulated board (see module docstring). Also offers ``run_workload``/``stop_workload``
     and ``work_done``, which the calibration and runtime layers use as the device's load."""
 
+    persistent_state = False  # lives in this process: journal in memory, no device lock
+
     def __init__(
         self,
         board: BoardSpec,

@@ -320,18 +320,14 @@ class DaemonServer:
 
     @staticmethod
     def _recover(device: Device, uri: str) -> None:
-        """Undo what a killed daemon (or ``governor apply``) left, and journal to disk from now
-        on, so that ``governor reset`` can undo this daemon's changes after a ``kill -9``."""
+        """Take the device like any other owner: its lock for the daemon's whole life (a
+        device a live governor holds is refused), and a journal layer on disk, so that the
+        next owner or ``governor reset`` can undo this daemon's changes after a ``kill -9``.
+        Settings a dead owner left are restored by taking it; ``governor apply``'s stay."""
         try:
-            from governor.runtime.state import reset_device
-        except ImportError:
-            reset_device = None
-        if reset_device is not None:
-            restored = reset_device(uri, device=device)
-        else:
-            restored = device.restore() if device.changed else {}
-        if restored:
-            log.warning("%s: restored settings left by a previous run: %s", device.uri, restored)
+            device.acquire(command=f"governor daemon (pid {os.getpid()})")
+        except DeviceBusyError as err:
+            raise DeviceBusyError(f"the daemon cannot serve {uri}: {err}") from None
 
     def serve_forever(self) -> None:
         """Accept clients until :meth:`stop`; then restore devices and remove the socket."""

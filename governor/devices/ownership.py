@@ -1,0 +1,392 @@
+"""Who may change and restore a device: the lock holder, and only the lock holder.
+
+The rules (docs/ownership.md tells them to users):
+
+- Reading a device never takes its lock and never reads or writes its journal.
+- The first change (or :meth:`Device.acquire`) takes the device's lock, keyed by its physical
+  identity; a second owner gets :class:`~governor.errors.DeviceBusyError` naming the first.
+- The owner pushes a journal layer, records originals in it before each write, and restores
+  and pops it when it lets go; ``governor apply`` keeps its layer instead (persistent).
+- Taking the lock, an owner finds the layers earlier owners left. A layer that is not
+  persistent was left by a process that died holding the lock (``kill -9``, a power cut): the
+  new owner restores it and says so. Persistent layers stay until ``governor reset``.
+- ``reset`` takes the lock too (so it never undoes a live governor), restores every layer,
+  top first, trying every field and reporting each failure; the fields that failed stay
+  journaled. A corrupt journal is set aside (renamed, with a message) and the device is put
+  back to its driver defaults.
+
+Simulated and replayed boards live inside one process: their owner keeps the journal in
+memory and takes no lock, so simulations never collide with each other or with hardware.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from governor.devices.journal import (
+    Journal,
+    JournalCorruptError,
+    Layer,
+    owner_record,
+    read_journal,
+    write_journal,
+)
+from governor.devices.lock import DeviceLock, ensure_state_dir, key_slug
+from governor.errors import GovernorError
+from governor.paths import state_dir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from governor.devices.base import Device
+
+__all__ = [
+    "Ownership",
+    "ResetReport",
+    "RestoreError",
+    "journal_path",
+    "journals_on_disk",
+    "reset_all",
+    "reset_device",
+]
+
+log = logging.getLogger("governor.devices")
+
+
+class RestoreError(GovernorError, RuntimeError):
+    """Some settings could not be put back; ``failed`` maps field -> reason. They stay
+    journaled, so ``governor reset`` can try again."""
+
+    def __init__(self, uri: str, failed: Dict[str, str], restored: Dict[str, Any]) -> None:
+        detail = "; ".join(f"{name}: {why}" for name, why in failed.items())
+        super().__init__(
+            f"{uri}: could not restore {detail} (kept in the journal: run 'governor reset --device {uri}')"
+        )
+        self.failed = dict(failed)
+        self.restored = dict(restored)
+
+
+def journal_path(key: str, directory: Optional[Path] = None) -> Path:
+    """The journal file of the device whose identity key is ``key``."""
+    base = Path(directory if directory is not None else state_dir())
+    return base / f"journal-{key_slug(key)}.json"
+
+
+def _set_aside(path: Path) -> Path:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}-{os.getpid()}")
+    os.replace(str(path), str(aside))
+    return aside
+
+
+def device_key(device: Device) -> str:
+    """The physical identity locks and journals are keyed by."""
+    return device.identity.key or device.identity.uri
+
+
+class Ownership:
+    """This process's claim on one device: its lock, and the journal layers it owns."""
+
+    def __init__(self, device: Device, command: Optional[str] = None) -> None:
+        self.device = device
+        self.key = device_key(device)
+        self.on_disk = device.persistent_state
+        self.command = command
+        self.lock: Optional[DeviceLock] = None
+        self.path: Optional[Path] = None
+        if self.on_disk:
+            self.path = journal_path(self.key)
+            self.lock = DeviceLock(self.key, self.path.parent, uri=device.uri, command=command)
+        self.journal = Journal(self.key, device.uri, device.identity.kind)
+        self.base_depth = 0  # layers below ours: not ours to pop
+        self.notes: List[str] = []
+
+    # -- taking and letting go -------------------------------------------------------------
+    def take(self) -> None:
+        """Lock the device and adopt what earlier owners left (see the module docstring).
+
+        Raises:
+            DeviceBusyError: another live owner holds it.
+            RestoreError: a dead owner's settings could not all be put back.
+        """
+        if self.lock is not None:
+            self.lock.acquire()
+        try:
+            self._adopt()
+        except BaseException:
+            self.let_go()
+            raise
+
+    def _adopt(self) -> None:
+        if self.path is None:
+            return
+        try:
+            found = read_journal(self.path)
+        except JournalCorruptError as err:
+            aside = _set_aside(self.path)
+            self._note(f"{err}; moved to {aside.name}; restoring the driver defaults")
+            restore_defaults(self.device)
+            return
+        if found is None:
+            return
+        _check_identity(found, self.key, self.path)
+        self.journal.layers = found.layers
+        while self.journal.top is not None and not self.journal.top.persistent:
+            dead = self.journal.top
+            self._note(
+                f"{self.device.uri}: restoring settings left by {dead.describe()}, "
+                "which ended without restoring them"
+            )
+            self.restore_top()
+            self.journal.layers.pop()
+            self.save()
+        self.base_depth = len(self.journal.layers)
+
+    def let_go(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+
+    def _note(self, text: str) -> None:
+        self.notes.append(text)
+        log.warning("governor: %s", text)
+
+    # -- layers ----------------------------------------------------------------------------------
+    @property
+    def own_depth(self) -> int:
+        return len(self.journal.layers) - self.base_depth
+
+    def push(self, command: Optional[str] = None, persistent: bool = False) -> None:
+        self.journal.layers.append(
+            Layer(owner=owner_record(command or self.command), persistent=persistent)
+        )
+
+    def keep_top(self) -> None:
+        """Leave this owner's only layer for ``reset`` (``governor apply``), merged into a
+        persistent layer right below it so that repeated applies do not pile up layers."""
+        if self.own_depth != 1:
+            raise GovernorError(
+                f"{self.device.uri}: only an owner with one journal layer can keep its changes"
+            )
+        top = self.journal.layers[-1]
+        top.persistent = True
+        below = self.journal.layers[-2] if len(self.journal.layers) >= 2 else None
+        if below is not None and below.persistent:
+            for name, value in top.original.items():
+                below.original.setdefault(name, value)
+            self.journal.layers.pop()
+        self.base_depth = len(self.journal.layers)
+        self.save()
+
+    def save(self) -> None:
+        if self.path is not None:
+            write_journal(self.path, self.journal)
+
+    def record(self, name: str, original: Any) -> bool:
+        recorded = self.journal.record(name, original)
+        if recorded:
+            self.save()  # on disk before the caller writes the device
+        return recorded
+
+    def forget(self, name: str) -> None:
+        self.journal.forget(name)
+        self.save()
+
+    def restore_top(self) -> Dict[str, Any]:
+        """Put back every field of the top layer, trying them all; each one restored is
+        dropped from the journal at once, the failures stay.
+
+        Raises:
+            RestoreError: listing each field that failed.
+        """
+        restored: Dict[str, Any] = {}
+        failed: Dict[str, str] = {}
+        layer = self.journal.top
+        if layer is None:
+            return restored
+        for name in layer.fields():
+            original = layer.original[name]
+            try:
+                self.device._apply_original(name, original)
+            except Exception as err:  # every field gets its turn
+                failed[name] = str(err) or type(err).__name__
+                log.error(
+                    "%s: could not restore %s to %r: %s", self.device.uri, name, original, err
+                )
+                continue
+            layer.original.pop(name, None)
+            self.save()
+            restored[name] = original
+            log.info("%s: restored %s to %r", self.device.uri, name, original)
+        if failed:
+            raise RestoreError(self.device.uri, failed, restored)
+        return restored
+
+
+def _check_identity(found: Journal, key: str, path: Path) -> None:
+    if found.key != key:
+        raise GovernorError(
+            f"journal {path} belongs to {found.key}, not to this device ({key}); not applied"
+        )
+
+
+def restore_defaults(device: Device) -> Dict[str, Any]:
+    """Put the device back to its driver defaults (when no trustworthy journal says more).
+
+    Raises:
+        RestoreError: listing each field that failed (every one is tried).
+    """
+    restored: Dict[str, Any] = {}
+    failed: Dict[str, str] = {}
+    for name, value in device.default_originals().items():
+        try:
+            device._apply_original(name, value)
+            restored[name] = value
+        except Exception as err:
+            failed[name] = str(err) or type(err).__name__
+    if failed:
+        raise RestoreError(device.uri, failed, restored)
+    return restored
+
+
+class ResetReport(Dict[str, Any]):
+    """What ``reset`` did to one device: ``restored`` (field -> value), ``failed`` (field ->
+    reason), ``notes`` (corrupt journals set aside, layers undone), ``device``."""
+
+
+def reset_device(device: Device, *, command: Optional[str] = None) -> ResetReport:
+    """Undo every layer journaled for ``device`` (its own, a dead owner's, ``apply``'s).
+
+    Takes the device's lock for the duration, so it never undoes a live governor's work.
+    Returns a report; never raises for a field that fails to restore (it is reported, and
+    stays journaled).
+
+    Raises:
+        DeviceBusyError: a live process owns the device.
+        GovernorError: the journal belongs to another device, or the state dir is unsafe.
+    """
+    report = ResetReport(device=device.uri, restored={}, failed={}, notes=[])
+    if not device.persistent_state:  # its state lives in this process (or in a daemon)
+        try:
+            report["restored"].update(device.restore_everything())
+        except RestoreError as err:
+            report["restored"].update(err.restored)
+            report["failed"].update(err.failed)
+        return report
+    if device._ownership is not None:
+        raise GovernorError(f"{device.uri}: release the device before resetting it")
+    own = Ownership(device, command)
+    if own.lock is not None:
+        own.lock.acquire()
+    try:
+        assert own.path is not None
+        try:
+            found = read_journal(own.path)
+        except JournalCorruptError as err:
+            aside = _set_aside(own.path)
+            report["notes"].append(f"{err}; moved to {aside.name}; restored the driver defaults")
+            try:
+                report["restored"].update(restore_defaults(device))
+            except RestoreError as failure:
+                report["restored"].update(failure.restored)
+                report["failed"].update(failure.failed)
+            return report
+        if found is None:
+            return report
+        _check_identity(found, own.key, own.path)
+        own.journal.layers = found.layers
+        failed_layers: List[Layer] = []
+        while own.journal.layers:
+            layer = own.journal.top
+            assert layer is not None
+            try:
+                restored = own.restore_top()
+            except RestoreError as err:
+                restored = err.restored
+                for name, why in err.failed.items():
+                    report["failed"].setdefault(name, why)
+                failed_layers.insert(0, own.journal.layers[-1])
+            for name, value in restored.items():  # the bottom layer's value is the original
+                report["restored"][name] = value
+            own.journal.layers.pop()
+        if failed_layers:  # keep what did not come back, for another try
+            for layer in failed_layers:
+                layer.persistent = True
+            own.journal.layers = failed_layers
+        own.save()
+        return report
+    finally:
+        own.let_go()
+
+
+def journals_on_disk(directory: Optional[Path] = None) -> List[Tuple[Path, Optional[Journal], str]]:
+    """Every journal file in the state directory: (path, journal or None, problem)."""
+    base = Path(directory if directory is not None else state_dir())
+    found = []
+    for path in sorted(base.glob("journal-*.json")):
+        try:
+            found.append((path, read_journal(path), ""))
+        except GovernorError as err:
+            found.append((path, None, str(err)))
+    return found
+
+
+def reopen_uri(journal: Journal) -> str:
+    """The URI that reopens the device a journal belongs to (its key when the key is one)."""
+    if journal.kind == "nvml" and journal.key.startswith("nvml:"):
+        return journal.key
+    return journal.uri
+
+
+def reset_all(opener: Any = None) -> List[ResetReport]:
+    """``reset`` every device that has a journal in the state directory.
+
+    A journal that cannot be read is reported, not guessed at: its device is unknown, so
+    ``reset --device URI`` (which sets it aside and restores the defaults) is the way out.
+    """
+    if opener is None:
+        from governor.devices.registry import open_device as opener
+    ensure_state_dir()
+    reports: List[ResetReport] = []
+    for path, journal, problem in journals_on_disk():
+        if journal is None:
+            reports.append(
+                ResetReport(
+                    device=path.name,
+                    restored={},
+                    failed={"journal": problem + "; reset its device with --device URI"},
+                    notes=[],
+                )
+            )
+            continue
+        uri = reopen_uri(journal)
+        try:
+            device = opener(uri)
+        except GovernorError as err:
+            reports.append(
+                ResetReport(device=uri, restored={}, failed={"open": str(err)}, notes=[])
+            )
+            continue
+        try:
+            if device_key(device) != journal.key:
+                reports.append(
+                    ResetReport(
+                        device=uri,
+                        restored={},
+                        failed={
+                            "identity": f"{uri} is now {device_key(device)}, but the journal "
+                            f"belongs to {journal.key}; not applied"
+                        },
+                        notes=[],
+                    )
+                )
+                continue
+            reports.append(reset_device(device))
+        except GovernorError as err:
+            reports.append(
+                ResetReport(device=uri, restored={}, failed={"reset": str(err)}, notes=[])
+            )
+        finally:
+            device.close()
+    return reports
