@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "governor.cli.calibrate",
     "governor.cli.profile",
     "governor.cli.devices",
+    "governor.cli.doctor",
     "governor.cli.monitor",
     "governor.cli.tegrastats",
     "governor.cli.tiles",

@@ -69,7 +69,7 @@ def run_command(
     json_out: JsonOpt = False,
 ) -> int:
     """Apply a policy, run CMD, restore the device, print an energy report."""
-    from governor.devices.registry import open_device
+    from governor.devices.registry import last_auto_note, open_device
     from governor.errors import InvalidRequestError
     from governor.runtime import Governor, policies
     from governor.timebase import WallClock
@@ -83,8 +83,11 @@ def run_command(
         )
     if not command:
         raise InvalidRequestError("no command to run: governor run [options] -- CMD ...")
-    sim = device.startswith("sim:")
-    dev = open_device(device, clock=WallClock()) if sim else open_device(device)
+    dev = open_device(device, clock=WallClock())  # a real command runs in real time
+    sim = dev.identity.kind == "sim"
+    note = last_auto_note() if device == "auto" else None
+    if note:
+        sys.stderr.write(f"governor: {note}; its compute load runs in real time\n")
     with dev:
         gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False)
         for note in gov.notes:

@@ -140,6 +140,11 @@ def tune_blocks(
             if command:
                 from governor.tuning.blocks.bench import CommandBench
 
+                if dev.clock.virtual:
+                    raise InvalidRequestError(
+                        f"--command times a real program, but {dev.uri} runs on virtual time; "
+                        f"use a real GPU, or {dev.uri.split('?')[0]}?realtime=1"
+                    )
                 bench = CommandBench(dev, command)
                 names = [command.split()[0] if command.split() else "command"]
                 res = KernelResources(registers, shared_bytes, shared_per_thread)

@@ -253,6 +253,11 @@ class Governor:
         """Lock the device, journal it to disk, apply the first clock, start the loop."""
         if self._running:
             return self
+        if self.background and self.device.clock.virtual:
+            raise InvalidRequestError(
+                f"{self.device.uri} runs on virtual time, where a background loop would never "
+                "wake: use background=False and gov.step(), or open the board with ?realtime=1"
+            )
         if not self.device.capabilities.lock_gpu_clocks:
             raise UnsupportedError(
                 f"{self.device.identity.name} ({self.device.uri}) cannot lock its GPU clock, which the governor needs"

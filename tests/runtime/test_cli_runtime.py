@@ -184,3 +184,31 @@ def test_run_missing_command_exits_127(capsys):
     )
     assert code == 127 and "command not found: no-such-command-xyz" in err
     assert no_journals()
+
+
+def test_run_on_the_default_simulated_board_runs_in_real_time_and_says_so(capsys, monkeypatch):
+    monkeypatch.setattr("governor.devices.registry.discover_hardware", lambda: [])
+    code, out, err = _run(
+        capsys,
+        "run",
+        "--policy",
+        "max",
+        "--json",
+        "--",
+        sys.executable,
+        "-c",
+        "import time; time.sleep(0.3)",
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["simulated"] is True and doc["device"] == "sim:agx-orin"
+    assert doc["duration_s"] >= 0.3 and doc["energy_j"] > 0 and doc["mean_power_w"] > 0
+    assert "no GPU found" in err
+
+
+def test_tune_blocks_command_refuses_a_virtual_time_board(capsys):
+    code, _, err = _run(
+        capsys, "tune-blocks", "--device", "sim:a100-pcie", "--command", "true {block}"
+    )
+    assert code == 1 and "virtual time" in err and "realtime=1" in err
+    assert err.count("\n") == 1

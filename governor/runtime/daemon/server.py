@@ -300,8 +300,11 @@ class DaemonServer:
         opener = self._opener
         if opener is None:
             from governor.devices.registry import open_device
+            from governor.timebase import WallClock
 
-            opener = open_device
+            def opener(uri: str) -> Device:  # a daemon lives in real time, simulated or not
+                return open_device(uri, clock=WallClock())
+
         for dev_config in self.config.devices:
             device = opener(dev_config.uri)
             slot = _Slot(dev_config, device)

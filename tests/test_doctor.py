@@ -1,0 +1,56 @@
+"""governor doctor: what it found, what is missing, and the exact fix, on a machine without a
+GPU and on a fake AGX Orin tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from cli_helpers import run_cli
+
+sys.path.insert(0, str(Path(__file__).parent / "hardware"))
+from hw_trees import build_agx_orin, install_tools  # noqa: E402
+
+
+def _checks(capsys):
+    code, out, err = run_cli(capsys, "doctor", "--json")
+    assert code == 0, err
+    return {row["check"]: row for row in json.loads(out)["checks"]}
+
+
+def test_without_a_gpu_it_says_simulation_and_how_to_fix(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("GOVERNOR_SYSFS_ROOT", str(tmp_path / "empty"))
+    monkeypatch.setattr("governor.devices.registry.discover_hardware", lambda: [])
+    rows = _checks(capsys)
+    assert rows["devices"]["status"] == "missing"
+    assert "sim:agx-orin" in rows["devices"]["found"]
+    assert rows["python"]["status"] == "ok"
+    if rows["cupy"]["status"] == "missing":
+        assert rows["cupy"]["fix"] == "pip install 'gpu-governor[cuda]'"
+
+
+def test_on_a_jetson_it_lists_the_board_tools_and_missing_profile(capsys, monkeypatch, tmp_path):
+    root = tmp_path / "root"
+    info = build_agx_orin(root)
+    monkeypatch.setenv("GOVERNOR_SYSFS_ROOT", str(root))
+    bin_dir = install_tools(tmp_path / "bin", node=info["node"])
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ.get('PATH', '')}")
+    rows = _checks(capsys)
+    assert rows["jetson"]["status"] == "ok" and "17000000.gpu" in rows["jetson"]["found"]
+    assert rows["nvpmodel"]["status"] == "ok" and rows["tegrastats"]["status"] == "missing"
+    assert rows["profile"]["status"] == "missing"
+    assert rows["profile"]["fix"] == "governor calibrate --device jetson"
+
+
+def test_unrestored_journals_are_reported(capsys, monkeypatch, tmp_path):
+    root = tmp_path / "root"
+    build_agx_orin(root)
+    monkeypatch.setenv("GOVERNOR_SYSFS_ROOT", str(root))
+    code, _, err = run_cli(capsys, "apply", "--device", "jetson", "--clock", "510")
+    assert code == 0, err
+    rows = _checks(capsys)
+    assert rows["journals"]["status"] == "problem" and "jetson" in rows["journals"]["found"]
+    assert rows["journals"]["fix"].startswith("governor reset --all")
+    assert run_cli(capsys, "reset", "--all")[0] == 0
