@@ -74,6 +74,7 @@ class Identity:
     uuid: Optional[str] = None
     driver_version: Optional[str] = None
     l4t_version: Optional[str] = None
+    key: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
