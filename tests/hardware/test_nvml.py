@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pynvml
@@ -455,3 +456,38 @@ def test_apply_in_one_process_and_reset_in_another_meet_at_the_driver(nvml, tmp_
     gpu = nvml.gpu(1)
     assert (gpu.gpu_locked, gpu.power_limit_mw) == (None, 70000)
     assert nvml.gpu(0).writes == 0
+
+
+def test_a_governor_killed_with_sigkill_is_undone_by_reset_in_another_process(nvml, tmp_path):
+    env = nvml.env()
+    env["GOVERNOR_STATE_DIR"] = str(tmp_path / "cli-state")
+    env["GOVERNOR_DATA_DIR"] = str(tmp_path / "cli-data")
+    cmd = [sys.executable, "-m", "governor", "run", "--device", "nvml:1", "--policy", "max"]
+    proc = subprocess.Popen(
+        [*cmd, "--", sys.executable, "-c", "import time; time.sleep(60)"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(nvml.state()) < 2 or nvml.gpu(1).gpu_locked is None:
+            assert proc.poll() is None and time.monotonic() < deadline, "the governor never locked"
+            time.sleep(0.05)
+        assert nvml.gpu(1).gpu_locked == (1590, 1590)  # max: the T4's top clock
+    finally:
+        proc.kill()
+        proc.wait()
+    assert nvml.gpu(1).gpu_locked == (1590, 1590)  # nobody restored it: the driver keeps it
+    out = _governor(nvml, tmp_path, "reset", "--device", "nvml:1", "--json")
+    assert "gpu_clocks" in json.loads(out)["restored"]
+    assert nvml.gpu(1).gpu_locked is None
+
+
+def test_devices_lists_every_nvml_gpu_with_its_physical_key(nvml, tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # CUDA's business, not NVML's
+    rows = json.loads(_governor(nvml, tmp_path, "devices", "--json"))["devices"]
+    assert [(r["uri"], r["identity"]["key"]) for r in rows if r["kind"] == "nvml"] == [
+        ("nvml:0", "nvml:" + A100["uuid"]),
+        ("nvml:1", "nvml:" + T4["uuid"]),
+    ]
