@@ -364,6 +364,22 @@ def test_unknown_gpus_are_not_found(nvml):
     assert _balanced()
 
 
+def test_every_gpu_the_driver_reports_is_found_with_its_own_key(nvml):
+    nvml.configure(count=4)
+    uris = backend.discover_nvml()
+    assert uris == ["nvml:0", "nvml:1", "nvml:2", "nvml:3"]
+    keys = set()
+    for uri in uris:
+        with governor.open_device(uri) as dev:
+            keys.add(dev.identity.key)
+    assert len(keys) == 4
+    nvml.configure(count=0)
+    assert backend.discover_nvml() == []
+    with pytest.raises(DeviceNotFoundError, match="NVML sees no GPU"):
+        governor.open_device("nvml:0")
+    assert _balanced()
+
+
 def test_cuda_visible_devices_does_not_renumber_nvml(nvml, monkeypatch):
     assert backend.discover_nvml() == ["nvml:0", "nvml:1"]
     for visible in ("1", "GPU-7e540001,0", "", "-1"):
