@@ -37,3 +37,22 @@ def _no_device_left_changed(monkeypatch):
     for dev in changed:
         dev.restore()
     assert not changed, f"test left simulated device(s) changed: {[d.uri for d in changed]}"
+
+
+@pytest.fixture(scope="session")
+def fake_nvml_lib(tmp_path_factory):
+    """The fake ``libnvidia-ml.so.1`` built once per session (skips without a C compiler)."""
+    from fakes.nvml import build_library
+
+    return build_library(tmp_path_factory.mktemp("fake-nvml-lib"))
+
+
+@pytest.fixture
+def fake_nvml(fake_nvml_lib, tmp_path, monkeypatch):
+    """The fake NVIDIA driver under the real pynvml, with this test's config and state files
+    (see tests/fakes/nvml). Two GPUs unless the test calls ``fake_nvml.configure(...)``."""
+    from fakes.nvml import FakeNvml
+
+    fake = FakeNvml(fake_nvml_lib, tmp_path / "fake-nvml", monkeypatch)
+    yield fake
+    fake.close()

@@ -9,13 +9,19 @@ measures. One kernel launch (or one copy) is one unit of work.
 - ``memory``: one device-to-device copy of a buffer many times the L2 size, so every byte
   comes from DRAM.
 
+The load runs on the CUDA device that *is* the governed GPU, matched by UUID or PCI bus id:
+CUDA's ordinals follow ``CUDA_VISIBLE_DEVICES`` and put the fastest GPU first, NVML's follow
+the PCI bus, so ``nvml:1`` may well be CUDA device 0.
+
 CuPy is imported only when a load is made, through :func:`_import_cupy` (tests replace it).
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import os
+import re
+from typing import Any, Optional, Tuple
 
 from governor.calibrate.loads import Load, LoadFailed, ThreadedLoad
 from governor.devices.base import Device
@@ -155,17 +161,71 @@ class CudaMemoryLoad(_CudaLoad):
         self._cp.copyto(self._dst, self._src)
 
 
-def _cuda_index(device: Device) -> int:
-    """The CUDA ordinal of a governor device: ``nvml:N`` is the N-th GPU CUDA sees; a Jetson has one."""
-    uri = device.uri
-    if uri.startswith("nvml:"):
-        spec = uri.split(":", 1)[1]
-        if spec.isdigit():
-            return int(spec)
+def _uuid_hex(text: Any) -> Optional[str]:
+    """The 32 hex digits of a GPU or MIG UUID: NVML's ``GPU-``/``MIG-`` text, or CUDA's 16 bytes."""
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) != 16:
+            return None
+        return bytes(text).hex()
+    if not isinstance(text, str):
+        return None
+    digits = re.sub(r"^(GPU|MIG)-|-", "", text.strip(), flags=re.IGNORECASE).lower()
+    return digits if re.fullmatch(r"[0-9a-f]{32}", digits) else None
+
+
+def _cuda_ids(cupy: Any, index: int) -> Tuple[Optional[str], Optional[Tuple[int, int, int, int]]]:
+    """(UUID hex, PCI bus id) of CUDA device ``index``; None for what CuPy cannot tell."""
+    from governor.devices.nvml import parse_pci_bus_id
+
+    uuid = pci = None
+    try:
+        props = cupy.cuda.runtime.getDeviceProperties(index)
+        uuid = _uuid_hex(props.get("uuid")) if hasattr(props, "get") else None
+    except Exception:  # an old CuPy without the field, or a CUDA error
+        pass
+    try:
+        pci = parse_pci_bus_id(str(cupy.cuda.runtime.deviceGetPCIBusId(index)))
+    except Exception:
+        pass
+    return uuid, pci
+
+
+def _cuda_index(cupy: Any, count: int, device: Device) -> int:
+    """The CUDA ordinal of ``device``, found by its UUID, else its PCI bus id.
+
+    CUDA numbers GPUs its own way (fastest first unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, and
+    only those in ``CUDA_VISIBLE_DEVICES``), so NVML's index says nothing about it. A device
+    that carries neither (a Jetson, with its one GPU) is CUDA device 0 when CUDA sees one GPU.
+
+    Raises:
+        UnsupportedError: CUDA does not see the device, or it cannot be told apart.
+    """
+    from governor.devices.nvml import parse_pci_bus_id
+
+    uuid = _uuid_hex(device.identity.uuid)
+    pci_text = getattr(device, "pci_bus_id", None)
+    pci = parse_pci_bus_id(pci_text) if isinstance(pci_text, str) else None
+    if uuid is None and pci is None:
+        if count == 1:
+            return 0
         raise UnsupportedError(
-            f"open the GPU by index (nvml:N) to run the built-in load, not {uri}"
+            f"cannot tell which of the {count} CUDA GPUs is {device.uri}: it reports no UUID "
+            "or PCI bus id"
         )
-    return 0
+    ids = [_cuda_ids(cupy, i) for i in range(count)]
+    for wanted, position in ((uuid, 0), (pci, 1)):
+        if wanted is None:
+            continue
+        matches = [i for i, found in enumerate(ids) if found[position] == wanted]
+        if len(matches) == 1:
+            return matches[0]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    raise UnsupportedError(
+        f"CuPy sees {count} CUDA GPU(s) and {device.uri} ({device.identity.name}"
+        + (f", PCI {pci_text}" if pci_text else "")
+        + ") is not among them"
+        + (f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else "")
+    )
 
 
 def make_cuda_load(device: Device, kind: str) -> Load:
@@ -190,7 +250,7 @@ def make_cuda_load(device: Device, kind: str) -> Load:
         raise UnsupportedError(
             f"CuPy sees no CUDA GPU ({err}): is the NVIDIA driver loaded?"
         ) from err
-    index = _cuda_index(device)
-    if index >= count:
-        raise UnsupportedError(f"CuPy sees {count} CUDA GPU(s); {device.uri} is not among them")
+    if count < 1:
+        raise UnsupportedError("CuPy sees no CUDA GPU: is the NVIDIA driver loaded?")
+    index = _cuda_index(cupy, count, device)
     return CudaComputeLoad(cupy, index) if kind == "builtin" else CudaMemoryLoad(cupy, index)

@@ -1,9 +1,15 @@
 """The NVML backend: datacenter and workstation GPUs through nvidia-ml-py (``nvml:<index>``).
 
-``nvml:0`` opens the first GPU this process may use, ``nvml:GPU-<uuid>`` or ``nvml:MIG-<uuid>``
-one by UUID. Indices follow ``CUDA_VISIBLE_DEVICES`` when it is set (``nvml:0`` is the first
-visible GPU, as in CUDA); NVML itself numbers GPUs in PCI bus order, which is also CUDA's order
-only with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
+A GPU is named by any of: its NVML index (``nvml:0``, ``nvml:00``), its UUID
+(``nvml:GPU-<uuid>``, or ``nvml:MIG-<uuid>`` for a MIG instance), or its PCI bus id
+(``nvml:0000:3B:00.0``, ``nvml:3b:00.0``; any case). NVML numbers GPUs in PCI bus order and
+ignores ``CUDA_VISIBLE_DEVICES``, and so does this backend: ``nvml:1`` is NVML's GPU 1 whatever
+CUDA sees (CUDA renumbers, fastest first by default; :mod:`governor.calibrate.cuda_loads`
+finds a GPU's CUDA ordinal by its UUID and PCI bus id).
+
+Every spelling resolves, at open, to one physical identity: ``Identity.key`` is
+``nvml:<UUID of the GPU>`` (for a MIG instance, of its parent GPU, since clock locks and power
+limits act on the whole GPU). The key is itself a URI that reopens the same GPU.
 
 Each capability is probed on its own when the device opens: on Jetson Orin ``nvmlInit``
 succeeds yet power and clocks raise NotSupported (seen on JetPack 6), so a single failed call
@@ -16,8 +22,8 @@ Errors are translated where they enter: ``NVMLError_NoPermission`` becomes
 anything else :class:`~governor.errors.TelemetryError` (reads) or
 :class:`~governor.errors.GovernorError` (writes).
 
-pynvml is imported only when a device is opened or discovered, through :func:`_import_pynvml`
-(tests replace that function with a fake module).
+pynvml is imported only when a device is opened or discovered, through :func:`_import_pynvml`.
+The tests run the real nvidia-ml-py over a fake ``libnvidia-ml.so.1`` (tests/fakes/nvml).
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from governor.errors import (
 )
 from governor.timebase import Clock
 
-__all__ = ["NvmlDevice", "discover_nvml", "open_nvml", "visible_devices"]
+__all__ = ["NvmlDevice", "discover_nvml", "open_nvml", "parse_pci_bus_id"]
 
 log = logging.getLogger("governor.devices.nvml")
 
@@ -85,7 +91,7 @@ _PERMISSION_HINT = (
 
 
 def _import_pynvml() -> Any:
-    """The pynvml module (nvidia-ml-py). Tests replace this function with a fake module."""
+    """The pynvml module (nvidia-ml-py)."""
     import pynvml
 
     return pynvml
@@ -118,36 +124,38 @@ def catalog_model(name: str) -> str:
     return slug or "nvidia-gpu"
 
 
-# -- CUDA_VISIBLE_DEVICES ----------------------------------------------------------------------
-def visible_devices(env: Optional[str], count: int, uuids: Sequence[str]) -> List[str]:
-    """NVML selectors (``"3"`` index or ``"GPU-..."``/``"MIG-..."`` UUID) visible to CUDA, in order.
+# -- PCI bus ids ----------------------------------------------------------------------------
+_PCI_FORMS = (
+    # domain:bus:device.function, domain:bus:device, bus:device.function (NVML's forms)
+    re.compile(r"(?P<d>[0-9a-f]{1,8}):(?P<b>[0-9a-f]{1,2}):(?P<v>[0-9a-f]{1,2})\.(?P<f>[0-7])"),
+    re.compile(r"(?P<d>[0-9a-f]{1,8}):(?P<b>[0-9a-f]{1,2}):(?P<v>[0-9a-f]{1,2})"),
+    re.compile(r"(?P<b>[0-9a-f]{1,2}):(?P<v>[0-9a-f]{1,2})\.(?P<f>[0-7])"),
+)
 
-    ``env`` is the value of ``CUDA_VISIBLE_DEVICES`` (None: every GPU). Like CUDA, the list
-    stops at the first entry that names no device, and an empty value hides every GPU.
-    ``uuids`` are the full UUIDs of GPUs 0..count-1, for matching UUID prefixes.
+
+def parse_pci_bus_id(text: str) -> Optional[Tuple[int, int, int, int]]:
+    """(domain, bus, device, function) of a PCI bus id in NVML's or CUDA's spelling, or None.
+
+    ``00000000:3B:00.0`` (NVML), ``0000:3b:00.0`` (CUDA, lspci) and ``3B:00.0`` all give
+    ``(0, 0x3B, 0, 0)``.
     """
-    if env is None:
-        return [str(i) for i in range(count)]
-    selected: List[str] = []
-    for raw in env.split(","):
-        entry = raw.strip()
-        if not entry:
-            break
-        if re.fullmatch(r"\d+", entry):
-            if int(entry) >= count:
-                break
-            selected.append(str(int(entry)))
-        elif entry.startswith("MIG-"):
-            selected.append(entry)
-        elif entry.startswith("GPU-") or re.fullmatch(r"[0-9a-fA-F-]{4,}", entry):
-            wanted = entry if entry.startswith("GPU-") else "GPU-" + entry
-            matches = [i for i, u in enumerate(uuids) if u.lower().startswith(wanted.lower())]
-            if len(matches) != 1:
-                break
-            selected.append(str(matches[0]))
-        else:
-            break
-    return selected
+    text = text.strip().lower()
+    for form in _PCI_FORMS:
+        match = form.fullmatch(text)
+        if match:
+            parts = match.groupdict()
+            return (
+                int(parts.get("d") or "0", 16),
+                int(parts["b"], 16),
+                int(parts["v"], 16),
+                int(parts.get("f") or "0", 16),
+            )
+    return None
+
+
+def _nvml_pci_text(pci: Tuple[int, int, int, int]) -> str:
+    """NVML's own spelling of a PCI bus id (``00000000:3B:00.0``)."""
+    return "{:08X}:{:02X}:{:02X}.{:X}".format(*pci)
 
 
 # -- the device ------------------------------------------------------------------------------
@@ -175,8 +183,17 @@ class NvmlDevice(Device):
         self._reason_reader: Optional[Callable[[Any], int]] = None
         self._mem_to_graphics: Dict[float, Tuple[float, ...]] = {}
         self._limits: Optional[PowerLimitRange] = None
+        self._default_limit_w: Optional[float] = None
         name = _text(self._try(nv.nvmlDeviceGetName, handle) or "NVIDIA GPU")
         caps = self._probe()
+        #: the PCI bus id of the GPU in NVML's spelling (``00000000:3B:00.0``), None if unread
+        self.pci_bus_id: Optional[str] = None
+        pci = self._try(nv.nvmlDeviceGetPciInfo, self._handle)
+        if pci is not None:
+            parsed = parse_pci_bus_id(_text(pci.busId))
+            self.pci_bus_id = _nvml_pci_text(parsed) if parsed else None
+        gpu_uuid = _optional_text(self._try(nv.nvmlDeviceGetUUID, self._handle))
+        physical = gpu_uuid or self.pci_bus_id
         identity = Identity(
             uri=uri,
             kind="nvml",
@@ -185,6 +202,7 @@ class NvmlDevice(Device):
             serial=_optional_text(self._try(nv.nvmlDeviceGetSerial, self._handle)),
             uuid=_optional_text(self._try(nv.nvmlDeviceGetUUID, handle)),
             driver_version=_optional_text(self._try(nv.nvmlSystemGetDriverVersion)),
+            key=f"nvml:{physical}" if physical else None,
         )
         super().__init__(identity, caps, clock=clock, journal=journal)
 
@@ -223,6 +241,8 @@ class NvmlDevice(Device):
                 self._mem_to_graphics[float(mem)] = tuple(sorted(float(g) for g in graphics))
         constraints = self._try(nv.nvmlDeviceGetPowerManagementLimitConstraints, h)
         default = self._try(nv.nvmlDeviceGetPowerManagementDefaultLimit, h)
+        if default:
+            self._default_limit_w = default / 1000.0
         if constraints and default:
             try:
                 self._limits = PowerLimitRange(
@@ -308,6 +328,13 @@ class NvmlDevice(Device):
     def power_limit_range(self) -> Optional[PowerLimitRange]:
         return self._limits
 
+    def default_state(self) -> DeviceState:
+        """The driver's defaults: clocks unlocked, the default power limit (W; None if NVML
+        does not report one)."""
+        return DeviceState(
+            gpu_clocks_mhz=None, mem_clock_mhz=None, power_limit_w=self._default_limit_w
+        )
+
     def control_permitted(self) -> bool:
         return self.control_reason() is None
 
@@ -315,8 +342,8 @@ class NvmlDevice(Device):
         """Why this process may not change settings (None when it may)."""
         caps = self.capabilities
         if self._mig:
-            return (
-                "a MIG instance: clocks and power limits belong to the whole GPU (open its nvml:N)"
+            return "a MIG instance: clocks and power limits belong to the whole GPU" + (
+                f" (open {self.identity.key})" if self.identity.key else ""
             )
         if not (caps.lock_gpu_clocks or caps.power_limit):
             if not caps.power and not caps.gpu_clock:
@@ -493,34 +520,41 @@ def _init(nv: Any) -> None:
         ) from err
 
 
-def _uuids(nv: Any, count: int) -> List[str]:
-    out = []
-    for i in range(count):
-        try:
-            out.append(_text(nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(i))))
-        except nv.NVMLError:
-            out.append("")
-    return out
+def _handle_for(nv: Any, spec: str) -> Tuple[Any, Any]:
+    """(handle, MIG parent or None) for ``spec``: an NVML index, a UUID or a PCI bus id.
 
-
-def _selectors(nv: Any) -> List[str]:
-    count = int(nv.nvmlDeviceGetCount())
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    uuids = _uuids(nv, count) if env is not None else []
-    return visible_devices(env, count, uuids)
-
-
-def _handle_for(nv: Any, selector: str) -> Tuple[Any, Any]:
-    """(handle, MIG parent or None) for an NVML index or a UUID."""
-    if selector.isdigit():
-        handle = nv.nvmlDeviceGetHandleByIndex(int(selector))
-    else:
-        handle = nv.nvmlDeviceGetHandleByUUID(selector)
+    Raises:
+        InvalidRequestError: ``spec`` is none of those.
+        DeviceNotFoundError: NVML has no such GPU.
+    """
+    try:
+        if re.fullmatch(r"[0-9]+", spec):
+            count = int(nv.nvmlDeviceGetCount())
+            if int(spec) >= count:
+                raise DeviceNotFoundError(
+                    f"no GPU nvml:{spec}: NVML has {count} (indices 0-{count - 1}, in PCI bus "
+                    "order; CUDA_VISIBLE_DEVICES does not renumber them)"
+                    if count
+                    else f"no GPU nvml:{spec}: NVML sees no GPU"
+                )
+            handle = nv.nvmlDeviceGetHandleByIndex(int(spec))
+        elif spec[:4].upper() in ("GPU-", "MIG-"):
+            handle = nv.nvmlDeviceGetHandleByUUID(spec[:4].upper() + spec[4:])
+        else:
+            pci = parse_pci_bus_id(spec)
+            if pci is None:
+                raise InvalidRequestError(
+                    f"bad NVML device {spec!r}: use nvml:<index>, nvml:GPU-<uuid>, "
+                    "nvml:MIG-<uuid> or nvml:<PCI bus id> such as nvml:0000:3B:00.0"
+                )
+            handle = nv.nvmlDeviceGetHandleByPciBusId(_nvml_pci_text(pci))
+    except nv.NVMLError as err:
+        raise DeviceNotFoundError(f"no GPU nvml:{spec} in NVML: {err}") from err
     parent = None
     is_mig = getattr(nv, "nvmlDeviceIsMigDeviceHandle", None)
     if is_mig is not None:
         try:
-            if is_mig(handle):
+            if bool(is_mig(handle)):
                 parent = nv.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle)
         except nv.NVMLError:
             parent = None
@@ -530,10 +564,11 @@ def _handle_for(nv: Any, selector: str) -> Tuple[Any, Any]:
 def open_nvml(
     spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
 ) -> NvmlDevice:
-    """Open ``nvml:<index>`` (index among the GPUs CUDA sees) or ``nvml:<GPU-/MIG-uuid>``.
+    """Open ``nvml:<index>`` (NVML's index), ``nvml:<GPU-/MIG-uuid>`` or ``nvml:<PCI bus id>``.
 
     Raises:
         DeviceNotFoundError: nvidia-ml-py missing, no driver, or no such GPU.
+        InvalidRequestError: ``spec`` is not one of those forms.
     """
     spec = (spec or "0").strip()
     try:
@@ -544,28 +579,7 @@ def open_nvml(
         ) from err
     _init(nv)
     try:
-        if spec.isdigit():
-            selectors = _selectors(nv)
-            if int(spec) >= len(selectors):
-                raise DeviceNotFoundError(
-                    f"no GPU nvml:{spec}: {len(selectors)} visible"
-                    + (
-                        " (CUDA_VISIBLE_DEVICES is set)"
-                        if "CUDA_VISIBLE_DEVICES" in os.environ
-                        else ""
-                    )
-                )
-            selector = selectors[int(spec)]
-        elif spec.startswith(("GPU-", "MIG-")):
-            selector = spec
-        else:
-            raise InvalidRequestError(
-                f"bad NVML device {spec!r}: use nvml:<index> or nvml:GPU-<uuid>"
-            )
-        try:
-            handle, parent = _handle_for(nv, selector)
-        except nv.NVMLError as err:
-            raise DeviceNotFoundError(f"no GPU {selector!r} in NVML: {err}") from err
+        handle, parent = _handle_for(nv, spec)
         return NvmlDevice(
             nv, handle, uri=f"nvml:{spec}", mig_parent=parent, clock=clock, journal=journal
         )
@@ -578,7 +592,8 @@ def open_nvml(
 
 
 def discover_nvml() -> List[str]:
-    """``nvml:N`` for every GPU CUDA may use that NVML can read; [] without driver or bindings.
+    """``nvml:N`` for every GPU NVML can read (NVML's indices, whatever
+    ``CUDA_VISIBLE_DEVICES`` says); [] without driver or bindings.
 
     A GPU that reports neither power nor clocks (Jetson's integrated GPU) is left to the
     jetson backend.
@@ -594,9 +609,9 @@ def discover_nvml() -> List[str]:
         return []
     found = []
     try:
-        for index, selector in enumerate(_selectors(nv)):
+        for index in range(int(nv.nvmlDeviceGetCount())):
             try:
-                handle, _ = _handle_for(nv, selector)
+                handle = nv.nvmlDeviceGetHandleByIndex(index)
             except nv.NVMLError:
                 continue
             readable = False

@@ -1,4 +1,5 @@
-"""CUDA calibration loads: sizing, error paths, and the launch loop over a fake CuPy."""
+"""CUDA calibration loads: sizing, error paths, the launch loop over a fake CuPy, and finding
+the CUDA device of an NVML GPU (through the fake NVML driver) by UUID and PCI bus id."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import time
 import types
 
 import pytest
+from fakes.nvml import A100, T4
 
+import governor
 from governor.calibrate import cuda_loads
 from governor.calibrate.loads import make_load
 from governor.devices.base import Capabilities, Device, Identity
@@ -14,8 +17,10 @@ from governor.errors import CalibrationError, InvalidRequestError, UnsupportedEr
 
 
 class _Dev(Device):
-    def __init__(self, uri="nvml:0", kind="nvml"):
-        super().__init__(Identity(uri=uri, kind=kind, name="GPU", model="a100-sxm"), Capabilities())
+    def __init__(self, uri="nvml:0", kind="nvml", uuid=None, pci_bus_id=None):
+        identity = Identity(uri=uri, kind=kind, name="GPU", model="a100-sxm", uuid=uuid)
+        super().__init__(identity, Capabilities())
+        self.pci_bus_id = pci_bus_id
 
 
 def test_grid_fills_every_sm_a_few_times():
@@ -46,7 +51,11 @@ def test_missing_cupy_is_a_clear_unsupported_error(monkeypatch):
         make_load(_Dev(), "builtin")
 
 
-def _fake_cupy(devices=1, fail_after=None):
+def _fake_cupy(devices=1, fail_after=None, gpus=None):
+    """A CuPy over ``devices`` CUDA GPUs, or over ``gpus``: (UUID, CUDA's PCI bus id) each,
+    in CUDA's order."""
+    if gpus is not None:
+        devices = len(gpus)
     cp = types.ModuleType("fake_cupy")
     cp.float32 = "float32"
     cp.int32 = int
@@ -63,6 +72,19 @@ def _fake_cupy(devices=1, fail_after=None):
         @staticmethod
         def memGetInfo():
             return (16 << 30, 40 << 30)
+
+        @staticmethod
+        def deviceGetPCIBusId(index):
+            if gpus is None or not 0 <= index < len(gpus):
+                raise RuntimeError("cudaErrorInvalidDevice: invalid device ordinal")
+            return gpus[index][1]
+
+        @staticmethod
+        def getDeviceProperties(index):
+            if gpus is None or not 0 <= index < len(gpus):
+                raise RuntimeError("cudaErrorInvalidDevice: invalid device ordinal")
+            # CUDA's uuid is the 16 bytes NVML prints as GPU-xxxxxxxx-xxxx-...
+            return {"name": b"GPU", "uuid": bytes.fromhex(gpus[index][0][4:].replace("-", ""))}
 
     class _Ctx:
         def __init__(self, *a, **k):
@@ -131,10 +153,50 @@ def test_memory_load_copies_and_errors_surface(monkeypatch):
         load.work_done()
 
 
-def test_no_gpu_or_wrong_index(monkeypatch):
+def test_no_gpu_or_a_gpu_cuda_does_not_see(monkeypatch):
     monkeypatch.setattr(cuda_loads, "_import_cupy", lambda: _fake_cupy(devices=None))
     with pytest.raises(UnsupportedError, match="no CUDA GPU"):
         make_load(_Dev(), "builtin")
-    monkeypatch.setattr(cuda_loads, "_import_cupy", lambda: _fake_cupy(devices=1))
+    monkeypatch.setattr(cuda_loads, "_import_cupy", lambda: _fake_cupy(devices=0))
+    with pytest.raises(UnsupportedError, match="no CUDA GPU"):
+        make_load(_Dev(), "builtin")
+    monkeypatch.setattr(
+        cuda_loads, "_import_cupy", lambda: _fake_cupy(gpus=[(T4["uuid"], "0000:3B:00.0")])
+    )
     with pytest.raises(UnsupportedError, match="1 CUDA GPU"):
-        make_load(_Dev(uri="nvml:3"), "builtin")
+        make_load(_Dev(uuid=A100["uuid"], pci_bus_id=A100["pci"]), "builtin")
+    # a device that says neither who nor where it is: only a lone CUDA GPU can be it
+    monkeypatch.setattr(cuda_loads, "_import_cupy", lambda: _fake_cupy(devices=2))
+    with pytest.raises(UnsupportedError, match="cannot tell which"):
+        make_load(_Dev(uri="jetson", kind="jetson"), "builtin")
+
+
+# CUDA's default order is fastest first; NVML's is the PCI bus order (A100 07:00, T4 3B:00).
+CUDA_ORDER = [(T4["uuid"], "0000:3b:00.0"), (A100["uuid"], "0000:07:00.0")]
+
+
+def test_the_cuda_device_is_found_by_uuid_not_by_nvml_index(fake_nvml, monkeypatch):
+    monkeypatch.setattr(cuda_loads, "_import_cupy", lambda: _fake_cupy(gpus=CUDA_ORDER))
+    with governor.open_device("nvml:0") as a100, governor.open_device("nvml:1") as t4:
+        assert make_load(a100, "builtin").cuda_index == 1
+        assert make_load(t4, "memory").cuda_index == 0
+    with governor.open_device("nvml:3b:00.0") as t4:
+        assert make_load(t4, "builtin").cuda_index == 0
+
+
+def test_the_pci_bus_id_finds_it_when_cuda_reports_no_uuid(fake_nvml, monkeypatch):
+    cp = _fake_cupy(gpus=CUDA_ORDER)
+    cp.cuda.runtime.getDeviceProperties = staticmethod(lambda index: {"name": b"GPU"})
+    monkeypatch.setattr(cuda_loads, "_import_cupy", lambda: cp)
+    with governor.open_device(f"nvml:{A100['uuid']}") as a100:
+        assert make_load(a100, "builtin").cuda_index == 1
+
+
+def test_cuda_visible_devices_hides_gpus_from_cuda_not_from_nvml(fake_nvml, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", T4["uuid"])
+    monkeypatch.setattr(cuda_loads, "_import_cupy", lambda: _fake_cupy(gpus=CUDA_ORDER[:1]))
+    with governor.open_device("nvml:1") as t4:
+        assert make_load(t4, "builtin").cuda_index == 0
+    with governor.open_device("nvml:0") as a100:
+        with pytest.raises(UnsupportedError, match="CUDA_VISIBLE_DEVICES=GPU-7e54"):
+            make_load(a100, "builtin")
