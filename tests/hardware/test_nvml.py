@@ -468,7 +468,7 @@ def test_apply_in_one_process_and_reset_in_another_meet_at_the_driver(nvml, tmp_
         assert dev.state().power_limit_w == 65
         assert dev.sample().gpu_clock_mhz == 1005
     out = _governor(nvml, tmp_path, "reset", "--device", "nvml:1", "--json")
-    assert set(json.loads(out)["restored"]) == {"gpu_clocks", "power_limit"}
+    assert set(json.loads(out)["devices"][0]["restored"]) == {"gpu_clocks", "power_limit"}
     gpu = nvml.gpu(1)
     assert (gpu.gpu_locked, gpu.power_limit_mw) == (None, 70000)
     assert nvml.gpu(0).writes == 0
@@ -496,7 +496,7 @@ def test_a_governor_killed_with_sigkill_is_undone_by_reset_in_another_process(nv
         proc.wait()
     assert nvml.gpu(1).gpu_locked == (1590, 1590)  # nobody restored it: the driver keeps it
     out = _governor(nvml, tmp_path, "reset", "--device", "nvml:1", "--json")
-    assert "gpu_clocks" in json.loads(out)["restored"]
+    assert "gpu_clocks" in json.loads(out)["devices"][0]["restored"]
     assert nvml.gpu(1).gpu_locked is None
 
 
