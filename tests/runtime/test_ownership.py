@@ -43,7 +43,12 @@ def jetson(tmp_path, monkeypatch):
     node = root / info["node"].lstrip("/")
 
     def caps():
-        return (int((node / "min_freq").read_text()), int((node / "max_freq").read_text()))
+        for _ in range(100):  # another process may be rewriting the file right now
+            try:
+                return (int((node / "min_freq").read_text()), int((node / "max_freq").read_text()))
+            except ValueError:
+                time.sleep(0.01)
+        raise AssertionError("devfreq files stay unreadable")
 
     def defaults():
         table = [int(w) for w in (node / "available_frequencies").read_text().split()]
