@@ -1,4 +1,5 @@
-"""Parse tegrastats lines from every Jetson generation (tests/data/tegrastats/FORMAT.md).
+"""Parse tegrastats lines from every Jetson generation (docs/hardware.md, FORMAT.md in
+tests/data/tegrastats).
 
 :func:`parse_line` returns a :class:`TegrastatsSample` for a sample line (one with a ``RAM``
 field and at least a CPU list, a GPU field or a rail) and None for anything else; it never
