@@ -49,6 +49,7 @@ RAILS = {
     "xavier-nx": {"VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"},
     "orin-nx": {"VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"},
     "agx-orin": {"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"},
+    "agx-orin-jp6": {"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO"},  # and NC
 }
 
 # file -> (board, rail set); multi-board files list one entry per sample line, in order.
@@ -63,6 +64,7 @@ LOGS = {
     "loudva_nano_b.log": ("nano", "nano"),
     "aptpod_tx2.txt": [("tx2", "tx2-r28-4gb")],
     "power_tegra_agx-xavier.txt": [("agx-xavier", "agx-xavier")],
+    "gdwr_agx-orin.txt": [("agx-orin", "agx-orin-jp6")],
     "datadog_tegra_2020.txt": [("nano", "nano"), ("tx2", "tx2-r32"), ("agx-xavier", "agx-xavier")],
     "samples.txt": [
         ("tx1", "tx1"),
@@ -146,7 +148,10 @@ def test_gpu_clocks_are_in_the_boards_table(name):
             assert sample.gpu_clock_mhz is None
             continue
         running = [float(c) for c in printed.group(2).split(",") if float(c) > 0]
-        assert sample.gpu_clock_mhz == (max(running) if running else None)
+        if not running:  # every GPC power-gated: no clock, not 0
+            assert sample.gpu_clock_mhz is None
+            continue
+        assert sample.gpu_clock_mhz == max(running)
         assert lo - 1 <= sample.gpu_clock_mhz <= hi + 1
         assert sample.gpu_load_pct == (float(printed.group(1)) if printed.group(1) else None)
 
@@ -166,7 +171,7 @@ def test_duration_comes_from_timestamps_when_the_log_has_them(name):
     doc = summarize_lines(_lines(name), interval_ms=1000)
     stamps = _stamps(name)
     assert doc["samples"] == len(_sample_lines(name))
-    if not stamps:
+    if len(stamps) < 2:  # no stamps, or one: nothing to measure time with
         assert doc["timing"] == "interval"
         assert doc["duration_s"] == pytest.approx(doc["samples"] * 1.0)
         return
@@ -211,6 +216,15 @@ def test_energy_of_the_small_agx_xavier_log_by_hand():
     assert doc["rails"]["SYS5V"]["mean_w"] == pytest.approx(energy / sum(holds))
     plain_mean = sum(sys5v) / len(sys5v) / 1000.0
     assert doc["rails"]["SYS5V"]["mean_w"] != pytest.approx(plain_mean, abs=1e-3)
+
+
+def test_the_agx_orin_line_drops_offline_sensors_and_nc_channels():
+    (line,) = _sample_lines("gdwr_agx-orin.txt")
+    assert "GPU@-256C" in line and " NC 0mW/0mW " in line and "GR3D_FREQ 0%@[0,0]" in line
+    (sample,), _ = _parse("gdwr_agx-orin.txt")
+    assert "NC" not in sample.rails and sample.gpu_temperature_c is None
+    assert sample.gpu_clock_mhz is None and sample.gpu_load_pct == 0
+    assert not {"CV0", "CV1", "CV2", "GPU"} & set(sample.temperatures_c)
 
 
 def test_sub_second_log_is_not_stretched_by_interval_ms():

@@ -19,8 +19,9 @@ Handled variations, each seen in a real log (tests/data/README.md says where):
 - EMC: ``EMC_FREQ 4%@1600``, ``0%``, ``@4266`` (Thor), absent; ``EMC 1%@408`` (L4T R28).
 - CPU: ``CPU [9%@1190,off,...]``, and ``cpu [17%,13%]@408`` (L4T R28; one clock for all).
 - Rails: ``NAME cur/avg`` in mW with no unit (JetPack 4), ``NAME 5299mW/5299mW``,
-  ``NAME cur/avg/max`` (JetPack 7), units on some values only, ``W`` units, and ``NC``
-  (not connected: no reading, so no rail). The first value is the instantaneous power.
+  ``NAME cur/avg/max`` (JetPack 7), units on some values only, ``W`` units. A channel with
+  nothing connected prints as ``NC 0mW/0mW`` (AGX Orin, JetPack 6) or reads ``NC``: not a
+  rail, skipped. The first value is the instantaneous power.
 - Temperatures ``NAME@41.5C`` in any case, ``cpu@52.968C/52.968C`` (JetPack 7: the first is
   the current value); ``PMIC@100C`` is a fixed dummy and ``-256C`` an offline sensor, both
   dropped.
@@ -345,7 +346,7 @@ def _parse(line: str) -> Optional[TegrastatsSample]:
             i += 1
             continue
         if _RAIL_NAME.match(tok) and tok not in _NOT_RAILS and nxt:
-            if _not_connected(nxt):
+            if tok == "NC" or _not_connected(nxt):
                 i += 2  # NC: listed but not connected; no reading
                 continue
             reading = _rail(nxt)
