@@ -56,10 +56,12 @@ RAILS = {
 LOGS = {
     "loudva_agx-xavier_a.log": ("agx-xavier", "agx-xavier"),
     "loudva_agx-xavier_b.log": ("agx-xavier", "agx-xavier"),
+    "loudva_agx-xavier_c.log": ("agx-xavier", "agx-xavier"),
     "loudva_agx-xavier_small.log": ("agx-xavier", "agx-xavier"),
     "loudva_xavier-nx_a.log": ("xavier-nx", "xavier-nx"),
     "loudva_xavier-nx_b.log": ("xavier-nx", "xavier-nx"),
     "loudva_xavier-nx_c.log": ("xavier-nx", "xavier-nx"),
+    "loudva_xavier-nx_d.log": ("xavier-nx", "xavier-nx"),
     "loudva_nano_a.log": ("nano", "nano"),
     "loudva_nano_b.log": ("nano", "nano"),
     "aptpod_tx2.txt": [("tx2", "tx2-r28-4gb")],
