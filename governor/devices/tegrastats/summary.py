@@ -79,8 +79,8 @@ def hold_times_s(
     slots = _slots(stamps[lead:])
     if not slots or (len(slots) == 1 and (slots[0][1] < 2 or not slots[0][2])):
         return [interval_s] * len(samples), "interval"
-    # Times of every anchored sample; the last slot's spread needs the typical interval, which
-    # comes from the other slots (or, for a single same-second slot, from that second).
+    # Times of every anchored sample: samples sharing a stamp spread over its second (or up to
+    # the next stamp, if sooner), unstamped followers up to the next stamp.
     times: List[float] = []
     for k, (t, n, same) in enumerate(slots):
         nxt = slots[k + 1][0] if k + 1 < len(slots) else None
