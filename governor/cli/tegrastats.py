@@ -68,12 +68,14 @@ def summarize(
         typer.Option(
             "--interval-ms",
             min=1e-3,
-            help="Sampling interval of the log (tegrastats --interval), ms.",
+            help="Sampling interval of the log (tegrastats --interval), ms; used only when "
+            "its lines carry no timestamps.",
         ),
     ] = 1000.0,
     json_out: JsonOpt = False,
 ) -> None:
-    """Per-rail mean/max power (W) and energy (J), GPU mean load and clock range."""
+    """Per-rail time-weighted mean and max power (W) and energy (J), GPU mean load and clock
+    range; times from the log's timestamps, else from --interval-ms."""
     from governor.devices.tegrastats.summary import summarize_lines
 
     doc = summarize_lines(_lines(file), interval_ms)
@@ -81,7 +83,8 @@ def summarize(
         emit_json(doc)
         return
     typer.echo(
-        f"{doc['samples']} samples over {doc['duration_s']:g} s ({doc['skipped_lines']} lines skipped)"
+        f"{doc['samples']} samples over {doc['duration_s']:g} s (timing from {doc['timing']}, "
+        f"{doc['skipped_lines']} lines skipped)"
     )
     for name, r in doc["rails"].items():
         typer.echo(

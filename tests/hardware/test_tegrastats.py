@@ -108,6 +108,86 @@ def test_format_variants():
     assert parse_line("RAM 2/4GB SWAP 0/1GB") is None  # cut short: nothing measured
 
 
+def test_text_before_ram_is_a_prefix_and_may_hold_a_timestamp():
+    _, line = ALL[4]  # a real Xavier NX line
+    for prefix, stamp in (
+        ("1712345678---", "2024-04-05T19:34:38"),
+        ("1712345678.25 ", "2024-04-05T19:34:38.250000"),
+        ("1712345678123 ", "2024-04-05T19:34:38.123000"),
+        ("[12:01:02] ", "1900-01-01T12:01:02"),
+        ("2024-03-14 09:26:53,120 INFO tegrastats: ", "2024-03-14T09:26:53.120000"),
+        ("2024-03-14T09:26:53 ", "2024-03-14T09:26:53"),
+        ("03-14-2024 09:26:53 ", "2024-03-14T09:26:53"),
+        ("E/TegraStats( 3627): ", None),
+        ("jetson | ", None),
+    ):
+        s = parse_line(prefix + line)
+        assert s is not None, prefix
+        assert (s.timestamp.isoformat() if s.timestamp else None) == stamp, prefix
+        assert s.gpu_load_pct == 62 and s.rails["VDD_IN"].power_w == 4.067
+    assert parse_line("[12:01:02] " + line).time_only
+    assert parse_line("IRAM 0/252kB CPU [1%@102]") is None  # IRAM is not RAM
+
+
+def test_l4t_r28_format_of_the_tx1():
+    # the layout of tegrastats on L4T R28.1 (TX1): lower-case cpu list with one clock after
+    # it, EMC and GR3D without _FREQ
+    s = parse_line(
+        "RAM 3468/3983MB (lfb 48x4MB) SWAP 873/8192MB (cached 295MB) "
+        "cpu [17%,13%,29%,off]@408 EMC 1%@408 APE 25 GR3D 3%@76"
+    )
+    assert s.cpu_load_pct == (17, 13, 29, None) and s.cpu_clock_mhz == (408, 408, 408, None)
+    assert s.emc_load_pct == 1 and s.emc_clock_mhz == 408
+    assert s.gpu_load_pct == 3 and s.gpu_clock_mhz == 76
+
+
+def test_gated_gpcs_offline_sensors_nc_rails_and_jetpack7_fields():
+    base = "RAM 100/200MB CPU [1%@100,off] "
+    one_gated = parse_line(base + "GR3D_FREQ 39%@[305,0]")
+    assert one_gated.gpu_clock_mhz == 305 and one_gated.gpu_clocks_mhz == (305, 0)
+    all_gated = parse_line(base + "GR3D_FREQ 0%@[0,0] GPU@-256C gpu@-256.0C cpu@41C")
+    assert all_gated.gpu_clock_mhz is None and all_gated.gpu_load_pct == 0
+    assert all_gated.temperatures_c == {"cpu": 41.0} and all_gated.gpu_temperature_c is None
+    assert parse_line(base + "GR3D_FREQ @[1574,off,1574]").gpu_clocks_mhz == (1574, None, 1574)
+    assert parse_line(base + "GR3D_FREQ @[1574,off,1574]").gpu_clock_mhz == 1574
+    assert parse_line(base + "GR3D_FREQ 0%@0").gpu_clock_mhz is None
+    thor = parse_line(
+        base + "EMC_FREQ @4266 cpu@52.968C/52.968C tj@66.625C/66.625C soc012@55.375C/58.781C "
+        "VDD_GPU 37939mW/8660mW/37939mW VDD_CPU_SOC_MSS NC VIN_SYS_5V0 NC/NC "
+        "VIN 124486mW/36487mW/124486mW VDD_X 1.5W/2W"
+    )
+    assert thor.emc_clock_mhz == 4266 and thor.emc_load_pct is None
+    assert thor.temperatures_c == {"cpu": 52.968, "tj": 66.625, "soc012": 55.375}
+    assert set(thor.rails) == {"VDD_GPU", "VIN", "VDD_X"}  # NC: not connected, no reading
+    assert thor.rails["VDD_GPU"].power_w == 37.939 and thor.rails["VDD_GPU"].average_w == 8.66
+    assert thor.rails["VDD_X"].power_w == 1.5
+
+
+def test_timing_spreads_samples_that_share_a_second():
+    _, line = ALL[4]
+    stamped = [f"01-02-2025 10:00:{s:02d} " + line for s in (0, 0, 0, 0, 1, 1, 1, 1, 2, 2)]
+    doc = summarize_lines(stamped, interval_ms=1000)
+    assert doc["timing"] == "timestamps" and doc["duration_s"] == pytest.approx(3.0)
+    # a skipped second (1 Hz with a slip): the sample holds until the next one
+    doc = summarize_lines(["01-02-2025 10:00:00 " + line, "01-02-2025 10:00:02 " + line])
+    assert doc["duration_s"] == pytest.approx(4.0)
+    # a bare time of day across midnight
+    doc = summarize_lines(["[23:59:59] " + line, "[00:00:00] " + line, "[00:00:01] " + line])
+    assert doc["timing"] == "timestamps" and doc["duration_s"] == pytest.approx(3.0)
+    # one stamp only: nothing to measure time with
+    doc = summarize_lines(["01-02-2025 10:00:00 " + line], interval_ms=250)
+    assert doc["timing"] == "interval" and doc["duration_s"] == 0.25
+
+
+def test_date_lines_every_few_samples_spread_the_samples_between_them():
+    _, line = ALL[4]
+    lines = ["Tue Jan 26 18:22:30 UTC 2021", line, line, line, line]
+    lines += ["Tue Jan 26 18:22:34 UTC 2021", line, line]
+    doc = summarize_lines(lines, interval_ms=100)
+    # 4 samples over the 4 s between the dates, then 2 holding the 1 s they imply
+    assert doc["timing"] == "timestamps" and doc["duration_s"] == pytest.approx(6.0)
+
+
 def test_non_samples_are_counted_and_date_lines_give_timestamps():
     p = TegrastatsParser()
     _, line = ALL[4]
@@ -158,9 +238,18 @@ _ALPHABET = st.sampled_from(
 )
 
 
+REAL_LINES = [
+    line
+    for path in sorted(SAMPLES.parent.iterdir())
+    if path.suffix in (".log", ".txt")
+    for line in path.read_text().splitlines()
+    if "RAM " in line
+]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
-    st.sampled_from([line for _, line in ALL]),
+    st.sampled_from(REAL_LINES),
     st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 3), _ALPHABET), max_size=8),
 )
 def test_mutated_real_lines_never_raise(line, edits):
@@ -191,8 +280,8 @@ def test_cli_summarize_json_has_the_contract_keys():
     proc = _governor("tegrastats", "summarize", str(SAMPLES), "--interval-ms", "100", "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"samples", "skipped_lines", "duration_s", "rails", "gpu"}
-    assert doc["duration_s"] == pytest.approx(0.8)
+    assert set(doc) == {"samples", "skipped_lines", "timing", "duration_s", "rails", "gpu"}
+    assert doc["duration_s"] == pytest.approx(0.8) and doc["timing"] == "interval"
     assert set(doc["rails"]["VDD_IN"]) == {"mean_w", "max_w", "energy_j"}
     assert set(doc["gpu"]) == {"mean_load_pct", "clock_mhz"} and set(doc["gpu"]["clock_mhz"]) == {
         "min",

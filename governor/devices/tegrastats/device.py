@@ -59,7 +59,7 @@ class TegrastatsDevice(Device):
         caps = Capabilities(
             power=bool(first.rails),
             rails=bool(first.rails),
-            gpu_clock=first.gpu_clock_mhz is not None,
+            gpu_clock=bool(first.gpu_clocks_mhz),  # printed, even if gated (None) right now
             mem_clock=first.emc_clock_mhz is not None,
             temperature=first.gpu_temperature_c is not None,
             utilisation=first.gpu_load_pct is not None,
