@@ -6,7 +6,14 @@ import errno
 from pathlib import Path
 
 import pytest
-from hw_trees import build_agx_orin, build_agx_xavier, build_nano, install_tools, write
+from hw_trees import (
+    build_agx_orin,
+    build_agx_xavier,
+    build_nano,
+    build_thor,
+    install_tools,
+    write,
+)
 
 import governor
 from governor.devices.jetson import device as jetson_device
@@ -253,3 +260,31 @@ def test_clocks_above_the_power_modes_gpu_cap_are_not_offered(board):
         dev.set_power_mode("MAXN")
         assert dev.supported_clocks_mhz()[-1] == 1300.5
         assert dev.lock_gpu_clocks(1300.5) == (1300.5, 1300.5)
+
+
+@pytest.mark.parametrize("label", [None, "VIN"])
+def test_thor_ina238_input_rail_next_to_the_ina3221(board, label):
+    """Thor's board input sits on an INA238 (power1_input in uW), not on the INA3221."""
+    info = board(build_thor, vin_label=label)
+    base = info["root"] / "sys/bus/i2c/drivers/ina238/2-0044/hwmon/hwmon3"
+    uw = int((base / "power1_input").read_text())
+    with governor.open_device("jetson") as dev:
+        assert dev.identity.model == "thor" and dev.identity.l4t_version == "38.2.0"
+        assert dev.devfreq.name == "gpu-gpc-0"
+        assert dev.supported_clocks_mhz()[-1] == 1575.0
+        s = dev.sample()
+        vin = s.rail("VIN")
+        assert vin.scope == "board input"
+        assert vin.power_w == pytest.approx(uw / 1e6)
+        assert vin.voltage_v == pytest.approx(int((base / "in1_input").read_text()) / 1000)
+        assert vin.current_a == pytest.approx(int((base / "curr1_input").read_text()) / 1000)
+        assert {r.name: r.scope for r in s.rails} == {
+            "VDD_GPU": "gpu",
+            "VDD_CPU_SOC_MSS": "soc",
+            "VIN_SYS_5V0": "system",
+            "VIN": "board input",
+        }
+        assert (s.power_w, s.power_scope) == (0.0, "gpu")  # rail-gated GPU draws nothing
+        assert s.temperature_c is None  # gpu-thermal cannot be read while the GPU is gated
+        assert s.utilisation_pct is None  # Thor's devfreq node has no load file
+        assert s.gpu_clock_mhz == 675.0
