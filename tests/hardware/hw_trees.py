@@ -318,22 +318,45 @@ def _script(bin_dir: Path, name: str, body: str) -> Path:
 
 NVPMODEL = r"""
 import os, re, sys
-state = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvpmodel.state")
+# Prints what the real nvpmodel prints (formats from tests/data/nvpmodel/): FAKE_NVPMODEL_PARSE,
+# FAKE_NVPMODEL_QUERY and FAKE_NVPMODEL_M_OUTPUT name recorded outputs to print instead.
+here = os.path.dirname(os.path.abspath(__file__))
+state = os.path.join(here, "nvpmodel.state")
 conf = os.path.join(os.environ["GOVERNOR_SYSFS_ROOT"], "etc", "nvpmodel.conf")
-modes = dict((int(i), n) for i, n in re.findall(r"POWER_MODEL ID=(\d+) NAME=(\S+)", open(conf).read()))
+text = open(conf).read() if os.path.exists(conf) else ""
+modes = dict((int(i), n) for i, n in re.findall(r"POWER_MODEL ID=(\d+) NAME=(\S+)", text))
 current = int(open(state).read()) if os.path.exists(state) else 2
 args = sys.argv[1:]
-if args[:1] == ["-q"]:
-    print("NV Power Mode: %s" % modes[current])
-    print(current)
+with open(os.path.join(here, "nvpmodel.log"), "a") as fh:
+    fh.write(" ".join(args) + "\n")
+def recorded(var):
+    path = os.environ.get(var)
+    if path:
+        sys.stdout.write(open(path).read())
+        sys.exit(0)
+if args[:1] == ["-p"]:
+    recorded("FAKE_NVPMODEL_PARSE")
+    print("NVPM VERB: Config file: /etc/nvpmodel.conf")
+    print("NVPM VERB: parsing done for /etc/nvpmodel.conf")
+    for i in sorted(modes):
+        print("NVPM VERB: POWER_MODEL: ID=%d NAME=%s" % (i, modes[i]))
+elif args[:1] == ["-q"]:
+    recorded("FAKE_NVPMODEL_QUERY")
+    if "--verbose" in args:  # like the real one: the active mode's line only
+        print("NVPM VERB: Current mode: NV Power Mode: %s" % modes[current])
+        print(current)
+        print("NVPM VERB: POWER_MODEL: ID=%d NAME=%s" % (current, modes[current]))
+    else:
+        print("NV Power Mode: %s" % modes[current])
+        print(current)
 elif args[:1] == ["-m"]:
     if os.environ.get("FAKE_NVPMODEL_DENY"):
         sys.stderr.write("NVPM ERROR: Permission denied: run as root\n")
         sys.exit(1)
-    with open(state, "w") as fh:
-        fh.write(args[1])
-    with open(os.path.join(os.path.dirname(state), "nvpmodel.log"), "a") as fh:
-        fh.write(" ".join(args) + "\n")
+    recorded("FAKE_NVPMODEL_M_OUTPUT")
+    if not os.environ.get("FAKE_NVPMODEL_IGNORE"):
+        with open(state, "w") as fh:
+            fh.write(args[1])
 else:
     sys.exit(2)
 """
