@@ -13,8 +13,8 @@
   has no ``in1_label``; the chip's ``label`` file is used when the device tree gives one, else
   the name tegrastats prints for it on Thor, ``VIN``. Whatever its label, it is the board input.
 
-No Jetson has a GPU-only rail except the Nano (POM_5V_GPU), TX2 (VDD_SYS_GPU) and AGX Xavier
-(GPU), so :func:`best_rail` picks the narrowest rail that includes the GPU.
+No Jetson has a GPU-only rail except the Nano (POM_5V_GPU), TX2 (VDD_SYS_GPU), AGX Xavier
+(GPU) and Thor (VDD_GPU), so :func:`best_rail` picks the narrowest rail that includes the GPU.
 """
 
 from __future__ import annotations
