@@ -15,6 +15,9 @@ from typing import Dict, Iterable, Optional, Tuple
 NANO_HZ = "76800000 153600000 230400000 307200000 384000000 460800000 537600000 614400000 691200000 768000000 844800000 921600000"
 XAVIER_HZ = "114750000 216750000 318750000 420750000 522750000 624750000 675750000 828750000 905250000 1032750000 1198500000 1236750000 1338750000 1377000000"
 ORIN_HZ = "306000000 408000000 510000000 612000000 714000000 816000000 918000000 1020000000 1122000000 1224000000 1300500000"
+# Thor's GPC table is not public: only its top, 1575 MHz (gpu-gpc-0 cur_freq under
+# jetson_clocks in MAXN, published measurements), is confirmed. The steps below are assumed.
+THOR_HZ = " ".join(str(675000000 + 75000000 * i) for i in range(13))
 
 ORIN_NVPMODEL_CONF = """# nvpmodel configuration (excerpt)
 < PARAM TYPE=CLOCK NAME=GPU >
@@ -99,6 +102,74 @@ def hwmon_rails(root: Path, device: str, hwmon: int, rails: Iterable[Tuple[str, 
     write(root, f"{base}/in7_label", "sum of shunt voltages\n")
     write(root, f"{base}/in7_input", "40\n")
     write(root, f"{base}/name", "ina3221\n")
+
+
+def ina238_rail(
+    root: Path, device: str, hwmon: int, mv: int, ma: int, uw: int, label: Optional[str] = None
+) -> str:
+    """An INA238 (kernel ina238 hwmon driver: in0 shunt mV, in1 bus mV, curr1 mA, power1 uW,
+    temp1 m°C; no in1_label) linked from /sys/class/hwmon, as hwmon devices are."""
+    base = f"/sys/bus/i2c/drivers/ina238/{device}/hwmon/hwmon{hwmon}"
+    write(root, f"{base}/name", "ina238\n")
+    write(root, f"{base}/in0_input", "2\n")
+    write(root, f"{base}/in1_input", f"{mv}\n")
+    write(root, f"{base}/curr1_input", f"{ma}\n")
+    write(root, f"{base}/power1_input", f"{uw}\n")
+    write(root, f"{base}/temp1_input", "41250\n")
+    write(root, f"{base}/shunt_resistor", "1000\n")
+    if label is not None:
+        write(root, f"{base}/label", label + "\n")
+    link(root, f"/sys/class/hwmon/hwmon{hwmon}", "../../" + base.lstrip("/")[len("sys/") :])
+    return base
+
+
+def build_thor(root: Path, *, vin_label: Optional[str] = None) -> Dict[str, str]:
+    """AGX Thor devkit, JetPack 7.0 (L4T R38.2.0), idle with the GPU rail-gated.
+
+    Confirmed (public captures): model, compatible and nv_tegra_release text (jetson-stats
+    issue #711); GPU devfreq nodes ``/sys/class/devfreq/gpu-gpc-0`` and ``gpu-nvd-0`` without
+    ``device/of_node/name`` and without a ``load`` file (jetson-stats issue #885); 1575 MHz
+    top clock; thermal zones cpu/gpu/soc012/soc345/tj with ``gpu-thermal`` unreadable while the
+    GPU is rail-gated and VDD_GPU at 0 W then (ThorFAN README); INA3221 labels VDD_GPU,
+    VDD_CPU_SOC_MSS, VIN_SYS_5V0 (tegrastats) and an INA238 (hwmon name ``ina238``,
+    power1_input in uW) measuring the board input, VIN.
+    Assumed: the GPC frequency table below 1575 MHz, the I2C addresses (2-0040, 2-0044) and
+    hwmon numbers, devfreq nodes as plain directories (real ones are links into
+    /sys/devices), the values, and the INA238's ``label`` file (absent unless ``vin_label``).
+    """
+    write(root, "/proc/device-tree/model", "NVIDIA Jetson AGX Thor Developer Kit\x00")
+    write(
+        root,
+        "/proc/device-tree/compatible",
+        "nvidia,p4071-0000+p3834-0008\x00nvidia,p3834-0008\x00nvidia,tegra264\x00",
+    )
+    write(
+        root,
+        "/etc/nv_tegra_release",
+        "# R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64, DATE: Fri Aug 22 00:55:42 UTC 2025\n",
+    )
+    node = "/sys/class/devfreq/gpu-gpc-0"
+    for name, cur in (("gpu-gpc-0", 675000000), ("gpu-nvd-0", 675000000)):
+        base = f"/sys/class/devfreq/{name}"
+        write(root, f"{base}/available_frequencies", THOR_HZ + "\n")
+        write(root, f"{base}/min_freq", "675000000\n")
+        write(root, f"{base}/max_freq", "1575000000\n")
+        write(root, f"{base}/cur_freq", f"{cur}\n")
+        write(root, f"{base}/governor", "nvhost_podgov\n")
+    decoy_devfreq(root, "bwmgr", "bwmgr")
+    thermal(root, [("cpu-thermal", 53700), ("soc012-thermal", 55100), ("soc345-thermal", 53700)])
+    write(root, "/sys/class/thermal/thermal_zone3/type", "tj-thermal\n")
+    write(root, "/sys/class/thermal/thermal_zone3/temp", "55100\n")
+    write(root, "/sys/class/thermal/thermal_zone4/type", "gpu-thermal\n")
+    (root / "sys/class/thermal/thermal_zone4/temp").mkdir(parents=True)  # unreadable (EAGAIN)
+    hwmon_rails(
+        root,
+        "2-0040",
+        1,
+        [("VDD_GPU", 5008, 0), ("VDD_CPU_SOC_MSS", 5008, 1300), ("VIN_SYS_5V0", 5016, 1300)],
+    )
+    ina238_rail(root, "2-0044", 3, 19968, 1202, 24001536, label=vin_label)
+    return {"node": node}
 
 
 def build_nano(root: Path) -> Dict[str, str]:
@@ -247,22 +318,45 @@ def _script(bin_dir: Path, name: str, body: str) -> Path:
 
 NVPMODEL = r"""
 import os, re, sys
-state = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvpmodel.state")
+# Prints what the real nvpmodel prints (formats from tests/data/nvpmodel/): FAKE_NVPMODEL_PARSE,
+# FAKE_NVPMODEL_QUERY and FAKE_NVPMODEL_M_OUTPUT name recorded outputs to print instead.
+here = os.path.dirname(os.path.abspath(__file__))
+state = os.path.join(here, "nvpmodel.state")
 conf = os.path.join(os.environ["GOVERNOR_SYSFS_ROOT"], "etc", "nvpmodel.conf")
-modes = dict((int(i), n) for i, n in re.findall(r"POWER_MODEL ID=(\d+) NAME=(\S+)", open(conf).read()))
+text = open(conf).read() if os.path.exists(conf) else ""
+modes = dict((int(i), n) for i, n in re.findall(r"POWER_MODEL ID=(\d+) NAME=(\S+)", text))
 current = int(open(state).read()) if os.path.exists(state) else 2
 args = sys.argv[1:]
-if args[:1] == ["-q"]:
-    print("NV Power Mode: %s" % modes[current])
-    print(current)
+with open(os.path.join(here, "nvpmodel.log"), "a") as fh:
+    fh.write(" ".join(args) + "\n")
+def recorded(var):
+    path = os.environ.get(var)
+    if path:
+        sys.stdout.write(open(path).read())
+        sys.exit(0)
+if args[:1] == ["-p"]:
+    recorded("FAKE_NVPMODEL_PARSE")
+    print("NVPM VERB: Config file: /etc/nvpmodel.conf")
+    print("NVPM VERB: parsing done for /etc/nvpmodel.conf")
+    for i in sorted(modes):
+        print("NVPM VERB: POWER_MODEL: ID=%d NAME=%s" % (i, modes[i]))
+elif args[:1] == ["-q"]:
+    recorded("FAKE_NVPMODEL_QUERY")
+    if "--verbose" in args:  # like the real one: the active mode's line only
+        print("NVPM VERB: Current mode: NV Power Mode: %s" % modes[current])
+        print(current)
+        print("NVPM VERB: POWER_MODEL: ID=%d NAME=%s" % (current, modes[current]))
+    else:
+        print("NV Power Mode: %s" % modes[current])
+        print(current)
 elif args[:1] == ["-m"]:
     if os.environ.get("FAKE_NVPMODEL_DENY"):
         sys.stderr.write("NVPM ERROR: Permission denied: run as root\n")
         sys.exit(1)
-    with open(state, "w") as fh:
-        fh.write(args[1])
-    with open(os.path.join(os.path.dirname(state), "nvpmodel.log"), "a") as fh:
-        fh.write(" ".join(args) + "\n")
+    recorded("FAKE_NVPMODEL_M_OUTPUT")
+    if not os.environ.get("FAKE_NVPMODEL_IGNORE"):
+        with open(state, "w") as fh:
+            fh.write(args[1])
 else:
     sys.exit(2)
 """

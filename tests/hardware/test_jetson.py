@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import errno
+import shutil
 from pathlib import Path
 
 import pytest
-from hw_trees import build_agx_orin, build_agx_xavier, build_nano, install_tools, write
+from hw_trees import (
+    build_agx_orin,
+    build_agx_xavier,
+    build_nano,
+    build_thor,
+    install_tools,
+    write,
+)
 
 import governor
 from governor.devices.jetson import device as jetson_device
 from governor.devices.jetson import sysfs
+from governor.devices.jetson.tools import Nvpmodel
 from governor.devices.registry import discover_hardware
 from governor.errors import (
     DeviceNotFoundError,
     DevicePermissionError,
+    GovernorError,
     InvalidRequestError,
     TelemetryError,
 )
+
+NVPMODEL_DATA = Path(__file__).resolve().parents[1] / "data" / "nvpmodel"
 
 
 @pytest.fixture
@@ -208,8 +220,10 @@ def test_power_mode_through_nvpmodel_and_restore(board):
         assert dev.state().power_mode == "MODE_30W"
         dev.set_power_mode("MAXN")
         assert dev.state().power_mode == "MAXN"
-    log = (info["bin"] / "nvpmodel.log").read_text().split("\n")
-    assert log[:2] == ["-m 0", "-m 2"]  # switched, then restored
+    calls = (info["bin"] / "nvpmodel.log").read_text().splitlines()
+    assert [c for c in calls if c.startswith("-m")] == ["-m 0", "-m 2"]  # switched, restored
+    assert calls[calls.index("-m 0") + 1] == "-q"  # each switch is read back
+    assert "-p --verbose" in calls and "-q --verbose" not in calls
 
 
 def test_nvpmodel_refusal_is_a_permission_error(board, monkeypatch):
@@ -253,3 +267,107 @@ def test_clocks_above_the_power_modes_gpu_cap_are_not_offered(board):
         dev.set_power_mode("MAXN")
         assert dev.supported_clocks_mhz()[-1] == 1300.5
         assert dev.lock_gpu_clocks(1300.5) == (1300.5, 1300.5)
+
+
+@pytest.mark.parametrize("label", [None, "VIN"])
+def test_thor_ina238_input_rail_next_to_the_ina3221(board, label):
+    """Thor's board input sits on an INA238 (power1_input in uW), not on the INA3221."""
+    info = board(build_thor, vin_label=label)
+    base = info["root"] / "sys/bus/i2c/drivers/ina238/2-0044/hwmon/hwmon3"
+    uw = int((base / "power1_input").read_text())
+    with governor.open_device("jetson") as dev:
+        assert dev.identity.model == "thor" and dev.identity.l4t_version == "38.2.0"
+        assert dev.devfreq.name == "gpu-gpc-0"
+        assert dev.supported_clocks_mhz()[-1] == 1575.0
+        s = dev.sample()
+        vin = s.rail("VIN")
+        assert vin.scope == "board input"
+        assert vin.power_w == pytest.approx(uw / 1e6)
+        assert vin.voltage_v == pytest.approx(int((base / "in1_input").read_text()) / 1000)
+        assert vin.current_a == pytest.approx(int((base / "curr1_input").read_text()) / 1000)
+        assert {r.name: r.scope for r in s.rails} == {
+            "VDD_GPU": "gpu",
+            "VDD_CPU_SOC_MSS": "soc",
+            "VIN_SYS_5V0": "system",
+            "VIN": "board input",
+        }
+        assert (s.power_w, s.power_scope) == (0.0, "gpu")  # rail-gated GPU draws nothing
+        assert s.temperature_c is None  # gpu-thermal cannot be read while the GPU is gated
+        assert s.utilisation_pct is None  # Thor's devfreq node has no load file
+        assert s.gpu_clock_mhz == 675.0
+
+
+def _recorded_names(name):
+    """Mode names of a recorded nvpmodel output, read without the code under test."""
+    text = (NVPMODEL_DATA / name).read_text()
+    return [line.split("NAME=")[1].strip() for line in text.splitlines() if "POWER_MODEL:" in line]
+
+
+def test_modes_are_listed_by_nvpmodel_parse_verbose(board, monkeypatch):
+    """Real Xavier NX output of nvpmodel -p --verbose; with no nvpmodel.conf to fall back on."""
+    info = board(build_agx_orin)
+    (info["root"] / "etc/nvpmodel.conf").unlink()
+    recorded = NVPMODEL_DATA / "xavier-nx-jp5-p-verbose-power-models.txt"
+    monkeypatch.setenv("FAKE_NVPMODEL_PARSE", str(recorded))
+    nvp = Nvpmodel(shutil.which("nvpmodel"), sysfs.SysfsRoot())
+    names = _recorded_names(recorded.name)
+    assert len(names) == 9
+    assert nvp.modes() == list(enumerate(names))
+
+
+def test_query_verbose_cannot_list_the_modes(board):
+    """Real TX2 output of nvpmodel -q --verbose names the active mode only, so the modes are
+    listed with -p --verbose."""
+    assert _recorded_names("tx2-r28-q-verbose.txt") == ["MAXN"]
+    info = board(build_agx_orin)
+    nvp = Nvpmodel(shutil.which("nvpmodel"), sysfs.SysfsRoot())
+    assert [n for _, n in nvp.modes()] == ["MAXN", "MODE_15W", "MODE_30W", "MODE_50W"]
+    assert (info["bin"] / "nvpmodel.log").read_text().splitlines() == ["-p --verbose"]
+
+
+@pytest.mark.parametrize(
+    "recorded, expected",
+    [
+        ("thor-r38-q.txt", ("120W", 1)),
+        ("orin-nano-q.txt", ("15W", 0)),
+        ("tx2-r28-q-verbose.txt", ("MAXN", 0)),
+    ],
+)
+def test_query_reads_real_outputs(board, monkeypatch, recorded, expected):
+    board(build_agx_orin)
+    monkeypatch.setenv("FAKE_NVPMODEL_QUERY", str(NVPMODEL_DATA / recorded))
+    assert Nvpmodel(shutil.which("nvpmodel"), sysfs.SysfsRoot()).query() == expected
+
+
+@pytest.mark.parametrize(
+    "recorded, match",
+    [
+        ("m-reboot-declined.txt", "without a reboot.*optMask is 1.*nvpmodel -m 0 and reboot"),
+        ("m-bad-mode.txt", "NVPM ERROR: request for bad power mode 2"),
+    ],
+)
+def test_nvpm_error_with_exit_status_0_is_a_failure(board, monkeypatch, recorded, match):
+    """nvpmodel -m printed NVPM ERROR (real outputs) and exited 0: the switch failed."""
+    info = board(build_agx_orin)
+    monkeypatch.setenv("FAKE_NVPMODEL_M_OUTPUT", str(NVPMODEL_DATA / recorded))
+    dev = governor.open_device("jetson")
+    try:
+        with pytest.raises(GovernorError, match=match) as err:
+            dev.set_power_mode("MAXN")
+        assert "\n" not in str(err.value)
+        assert not dev.changed and dev.state().power_mode == "MODE_30W"
+    finally:
+        dev.close()
+    assert "-m 0" in (info["bin"] / "nvpmodel.log").read_text()
+
+
+def test_a_switch_that_silently_did_not_take_is_caught_by_reading_back(board, monkeypatch):
+    board(build_agx_orin)
+    monkeypatch.setenv("FAKE_NVPMODEL_IGNORE", "1")
+    dev = governor.open_device("jetson")
+    try:
+        with pytest.raises(GovernorError, match="still in MODE_30W .id 2., not MAXN"):
+            dev.set_power_mode("MAXN")
+        assert not dev.changed
+    finally:
+        dev.close()

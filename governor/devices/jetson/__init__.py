@@ -5,7 +5,8 @@ Every file is read under one root directory, ``GOVERNOR_SYSFS_ROOT`` (default ``
 build the file trees of a Nano, a Xavier or an Orin under a temporary directory.
 
 - :mod:`.sysfs`  the root, reads and the single write helper, the devfreq GPU node finder
-- :mod:`.rails`  INA3221 power rails in the JetPack 4 (iio) and JetPack 5+ (hwmon) layouts
+- :mod:`.rails`  INA3221 power rails in the JetPack 4 (iio) and JetPack 5+ (hwmon) layouts,
+  and Thor's INA238 input rail
 - :mod:`.board`  which board this is (catalog name) and its L4T release
 - :mod:`.tools`  ``nvpmodel`` and ``jetson_clocks``, found on PATH
 - :mod:`.device` the ``jetson`` device

@@ -6,9 +6,15 @@
 - JetPack 5+ (L4T >= R34): ``/sys/bus/i2c/drivers/ina3221/<bus>-<addr>/hwmon/hwmon<N>/`` with
   ``in<c>_label``, ``in<c>_input`` (mV), ``curr<c>_input`` (mA), c = 1..3; power is V·I;
   ``in7`` is the shunt sum and is skipped; the hwmon number varies.
+- Thor also carries an INA238 (hwmon ``name`` ``ina238``) on the board input, found through
+  ``/sys/class/hwmon/hwmon*/name``. Its files follow the kernel's ina238 driver
+  (Documentation/hwmon/ina238.rst): ``in1_input`` bus voltage (mV), ``curr1_input`` (mA),
+  ``power1_input`` (**uW**); ``in0_input`` is the shunt voltage, not a rail. The upstream driver
+  has no ``in1_label``; the chip's ``label`` file is used when the device tree gives one, else
+  the name tegrastats prints for it on Thor, ``VIN``. Whatever its label, it is the board input.
 
-No Jetson has a GPU-only rail except the Nano (POM_5V_GPU), TX2 (VDD_SYS_GPU) and AGX Xavier
-(GPU), so :func:`best_rail` picks the narrowest rail that includes the GPU.
+No Jetson has a GPU-only rail except the Nano (POM_5V_GPU), TX2 (VDD_SYS_GPU), AGX Xavier
+(GPU) and Thor (VDD_GPU), so :func:`best_rail` picks the narrowest rail that includes the GPU.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Dict, List, Optional, Sequence
 from governor.devices.base import Rail
 from governor.devices.jetson.sysfs import SysfsRoot
 
-__all__ = ["RailSource", "best_rail", "find_rails", "rail_scope"]
+__all__ = ["RailSource", "best_rail", "find_input_rails", "find_rails", "rail_scope"]
 
 # Rail names (tegrastats and sysfs labels, boards.md) -> base.SCOPES.
 _SCOPES: Dict[str, str] = {
@@ -72,9 +78,11 @@ def best_rail(rails: Sequence[Rail]) -> Optional[Rail]:
 @dataclass(frozen=True)
 class _Channel:
     name: str
-    power: Optional[Path]  # mW (JetPack 4); None: compute from voltage and current
+    power: Optional[Path]  # see power_per_w; None: compute from voltage and current
     voltage: Path  # mV
     current: Path  # mA
+    power_per_w: float = 1000.0  # units of ``power`` in one W: mW (INA3221 iio), uW (INA238)
+    scope: Optional[str] = None  # None: from the name (rail_scope)
 
 
 class RailSource:
@@ -100,10 +108,11 @@ class RailSource:
             volts = self.fs.read_number(ch.voltage) / 1000.0
             amps = self.fs.read_number(ch.current) / 1000.0
             if ch.power is not None:
-                watts = self.fs.read_number(ch.power) / 1000.0
+                watts = self.fs.read_number(ch.power) / ch.power_per_w
             else:
                 watts = volts * amps
-            rails.append(Rail(ch.name, watts, rail_scope(ch.name), volts, amps))
+            scope = ch.scope or rail_scope(ch.name)
+            rails.append(Rail(ch.name, watts, scope, volts, amps))
         return rails
 
 
@@ -142,10 +151,33 @@ def _hwmon_channels(fs: SysfsRoot) -> List[_Channel]:
     return out
 
 
+def _ina238_channels(fs: SysfsRoot) -> List[_Channel]:
+    """The INA238 board-input monitors (Thor), by hwmon ``name``."""
+    out = []
+    for dev in sorted(fs.path("/sys/class/hwmon").glob("hwmon*")):
+        if (fs.read_optional(dev / "name") or "").strip().lower() != "ina238":
+            continue
+        power, volts, amps = dev / "power1_input", dev / "in1_input", dev / "curr1_input"
+        if not (power.exists() and volts.exists() and amps.exists()):
+            continue
+        label = (fs.read_optional(dev / "label") or "").strip() or "VIN"
+        out.append(_Channel(label, power, volts, amps, power_per_w=1e6, scope="board input"))
+    return out
+
+
+def find_input_rails(fs: SysfsRoot) -> Optional[RailSource]:
+    """Only the board-input monitors outside the INA3221s (Thor's INA238), or None."""
+    channels = _ina238_channels(fs)
+    return RailSource(fs, channels, "hwmon") if channels else None
+
+
 def find_rails(fs: SysfsRoot) -> Optional[RailSource]:
-    """The INA3221 rails under the root (JetPack 5+ layout first), or None if there are none."""
+    """The INA3221 rails under the root (JetPack 5+ layout first) and Thor's INA238 input
+    rail, or None if there are none."""
     for layout, finder in (("hwmon", _hwmon_channels), ("iio", _iio_channels)):
         channels = finder(fs)
+        if layout == "hwmon":
+            channels += _ina238_channels(fs)
         if channels:
             return RailSource(fs, channels, layout)
     return None

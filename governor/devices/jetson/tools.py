@@ -1,15 +1,21 @@
 """``nvpmodel`` and ``jetson_clocks``, found on PATH and run with argument lists (never a shell).
 
-- ``nvpmodel -q`` prints ``NV Power Mode: <NAME>`` then the mode id; ``nvpmodel -m <id>``
-  switches (some switches need a reboot; nvpmodel then asks, and gets no answer from us);
-  the modes are the ``< POWER_MODEL ID=<n> NAME=<NAME> >`` lines of ``/etc/nvpmodel.conf``
-  (read under the sysfs root), or ``NVPM VERB: POWER_MODEL: ID=.. NAME=..`` lines of
-  ``nvpmodel -q --verbose``.
+- ``nvpmodel -p --verbose`` parses the configuration and prints one
+  ``NVPM VERB: POWER_MODEL: ID=<n> NAME=<NAME>`` line per mode: that lists the modes
+  (``-q --verbose`` prints only the active mode's line). ``/etc/nvpmodel.conf`` (read under the
+  sysfs root, ``< POWER_MODEL ID=<n> NAME=<NAME> >`` headers) is the fallback.
+- ``nvpmodel -q`` prints ``NV Power Mode: <NAME>`` then the mode id (without root, newer
+  releases add ``NVPM ERROR`` lines about files they could not open: harmless there).
+- ``nvpmodel -m <id>`` switches. It can fail printing only ``NVPM ERROR`` lines and exiting 0
+  (a mode that needs a reboot: nvpmodel asks on stdin and gets no answer from us; an id the
+  board lacks), so its output is checked and the mode is read back with ``-q``.
+  Real outputs are in ``tests/data/nvpmodel/``.
 - ``jetson_clocks --store FILE`` / ``--restore FILE`` save and restore every clock.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -21,6 +27,8 @@ from governor.devices.jetson.sysfs import SysfsRoot
 from governor.errors import DevicePermissionError, GovernorError, UnsupportedError
 
 __all__ = ["JetsonClocks", "Nvpmodel", "find_tool"]
+
+log = logging.getLogger("governor.devices.jetson")
 
 _TIMEOUT_S = 30.0
 _MODE_LINE = re.compile(r"POWER_MODEL:?\s+ID\s*=\s*(\d+)\s+NAME\s*=\s*([^\s>]+)")
@@ -36,8 +44,9 @@ def _is_root() -> bool:
     return bool(geteuid and geteuid() == 0)
 
 
-def _run(argv: Sequence[str], doing: str) -> str:
-    """Run a tool; its stdout. Failures become our errors (permission when not root)."""
+def _run(argv: Sequence[str], doing: str, *, with_stderr: bool = False) -> str:
+    """Run a tool; its stdout (and stderr after it when ``with_stderr``). Failures become our
+    errors (permission when not root)."""
     try:
         proc = subprocess.run(
             list(argv),
@@ -67,6 +76,8 @@ def _run(argv: Sequence[str], doing: str) -> str:
         if re.search(r"reboot", err_text, re.IGNORECASE):
             raise GovernorError(f"{Path(argv[0]).name} could not {doing} without a reboot ({last})")
         raise GovernorError(f"{Path(argv[0]).name} could not {doing}: {last}")
+    if with_stderr:
+        return out + proc.stderr.decode(errors="replace")
     return out
 
 
@@ -89,13 +100,20 @@ class Nvpmodel:
         return match.group(1), mode_id
 
     def modes(self) -> List[Tuple[int, str]]:
-        """(id, name) of every power mode, by id."""
+        """(id, name) of every power mode, by id: ``nvpmodel -p --verbose``, else the modes
+        named in /etc/nvpmodel.conf."""
         if self._modes is None:
-            text = self.fs.read_optional(self.fs.path("/etc/nvpmodel.conf")) or ""
-            found = {int(i): n for i, n in _MODE_LINE.findall(text)}
+            found = {}
+            try:
+                parsed = _run(
+                    [self.executable, "-p", "--verbose"], "list the power modes", with_stderr=True
+                )
+                found = {int(i): n for i, n in _MODE_LINE.findall(parsed)}
+            except GovernorError as err:
+                log.info("nvpmodel -p --verbose: %s", err)
             if not found:
-                verbose = _run([self.executable, "-q", "--verbose"], "list the power modes")
-                found = {int(i): n for i, n in _MODE_LINE.findall(verbose)}
+                text = self.fs.read_optional(self.fs.path("/etc/nvpmodel.conf")) or ""
+                found = {int(i): n for i, n in _MODE_LINE.findall(text)}
             self._modes = sorted(found.items())
         return list(self._modes)
 
@@ -114,11 +132,37 @@ class Nvpmodel:
         return None
 
     def set(self, name: str) -> None:
-        """Switch to the mode called ``name``."""
+        """Switch to the mode called ``name`` and confirm it with ``nvpmodel -q``.
+
+        Raises:
+            UnsupportedError: no such mode. DevicePermissionError: not root.
+            GovernorError: nvpmodel printed NVPM ERROR (whatever its exit status), the mode
+            needs a reboot, or ``-q`` still reports another mode.
+        """
         ids = [i for i, n in self.modes() if n == name]
         if not ids:
             raise UnsupportedError(f"nvpmodel has no mode {name!r}")
-        _run([self.executable, "-m", str(ids[0])], f"switch to power mode {name}")
+        doing = f"switch to power mode {name}"
+        out = _run([self.executable, "-m", str(ids[0])], doing, with_stderr=True)
+        errors = [line.strip() for line in out.splitlines() if "NVPM ERROR" in line]
+        if errors:
+            if re.search(r"reboot", out, re.IGNORECASE):
+                raise GovernorError(
+                    f"nvpmodel could not {doing} without a reboot ({errors[-1]}): "
+                    f"run sudo nvpmodel -m {ids[0]} and reboot"
+                )
+            if re.search(r"permission|denied|not permitted", out, re.IGNORECASE):
+                raise DevicePermissionError(
+                    f"nvpmodel could not {doing} ({errors[-1]}): it needs root: run with sudo "
+                    "or use the governor daemon"
+                )
+            raise GovernorError(f"nvpmodel could not {doing}: {errors[-1]}")
+        now, now_id = self.query()
+        if now != name:
+            raise GovernorError(
+                f"nvpmodel -m {ids[0]} reported no error but the board is still in {now} "
+                f"(id {now_id}), not {name}"
+            )
 
 
 class JetsonClocks:
