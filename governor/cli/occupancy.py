@@ -12,7 +12,7 @@ def register(app: typer.Typer) -> None:
 
 
 def occupancy_cmd(
-    cc: Annotated[str, typer.Option("--cc", help="Compute capability, e.g. 8.6 (5.0 to 9.0).")],
+    cc: Annotated[str, typer.Option("--cc", help="Compute capability, e.g. 8.6 (5.0 to 12.1).")],
     threads: Annotated[str, typer.Option("--threads", help="Threads per block: N, XxY or XxYxZ.")],
     registers: Annotated[
         int, typer.Option("--registers", help="Registers per thread (0: not limiting).")

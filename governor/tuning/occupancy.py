@@ -1,4 +1,4 @@
-"""Theoretical occupancy of a thread block, per compute capability (CC 5.0 to 9.0).
+"""Theoretical occupancy of a thread block, per compute capability (CC 5.0 to 12.1).
 
 How many blocks of a kernel fit on one streaming multiprocessor (SM) at once, and what share
 of the SM's warp slots they fill. Four limits, as the CUDA occupancy calculator applies them:
@@ -133,6 +133,21 @@ def _limits() -> Dict[str, ArchLimits]:
             max_shared_per_block_bytes=227 * _KB,
             **ampere_plus,
         ),
+    ]
+    # Blackwell. Datacenter (10.0 B200/GB200, 10.3 B300) keeps Hopper's SM; Thor (11.0, called
+    # 10.1 before CUDA 13) and the RTX parts (12.0, 12.1 GB10) hold 1536 threads in 24 blocks.
+    # NVIDIA's per-architecture traits in CCCL (cuda/__device/arch_traits.h) list these.
+    blackwell = dict(max_shared_per_block_bytes=227 * _KB, **ampere_plus)
+    table += [
+        ArchLimits("10.0", 2048, 32, shared_per_sm_bytes=228 * _KB, **blackwell),
+        ArchLimits("10.1", 1536, 24, shared_per_sm_bytes=228 * _KB, **blackwell),
+        ArchLimits("10.3", 2048, 32, shared_per_sm_bytes=228 * _KB, **blackwell),
+        ArchLimits("11.0", 1536, 24, shared_per_sm_bytes=228 * _KB, **blackwell),
+    ]
+    rtx_blackwell = dict(max_shared_per_block_bytes=99 * _KB, **ampere_plus)
+    table += [
+        ArchLimits("12.0", 1536, 24, shared_per_sm_bytes=100 * _KB, **rtx_blackwell),
+        ArchLimits("12.1", 1536, 24, shared_per_sm_bytes=100 * _KB, **rtx_blackwell),
     ]
     return {a.cc: a for a in table}
 
