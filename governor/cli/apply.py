@@ -82,7 +82,7 @@ def apply_command(
                     f"power limit {power_limit:g} W is outside {limits.min_w:g}-{limits.max_w:g} W for {dev.identity.name}"
                 )
         dev.acquire(command=_command_line("apply"))  # DeviceBusyError under a live governor
-        for note in dev.ownership_notes:
+        for note in dev.ownership_notes + dev.control_notes():
             notes.append(note)
             typer.echo(f"governor: {note}", err=True)
         previous = dev.state().to_dict()

@@ -92,9 +92,12 @@ def run_command(
         gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False)
         for note in gov.notes:
             typer.echo(f"governor: {note}", err=True)
+        printed = len(gov.notes)
         if sim:
             dev.run_workload("compute")  # type: ignore[attr-defined]
         with gov:
+            for note in gov.notes[printed:]:  # found when it took the device
+                typer.echo(f"governor: {note}", err=True)
             code = _run_child(command)
             report = gov.report()
         if sim:

@@ -259,6 +259,11 @@ class Device:
         """Whether this process may change settings now (root, or a daemon holding the right)."""
         return True
 
+    def control_notes(self) -> List[str]:
+        """Things on the device that may override the clocks governor sets (say, an NVML
+        workload power profile), one line each; empty when nothing does."""
+        return []
+
     def control_reason(self) -> Optional[str]:
         """Why settings cannot be changed here, in one line; None when they can."""
         caps = self.capabilities

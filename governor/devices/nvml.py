@@ -28,6 +28,7 @@ The tests run the real nvidia-ml-py over a fake ``libnvidia-ml.so.1`` (tests/fak
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import re
@@ -352,6 +353,52 @@ class NvmlDevice(Device):
         if not _is_root():
             return "needs root: run with sudo or use the governor daemon"
         return None
+
+    def workload_power_profiles(self) -> Optional[Dict[str, List[str]]]:
+        """The workload power profiles (Blackwell and later) requested and enforced on this GPU,
+        by name (``max_q``, ``compute``...); None where the driver or GPU has none."""
+        nv = self._nv
+        struct = getattr(nv, "c_nvmlWorkloadPowerProfileCurrentProfiles_v1_t", None)
+        getter = getattr(nv, "nvmlDeviceWorkloadPowerProfileGetCurrentProfiles", None)
+        if struct is None or getter is None:
+            return None
+        current = struct()
+        try:
+            getter(self._handle, ctypes.byref(current))  # the binding passes it on as given
+        except nv.NVMLError as err:
+            log.debug("%s: no workload power profiles: %s", self.uri, err)
+            return None
+        names = {
+            int(value): attr[len("NVML_POWER_PROFILE_") :].lower()
+            for attr, value in vars(nv).items()
+            if attr.startswith("NVML_POWER_PROFILE_")
+            and not attr.startswith("NVML_POWER_PROFILE_OPERATION")
+            and attr != "NVML_POWER_PROFILE_MAX"
+            and isinstance(value, int)
+        }
+
+        def decode(mask: Any) -> List[str]:
+            words = list(mask.mask)
+            return [
+                names.get(i, f"profile {i}")
+                for i in range(32 * len(words))
+                if words[i // 32] >> (i % 32) & 1
+            ]
+
+        return {
+            "requested": decode(current.requestedProfilesMask),
+            "enforced": decode(current.enforcedProfilesMask),
+        }
+
+    def control_notes(self) -> List[str]:
+        profiles = self.workload_power_profiles()
+        if not profiles or not profiles["enforced"]:
+            return []
+        return [
+            f"{self.uri}: the driver enforces workload power profile(s) "
+            f"{', '.join(profiles['enforced'])}, which can hold the GPU below the clocks governor "
+            "locks; clear them with nvidia-smi if governor should decide"
+        ]
 
     # -- reading ----------------------------------------------------------------------------
     def _read(self, fn: Callable[..., Any], *args: Any) -> Any:

@@ -140,6 +140,7 @@ def describe(device: Device) -> DeviceInfo:
         power_limit_range_w=None if limits is None else [limits.min_w, limits.max_w],
         power_modes=list(device.power_modes()),
         power_source=getattr(device, "power_source", None),
+        control_notes=device.control_notes(),
     )
 
 

@@ -264,7 +264,7 @@ class Governor:
             )
         self.device.acquire(command=_command_line())
         self._owns = True
-        for note in self.device.ownership_notes:
+        for note in self.device.ownership_notes + self.device.control_notes():
             self._note(note)
         try:
             with self._dev_lock:

@@ -507,3 +507,26 @@ def test_devices_lists_every_nvml_gpu_with_its_physical_key(nvml, tmp_path, monk
         ("nvml:0", "nvml:" + A100["uuid"]),
         ("nvml:1", "nvml:" + T4["uuid"]),
     ]
+
+
+def test_workload_power_profiles_are_read_and_reported_never_fought_silently(nvml, capsys):
+    from cli_helpers import run_cli
+    from fakes.nvml import Gpu
+
+    # GPU 0 (a Blackwell-era driver) enforces MAX_Q (id 1); GPU 1 has no profiles
+    nvml.configure(Gpu(power_profiles=([1, 2], [1])), Gpu())
+    with governor.open_device("nvml:0") as dev:
+        assert dev.workload_power_profiles() == {
+            "requested": ["max_q", "compute"],
+            "enforced": ["max_q"],
+        }
+        assert "max_q" in dev.control_notes()[0]
+    with governor.open_device("nvml:1") as dev:
+        assert dev.workload_power_profiles() is None and dev.control_notes() == []
+    code, out, err = run_cli(capsys, "devices", "--json")
+    rows = {r["uri"]: r for r in json.loads(out)["devices"]}
+    assert "max_q" in rows["nvml:0"]["control_notes"][0] and rows["nvml:1"]["control_notes"] == []
+    code, out, err = run_cli(capsys, "apply", "max", "--device", "nvml:0", "--json")
+    assert code == 0 and "workload power profile" in err
+    assert any("max_q" in n for n in json.loads(out)["notes"])
+    assert run_cli(capsys, "reset", "--device", "nvml:0")[0] == 0

@@ -141,6 +141,8 @@ class Gpu:
     power_limits_mw: Optional[Tuple[int, int, int]] = None  # min, max, default
     mig: Sequence[str] = ()
     not_supported: Sequence[str] = ()
+    # workload power profiles (Blackwell): (requested ids, enforced ids); None: not supported
+    power_profiles: Optional[Tuple[Sequence[int], Sequence[int]]] = None
 
     def lines(self, index: int) -> List[str]:
         out = []
@@ -169,6 +171,14 @@ class Gpu:
             out.append(f"gpu.{index}.mig = " + ",".join(self.mig))
         if self.not_supported:
             out.append(f"gpu.{index}.not_supported = " + ",".join(self.not_supported))
+        if self.power_profiles is not None:
+            requested, enforced = self.power_profiles
+            out.append(
+                f"gpu.{index}.power_profiles = "
+                + ",".join(map(str, requested))
+                + "/"
+                + ",".join(map(str, enforced))
+            )
         return out
 
 

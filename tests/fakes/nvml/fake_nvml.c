@@ -57,6 +57,7 @@ enum {
     NVML_ERROR_NOT_FOUND = 6,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
     NVML_ERROR_UNKNOWN = 999,
 };
 
@@ -121,6 +122,8 @@ struct fake_gpu {
     int n_mig;
     char mig_uuid[MAX_MIG][TEXT];
     char not_supported[1024];
+    unsigned int profiles_requested[8], profiles_enforced[8]; /* workload power profile masks */
+    int has_profiles;                                          /* 0: NOT_SUPPORTED (pre-Blackwell) */
 };
 
 struct gpu_state {
@@ -293,7 +296,24 @@ static void config_line(char *key, char *value) {
             copy_text(g->mig_uuid[g->n_mig++], TEXT, trim(tok));
         }
     } else if (strcmp(k, "not_supported") == 0) copy_text(g->not_supported, sizeof g->not_supported, value);
-    else fprintf(stderr, "fake-nvml: unknown or malformed config line %s = %s\n", key, value);
+    else if (strcmp(k, "power_profiles") == 0) {
+        /* "requested_ids/enforced_ids", each a comma list of NVML_POWER_PROFILE_* numbers */
+        char *slash = strchr(value, '/');
+        g->has_profiles = 1;
+        memset(g->profiles_requested, 0, sizeof g->profiles_requested);
+        memset(g->profiles_enforced, 0, sizeof g->profiles_enforced);
+        for (int part = 0; part < 2; part++) {
+            char *text = part == 0 ? value : (slash ? slash + 1 : NULL);
+            if (part == 0 && slash) *slash = '\0';
+            if (text == NULL) break;
+            unsigned int *mask = part == 0 ? g->profiles_requested : g->profiles_enforced;
+            char *save = NULL;
+            for (char *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                unsigned int id = (unsigned)atoi(trim(tok));
+                if (*trim(tok) && id < 255) mask[id / 32] |= 1u << (id % 32);
+            }
+        }
+    } else fprintf(stderr, "fake-nvml: unknown or malformed config line %s = %s\n", key, value);
 }
 
 static void load_config(void) {
@@ -510,6 +530,7 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument Version Mismatch";
     default: return "Unknown Error";
     }
 }
@@ -931,6 +952,30 @@ EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t de
     if (minLimit == NULL || maxLimit == NULL) RETURN(NVML_ERROR_INVALID_ARGUMENT);
     *minLimit = g_gpu[gpu].limit_min_mw;
     *maxLimit = g_gpu[gpu].limit_max_mw;
+    RETURN(NVML_SUCCESS);
+}
+
+/* nvmlWorkloadPowerProfileCurrentProfiles_v1_t: version, then three 255-bit masks. */
+typedef struct {
+    unsigned int version;
+    unsigned int perfProfilesMask[8], requestedProfilesMask[8], enforcedProfilesMask[8];
+} nvmlWorkloadPowerProfileCurrentProfiles_v1_t;
+#define NVML_WORKLOAD_CURRENT_PROFILES_V1 0x1000064u
+
+EXPORT nvmlReturn_t nvmlDeviceWorkloadPowerProfileGetCurrentProfiles(
+    nvmlDevice_t device, nvmlWorkloadPowerProfileCurrentProfiles_v1_t *current) {
+    LOCK();
+    int gpu;
+    nvmlReturn_t r = check_gpu(device, "nvmlDeviceWorkloadPowerProfileGetCurrentProfiles", &gpu);
+    if (r != NVML_SUCCESS) RETURN(r);
+    if (current == NULL) RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    if (current->version != NVML_WORKLOAD_CURRENT_PROFILES_V1) RETURN(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (!g_gpu[gpu].has_profiles) RETURN(NVML_ERROR_NOT_SUPPORTED);
+    for (int i = 0; i < 8; i++) {
+        current->perfProfilesMask[i] = 0xffffffffu;
+        current->requestedProfilesMask[i] = g_gpu[gpu].profiles_requested[i];
+        current->enforcedProfilesMask[i] = g_gpu[gpu].profiles_enforced[i];
+    }
     RETURN(NVML_SUCCESS);
 }
 
