@@ -53,6 +53,8 @@ def calibrate_command(
     note = last_auto_note() if device == "auto" else None
     if note:
         typer.echo(f"governor: {note}", err=True)
+    elif device == "auto":
+        typer.echo(f"governor: calibrating {dev.uri} ({dev.identity.name})", err=True)
     with dev:
         if dev.identity.kind == "replay":
             prober = ReplayProber(dev)
