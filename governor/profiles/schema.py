@@ -71,6 +71,17 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _is_number(value: Any) -> bool:
+    """A JSON number Python can hold as a float (NaN and infinities included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        float(value)
+    except OverflowError:  # an integer literal with hundreds of digits
+        return False
+    return True
+
+
 def _key(key: Any) -> str:
     text = str(key)
     return text if _PLAIN_KEY.match(text) else _show(text)
@@ -145,7 +156,7 @@ class _Checker:
         for key, v in self.obj(value, field).items():
             if v is None and null:
                 continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
+            if not _is_number(v):
                 wanted = "a number or null" if null else "a number"
                 raise self.fail(f"{field}.{_key(key)}", f"must be {wanted}, not {_show(v)}")
 
@@ -207,7 +218,7 @@ class _Checker:
             entry = self.obj(probe, f"{field}[{i}]")
             for key in _NUMBER_OR_NULL_PROBE_KEYS:
                 v = entry.get(key)
-                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                if v is not None and not _is_number(v):
                     raise self.fail(
                         f"{field}[{i}].{key}", f"must be a number or null, not {_show(v)}"
                     )

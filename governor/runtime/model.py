@@ -123,17 +123,18 @@ def model_from_profile(
         raise ProfileError(
             f"{source}: {field}power_model/time_model unusable ({type(err).__name__}: {err})"
         ) from None
-    time_rel = tuple(t / times[-1] for t in times)
-    for name, values in (
-        (field + "power_model", power),
-        (field + "time_model", times),
-        (field + "time_model", time_rel),
-    ):
+
+    def check(name: str, values: Sequence[float]) -> None:
         for f, value in zip(clocks, values):
             if not (math.isfinite(value) and value > 0):
                 raise ProfileError(
                     f"{source}: {name} gives {value:g} at {f:g} MHz; it must be positive and finite"
                 )
+
+    check(field + "power_model", power)
+    check(field + "time_model", times)
+    time_rel = tuple(t / times[-1] for t in times)
+    check(field + "time_model", time_rel)  # relative to the top clock: may still overflow
     return ClockModel(
         clocks_mhz=clocks,
         power_w=power,
