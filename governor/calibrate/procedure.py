@@ -403,14 +403,17 @@ def calibrate(
         notes.append(
             "some probes ran at the power limit (flagged 'throttled'); P_max was fitted from them"
         )
+    # the fit may put the kink below the lowest clock (voltage rising from the start): the
+    # board's ridge is then its lowest clock; profiles keep ridge clocks within the table
     ridge = power.ridge_clock_mhz
+    ridge = min(max(ridge, clocks[0]), clocks[-1]) if math.isfinite(ridge) else clocks[-1]
     return CalibrationResult(
         device_uri=prober.device.uri,
         idle_power_w=idle_w,
         probes=probes,
         power_model=power,
         time_model=time,
-        ridge_clock_mhz=ridge if math.isfinite(ridge) else clocks[-1],
+        ridge_clock_mhz=ridge,
         ppw_optimal_clock_mhz=chosen,
         predicted_optimum_mhz=optimum,
         supported_clocks_mhz=tuple(clocks),

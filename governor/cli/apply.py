@@ -132,14 +132,14 @@ def _command_line(verb: str) -> str:
 
 
 def _ppw_clock(dev, workload, model_from_profile, fallback_model):
-    from governor.errors import ProfileError
-    from governor.profiles.profile import load_profile_for
+    """The PPW clock and a note when guessed (no profile for this board, or another board's).
+    A malformed profile raises ProfileError before anything is changed."""
+    from governor.profiles.profile import lookup_profile_for
 
     clocks = dev.supported_clocks_mhz()
-    try:
-        _, doc, _ = load_profile_for(dev)
-    except ProfileError as err:
-        model = fallback_model(clocks, str(err))
+    path, doc, notes = lookup_profile_for(dev)
+    if doc is None:
+        model = fallback_model(clocks, notes[0])
         return model.ppw_clock_mhz, model.source
     if workload is not None and workload not in (doc.get("workloads") or {}):
         from governor.errors import InvalidRequestError
@@ -148,7 +148,8 @@ def _ppw_clock(dev, workload, model_from_profile, fallback_model):
         raise InvalidRequestError(
             f"the profile has no calibration of workload {workload!r} (known: {known})"
         )
-    return model_from_profile(clocks, doc, workload=workload).ppw_clock_mhz, None
+    model = model_from_profile(clocks, doc, workload=workload, source=f"profile {path}")
+    return model.ppw_clock_mhz, None
 
 
 def reset_command(

@@ -45,7 +45,7 @@ def calibrate_command(
     from governor.calibrate.procedure import DeviceProber, ReplayProber, calibrate
     from governor.devices.registry import last_auto_note, open_device
     from governor.errors import CalibrationError, InvalidRequestError
-    from governor.profiles.profile import save_calibration
+    from governor.profiles.profile import existing_profile, save_calibration
 
     if window_s <= 0:
         raise InvalidRequestError("--window-s must be positive")
@@ -56,6 +56,8 @@ def calibrate_command(
     elif device == "auto":
         typer.echo(f"governor: calibrating {dev.uri} ({dev.identity.name})", err=True)
     with dev:
+        if save:
+            existing_profile(dev)  # a malformed profile to merge into: refused before probing
         if dev.identity.kind == "replay":
             prober = ReplayProber(dev)
             load_info = {"kind": "replay", "name": dev.sweep.workload or "recorded"}  # type: ignore[attr-defined]

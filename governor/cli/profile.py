@@ -138,11 +138,13 @@ def import_command(
     """Install a profile for a device, refusing one made on another board unless forced."""
     from governor.devices.registry import open_device
     from governor.profiles.profile import board_key, check_fingerprint, validate
+    from governor.profiles.schema import check_clocks_for
     from governor.profiles.store import profile_paths, read_profile_file, write_profile_file
 
     doc = validate(read_profile_file(file), file)
     with open_device(device) as dev:
         warnings = check_fingerprint(doc, dev, file, force=force)
+        check_clocks_for(doc, dev.supported_clocks_mhz(), file)
         target = profile_paths(board_key(dev))[0]
         doc = dict(doc, board=board_key(dev))
         write_profile_file(target, doc)

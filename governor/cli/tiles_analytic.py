@@ -65,8 +65,10 @@ def _cache_get(board: str, section: str, key: str) -> Optional[Dict[str, Any]]:
 
     try:
         hit = get_tuning(board, section, key)
-    except ProfileError:
-        return None
+    except ProfileError as err:
+        if err.path is not None:
+            raise  # the board's profile file is malformed: say so, do not ignore it
+        return None  # a GPU name that cannot be a profile's: no cache
     return hit if isinstance(hit, dict) else None
 
 
@@ -76,7 +78,10 @@ def _cache_put(board: str, section: str, key: str, value: Dict[str, Any]) -> Non
 
     try:
         put_tuning(board, section, key, value)
-    except (ProfileError, OSError):  # a cache that cannot be written is not an error
+    except ProfileError as err:
+        if err.path is not None:
+            raise  # the board's profile file is malformed: say so, do not ignore it
+    except OSError:  # a cache that cannot be written is not an error
         pass
 
 

@@ -24,6 +24,7 @@ from governor._version import __version__
 from governor.devices.base import Device
 from governor.errors import ProfileError
 from governor.paths import shipped_profiles_dir
+from governor.profiles.schema import check_calibrated, check_clocks_for
 from governor.profiles.store import (
     SCHEMA_VERSION,
     profile_paths,
@@ -36,14 +37,15 @@ __all__ = [
     "board_key",
     "build_profile",
     "check_fingerprint",
+    "check_profile_for",
+    "existing_profile",
     "find_profile",
     "fingerprint",
     "list_profiles",
     "load_profile_for",
+    "lookup_profile_for",
     "save_calibration",
 ]
-
-_REQUIRED = ("board", "fingerprint", "ppw_optimal_clock_mhz", "power_model")
 
 
 def board_key(device: Device) -> str:
@@ -131,22 +133,14 @@ def build_profile(
 
 
 def validate(doc: Dict[str, Any], path: Any) -> Dict[str, Any]:
-    """Check a parsed profile has what governor relies on.
+    """Check a parsed profile has what governor relies on from a calibration (the rules of
+    :mod:`governor.profiles.schema`, and ``board``, ``fingerprint``, ``ppw_optimal_clock_mhz``,
+    ``power_model`` present).
 
     Raises:
-        ProfileError: a required key is missing or of the wrong type (names the file).
+        ProfileError: a required field is missing or one breaks a rule (names file and field).
     """
-    missing = [k for k in _REQUIRED if k not in doc]
-    if missing:
-        raise ProfileError(f"corrupt profile: missing {', '.join(missing)}", path)
-    try:
-        float(doc["ppw_optimal_clock_mhz"])
-        for key in ("p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz"):
-            float(doc["power_model"][key])
-        list(doc["fingerprint"]["supported_clocks_mhz"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise ProfileError(f"corrupt profile: {type(err).__name__}: {err}", path) from None
-    return doc
+    return check_calibrated(doc, path)
 
 
 def find_profile(board: str) -> Optional[Tuple[Path, Dict[str, Any]]]:
@@ -197,10 +191,13 @@ def check_fingerprint(
 def load_profile_for(
     device: Device, *, force: bool = False
 ) -> Tuple[Path, Dict[str, Any], List[str]]:
-    """The profile for ``device`` with its path and warnings.
+    """The profile for ``device`` with its path and warnings, checked against the device: its
+    fingerprint (unless ``force``) and its PPW-optimal and ridge clocks within the device's
+    supported range (always).
 
     Raises:
-        ProfileError: none exists (says to run ``governor calibrate``), corrupt, or another board's.
+        ProfileError: none exists (says to run ``governor calibrate``), malformed, another
+            board's, or with clocks outside the device's range.
     """
     found = find_profile(board_key(device))
     if found is None:
@@ -208,26 +205,79 @@ def load_profile_for(
             f"no profile for {device.identity.model}: run 'governor calibrate --device {device.uri}' first"
         )
     path, doc = found
-    return path, doc, check_fingerprint(doc, device, path, force=force)
+    warnings = check_fingerprint(doc, device, path, force=force)
+    check_clocks_for(doc, device.supported_clocks_mhz(), path)
+    return path, doc, warnings
+
+
+def lookup_profile_for(
+    device: Device,
+) -> Tuple[Optional[Path], Optional[Dict[str, Any]], List[str]]:
+    """For callers that fall back to a generic model: ``(path, doc, warnings)`` of the
+    device's profile, or ``(None, None, [why])`` when there is none for this board or it was
+    made on another board (a fact to report, not a failure).
+
+    Raises:
+        ProfileError: the profile is malformed, or its clocks lie outside the device's range.
+    """
+    found = find_profile(board_key(device))
+    if found is None:
+        return None, None, [f"no profile for {device.identity.model}"]
+    path, doc = found
+    try:
+        warnings = check_fingerprint(doc, device, path)
+    except ProfileError as err:
+        return None, None, [str(err).replace(" (use --force to use it anyway)", "")]
+    check_clocks_for(doc, device.supported_clocks_mhz(), path)
+    return path, doc, warnings
+
+
+def check_profile_for(doc: Dict[str, Any], device: Device, path: Any = None) -> Dict[str, Any]:
+    """A profile given by the caller (a dict or a file's contents) checked for ``device``:
+    the schema's rules, a calibration's fields, and clocks within the device's range.
+
+    Raises:
+        ProfileError: malformed or with clocks outside the range (names file and field).
+    """
+    check_calibrated(doc, path)
+    check_clocks_for(doc, device.supported_clocks_mhz(), path)
+    return doc
 
 
 def save_calibration(device: Device, result: Any, load: Dict[str, str]) -> Path:
     """Write (or update) the user's profile of ``device`` with ``result``. Returns its path."""
-    board = board_key(device)
-    user_path = profile_paths(board)[0]
-    existing = None
-    if user_path.exists():
-        try:
-            existing = read_profile_file(user_path)
-            theirs = existing.get("fingerprint")  # None: only tuning caches so far
-            if theirs and (
-                theirs.get("model") != device.identity.model
-                or (theirs.get("kind") == "sim") != (device.identity.kind == "sim")
-            ):
-                existing = None  # another board's (or a simulation's) file: start afresh
-        except ProfileError:
-            existing = None  # a corrupt file is replaced by a good one
+    user_path = profile_paths(board_key(device))[0]
+    existing = existing_profile(device)
     return write_profile_file(user_path, build_profile(device, result, load, existing))
+
+
+def existing_profile(device: Device) -> Optional[Dict[str, Any]]:
+    """The user's profile of ``device``'s board that a new calibration merges into: None when
+    there is none or it was made on another board (or on a simulation of it: replaced).
+
+    Raises:
+        ProfileError: the file is unreadable or malformed; nothing is merged into (or thrown
+            over) it until it is fixed or removed, which the message says.
+    """
+    user_path = profile_paths(board_key(device))[0]
+    if not user_path.exists():
+        return None
+    try:
+        existing = read_profile_file(user_path)
+    except ProfileError as err:
+        refused = ProfileError(
+            f"{err}; fix or remove it to calibrate (it may hold other loads' calibrations "
+            "and tuning caches)"
+        )
+        refused.path = err.path
+        raise refused from None
+    theirs = existing.get("fingerprint")  # None: only tuning caches so far
+    if theirs and (
+        theirs.get("model") != device.identity.model
+        or (theirs.get("kind") == "sim") != (device.identity.kind == "sim")
+    ):
+        return None  # another board's (or a simulation's) file: start afresh
+    return existing
 
 
 def list_profiles() -> List[Dict[str, Any]]:

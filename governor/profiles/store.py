@@ -19,10 +19,12 @@ from typing import Any, Dict, List, Optional
 
 from governor.errors import ProfileError
 from governor.paths import data_dir, shipped_profiles_dir
+from governor.profiles.schema import SCHEMA_VERSION, check_document
 
 __all__ = [
     "SCHEMA_VERSION",
     "get_tuning",
+    "parse_profile",
     "profile_paths",
     "put_tuning",
     "read_profile_file",
@@ -30,7 +32,6 @@ __all__ = [
     "write_profile_file",
 ]
 
-SCHEMA_VERSION = 1
 _BOARD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
@@ -50,28 +51,38 @@ def profile_paths(board: str) -> List[Path]:
     return [user_profiles_dir() / name, shipped_profiles_dir() / name]
 
 
-def read_profile_file(path: Path) -> Dict[str, Any]:
-    """Parse one profile file.
+def parse_profile(data: bytes, path: Any = None) -> Dict[str, Any]:
+    """Parse and check the bytes of a profile file (``path`` only names it in errors).
 
     Raises:
-        ProfileError: unreadable, not JSON, not an object, or of a newer schema.
+        ProfileError: not UTF-8 JSON, not an object, of a newer schema, or breaking a rule of
+            :mod:`governor.profiles.schema` (one line naming the file and the field).
+    """
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ProfileError(f"corrupt profile (not UTF-8 text: {err.reason})", path) from None
+    except RecursionError:
+        raise ProfileError("corrupt profile (nested too deeply)", path) from None
+    except ValueError as err:
+        raise ProfileError(f"corrupt profile (not JSON: {err})", path) from None
+    if not isinstance(doc, dict):
+        raise ProfileError("corrupt profile (not a JSON object)", path)
+    return check_document(doc, path)
+
+
+def read_profile_file(path: Path) -> Dict[str, Any]:
+    """Read, parse and check one profile file (see :func:`parse_profile`).
+
+    Raises:
+        ProfileError: unreadable, not JSON, not an object, of a newer schema, or malformed.
     """
     path = Path(path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
     except OSError as err:
         raise ProfileError(f"cannot read profile: {err.strerror or err}", path) from err
-    except ValueError as err:
-        raise ProfileError(f"corrupt profile (not JSON: {err})", path) from err
-    if not isinstance(doc, dict):
-        raise ProfileError("corrupt profile (not a JSON object)", path)
-    version = doc.get("schema_version", SCHEMA_VERSION)
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise ProfileError(
-            f"profile schema {version!r} is newer than this governor understands ({SCHEMA_VERSION})",
-            path,
-        )
-    return doc
+    return parse_profile(data, path)
 
 
 def write_profile_file(path: Path, doc: Dict[str, Any]) -> Path:

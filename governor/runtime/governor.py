@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from governor.devices.base import Device
-from governor.errors import GovernorError, InvalidRequestError, ProfileError, UnsupportedError
+from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 from governor.runtime import policies as _policies
 from governor.runtime.controllers import Observation, Tick, make_controller
 from governor.runtime.model import ClockModel, fallback_model, model_from_profile
@@ -113,9 +113,10 @@ class Governor:
     Args:
         device: an open :class:`~governor.devices.base.Device` that can lock GPU clocks.
         policy: a :mod:`~governor.runtime.policies` object or a spec dictionary.
-        profile: the board profile (a dict or a path); None looks it up with
-            ``load_profile_for``; when there is none the governor says so (``status()["notes"]``)
-            and falls back to a generic model.
+        profile: the board profile (a dict or a path); None looks it up for the device; when
+            there is none (or it was made on another board) the governor says so
+            (``status()["notes"]``) and falls back to a generic model. A malformed profile, or
+            one whose clocks lie outside the device's range, is an error, never a fallback.
         interval_s: the control period.
         background: run the loop in a thread (``start()``); False for ``step()``.
         battery: for the battery policy, a callable returning the remaining energy (J), e.g.
@@ -124,7 +125,8 @@ class Governor:
         fail_limit: consecutive failed readings before the safe hold.
 
     Raises:
-        InvalidRequestError: bad policy or interval; UnsupportedError: the device cannot
+        InvalidRequestError: bad policy or interval; ProfileError: a malformed profile
+            (one line naming the file and field); UnsupportedError: the device cannot
             lock its GPU clock (from ``start()``); DeviceBusyError: another governor holds it.
     """
 
@@ -194,31 +196,35 @@ class Governor:
 
     # -- profile and model ---------------------------------------------------------------
     def _load_model(self, profile: Union[None, Mapping[str, Any], str, Path]) -> ClockModel:
+        """The clock model: from the profile given or found; the generic one when there is
+        none for this board (or it is another board's), said in the notes.
+
+        Raises:
+            ProfileError: the profile is malformed or its clocks are outside the device's.
+        """
+        from governor.profiles.profile import check_profile_for, lookup_profile_for
+        from governor.profiles.store import read_profile_file
+
         clocks = self.device.supported_clocks_mhz()
         if not clocks:
             raise InvalidRequestError(
                 f"{self.device.uri} reports no supported GPU clocks to govern"
             )
         doc: Optional[Mapping[str, Any]] = None
-        reason = ""
-        try:
-            if profile is None:
-                from governor.profiles.profile import load_profile_for
-
-                path, doc, warnings = load_profile_for(self.device)
-                self.profile_path = str(path)
-                self.notes.extend(warnings)
-            elif isinstance(profile, (str, Path)):
-                from governor.profiles.profile import validate
-                from governor.profiles.store import read_profile_file
-
-                doc = validate(read_profile_file(Path(profile)), profile)
-                self.profile_path = str(profile)
+        reason = "no profile"
+        if profile is None:
+            path, doc, found_notes = lookup_profile_for(self.device)
+            if doc is None:
+                reason = found_notes[0]
             else:
-                doc = profile
-                self.profile_path = None
-        except ProfileError as err:
-            reason = str(err)
+                self.profile_path = str(path)
+                self.notes.extend(found_notes)
+        elif isinstance(profile, (str, Path)):
+            doc = check_profile_for(read_profile_file(Path(profile)), self.device, profile)
+            self.profile_path = str(profile)
+        else:
+            doc = check_profile_for(dict(profile), self.device)
+            self.profile_path = None
         workload = getattr(self.policy, "workload", None)
         if doc is not None:
             source = f"profile {self.profile_path}" if self.profile_path else "profile (given)"
@@ -227,11 +233,8 @@ class Governor:
                     f"the profile has no calibration of workload {workload!r}; using its built-in load"
                 )
                 workload = None
-            try:
-                return model_from_profile(clocks, doc, workload=workload, source=source)
-            except (KeyError, TypeError, ValueError) as err:
-                reason = f"the profile's model is unusable ({type(err).__name__}: {err})"
-        model = fallback_model(clocks, reason or "no profile")
+            return model_from_profile(clocks, doc, workload=workload, source=source)
+        model = fallback_model(clocks, reason)
         self._note(model.source)
         return model
 

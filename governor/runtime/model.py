@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
+from governor.errors import ProfileError
+
 __all__ = ["ClockModel", "fallback_model", "model_from_profile"]
 
 #: the model-free guess of the ridge (and PPW-optimal) clock, as a share of the top clock:
@@ -94,28 +96,49 @@ def model_from_profile(
     workload: Optional[str] = None,
     source: str = "profile",
 ) -> ClockModel:
-    """The model of a calibrated profile (``workload``: one of its ``workloads`` entries).
+    """The model of a calibrated profile (``workload``: one of its ``workloads`` entries),
+    evaluated on ``clocks_mhz``. ``doc`` is expected to have passed the profile checks
+    (:mod:`governor.profiles.schema`); what they cannot see is checked here.
 
     Raises:
-        KeyError, TypeError, ValueError: the profile lacks a usable model (callers fall back).
+        ProfileError: the workload is not in the profile, or its models give a non-finite or
+            non-positive power or time at one of the clocks (names ``source`` and the field).
     """
     clocks = tuple(sorted(float(c) for c in clocks_mhz))
     entry: Mapping[str, Any] = doc
+    field = ""
     if workload is not None:
-        entry = (doc.get("workloads") or {})[workload]
-    pm = entry["power_model"]
-    tm = entry.get("time_model")
-    power = tuple(_power(f, pm) for f in clocks)
-    times = [_time(f, tm) for f in clocks]
-    if not all(math.isfinite(p) and p > 0 for p in power) or not all(
-        math.isfinite(t) and t > 0 for t in times
-    ):
-        raise ValueError("the profile's models give non-positive power or time")
-    ppw = float(entry["ppw_optimal_clock_mhz"])
+        workloads = doc.get("workloads") or {}
+        if workload not in workloads:
+            raise ProfileError(f"{source}: has no workloads.{workload} calibration")
+        entry = workloads[workload]
+        field = f"workloads.{workload}."
+    try:
+        pm = entry["power_model"]
+        tm = entry.get("time_model")
+        power = tuple(_power(f, pm) for f in clocks)
+        times = [_time(f, tm) for f in clocks]
+        ppw = float(entry["ppw_optimal_clock_mhz"])
+    except (KeyError, TypeError, ValueError, OverflowError, ZeroDivisionError) as err:
+        raise ProfileError(
+            f"{source}: {field}power_model/time_model unusable ({type(err).__name__}: {err})"
+        ) from None
+
+    def check(name: str, values: Sequence[float]) -> None:
+        for f, value in zip(clocks, values):
+            if not (math.isfinite(value) and value > 0):
+                raise ProfileError(
+                    f"{source}: {name} gives {value:g} at {f:g} MHz; it must be positive and finite"
+                )
+
+    check(field + "power_model", power)
+    check(field + "time_model", times)
+    time_rel = tuple(t / times[-1] for t in times)
+    check(field + "time_model", time_rel)  # relative to the top clock: may still overflow
     return ClockModel(
         clocks_mhz=clocks,
         power_w=power,
-        time_rel=tuple(t / times[-1] for t in times),
+        time_rel=time_rel,
         idle_w=max(0.0, float(pm["p_idle_w"])),
         ppw_clock_mhz=_snap(clocks, ppw),
         fitted=True,

@@ -129,7 +129,13 @@ def test_corrupt_profile_names_the_file(capsys, tmp_path, monkeypatch):
     bad.write_text('{"schema_version": 99, "board": "t4"}')
     with pytest.raises(ProfileError, match="newer"):
         find_profile("t4")
-    # calibrating replaces the corrupt file with a good one
+    # calibrating neither merges into a malformed file nor throws it away: it says so, and
+    # works once the file is fixed or removed
+    code, out, err = run(["calibrate", "--device", "sim:t4", "--json"], capsys)
+    assert code == 1 and "fix or remove it" in err and str(bad) in err
+    assert "newer" in json.loads(out)["error"] and "Traceback" not in err
+    assert json.loads(bad.read_text())["schema_version"] == 99  # left as it was
+    bad.unlink()
     code, out, err = run(["calibrate", "--device", "sim:t4", "--json"], capsys)
     assert code == 0 and find_profile("t4")[1]["board"] == "t4"
 

@@ -15,6 +15,12 @@ Actions:
 - ``reset``: restore what was changed, then resume the configured policy.
 
 A client's ``apply``/``lock`` pauses the configured policy on that device until ``reset``.
+
+A device whose profile is malformed (or names clocks the device does not have) is not a
+reason to stop serving the others: the daemon starts, logs one line, leaves that device
+unchanged and reports the error in ``status`` (``policy_error``) instead of enforcing its
+configured policy; an ``apply ppw`` for it is refused with a ``failed`` reply naming the
+file and the field. ``max``, ``lock``, ``reset`` and ``status`` keep working.
 On SIGTERM/SIGINT (or :meth:`DaemonServer.stop`) the daemon stops its policies, restores
 every device and removes its socket.
 """

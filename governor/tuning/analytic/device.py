@@ -165,8 +165,10 @@ def _stored(board: str, model: str, keys: Sequence[str]) -> Optional[Tuple[str, 
     for key in keys:
         try:
             hit = get_tuning(board, SECTIONS[model], key)
-        except ProfileError:
-            return None
+        except ProfileError as err:
+            if err.path is not None:
+                raise  # the board's profile file is malformed: say so, do not ignore it
+            return None  # not a name a profile can have
         if isinstance(hit, dict):
             return key, hit
     return None

@@ -8,7 +8,6 @@ clock walk instead of the top clock.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
@@ -23,19 +22,12 @@ def ppw_start_clock_mhz(board: str) -> Optional[float]:
     """The calibrated PPW-optimal clock (MHz) of ``board``'s profile, or None if there is none.
 
     Raises:
-        ProfileError: the profile exists but is unreadable.
+        ProfileError: the profile exists but is unreadable or malformed.
     """
     for path in profile_paths(board):
         if path.exists():
             value = read_profile_file(path).get("ppw_optimal_clock_mhz")
-            if (
-                isinstance(value, (int, float))
-                and not isinstance(value, bool)
-                and math.isfinite(value)
-                and value > 0
-            ):
-                return float(value)
-            return None
+            return None if value is None else float(value)  # checked: positive, finite
     return None
 
 

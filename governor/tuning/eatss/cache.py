@@ -89,26 +89,31 @@ def cached_tiles(
 def clock_note(board: str) -> Dict[str, Any]:
     """The performance-per-watt optimal GPU clock of ``board`` if a calibrated profile has one.
 
-    Returns ``{"board", "ppw_optimal_clock_mhz": float | None, "note": str}``; a missing or
-    unreadable profile is reported in the note, never raised.
+    Returns ``{"board", "ppw_optimal_clock_mhz": float | None, "note": str}``; a missing
+    profile (or a name that cannot be a board's, such as a GPU spec) is reported in the note.
+
+    Raises:
+        ProfileError: the board's profile exists but is unreadable or malformed.
     """
+    from governor.errors import ProfileError
     from governor.profiles.store import profile_paths, read_profile_file
 
     clock: Optional[float] = None
     source = None
     try:
-        for path in profile_paths(board):
-            if path.exists():
-                value = read_profile_file(path).get("ppw_optimal_clock_mhz")
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-                    clock, source = float(value), path
-                break
-    except GovernorError as err:
+        paths = profile_paths(board)
+    except ProfileError as err:
         return {
             "board": board,
             "ppw_optimal_clock_mhz": None,
             "note": f"no calibrated model ({err})",
         }
+    for path in paths:
+        if path.exists():
+            value = read_profile_file(path).get("ppw_optimal_clock_mhz")
+            if value is not None:
+                clock, source = float(value), path
+            break
     if clock is None:
         note = f"no calibrated power model for {board}"
     else:

@@ -1,0 +1,381 @@
+"""The rules a profile document must follow, checked once where it is read.
+
+:func:`check_document` runs inside :func:`governor.profiles.store.read_profile_file`, so every
+profile that reaches code has been checked; a bad one is a one-line :class:`ProfileError`
+naming the file and the field::
+
+    profile /home/me/.local/share/governor/profiles/agx-orin.json:
+        workloads.memory.ppw_optimal_clock_mhz must be a finite number, not 'fast'
+
+(one line in reality). The rules, for every field that is present:
+
+- numbers are JSON numbers (not strings, not booleans) and finite; clocks, times and powers
+  are positive (``p_idle_w``, ``beta_per_mhz``, ``t_mem_s``, ``c_s_mhz`` may be 0; a model's
+  ``ridge_clock_mhz`` is >= 0); counts are non-negative integers; a fit's ``uncertainty``
+  values are numbers or null (NaN allowed: a fit may not estimate one);
+- ``power_model`` has ``p_idle_w``, ``alpha_w_per_mhz`` (> 0), ``ridge_clock_mhz``,
+  ``beta_per_mhz`` and an optional ``p_max_w`` (null: no cap), the fields of
+  :meth:`governor.models.power.PowerModel.to_dict`;
+- ``time_model`` has ``t_mem_s`` and ``c_s_mhz`` (not both 0) and an optional ``k`` >= 1, the
+  fields of :meth:`governor.models.time.TimeModel.to_dict`;
+- ``fingerprint.supported_clocks_mhz`` is a non-empty list of positive clocks, and the
+  profile's PPW-optimal and ridge clocks lie within its range;
+- each ``workloads`` entry is a whole calibration: ``power_model`` and
+  ``ppw_optimal_clock_mhz`` at least, under the same rules as the top level;
+- ``tuning`` maps sections to objects; the ``tiles`` entries (``tuning/eatss``) hold
+  ``tiles``: {loop: positive integer}; the ``blocks`` entries (``tuning/blocks``) hold
+  ``blocks``: a list of [x, y, z] positive integers and ``clock_mhz``: a clock or null; the
+  other sections' entries are checked by the code that reads them.
+
+:func:`check_calibrated` adds what a calibration must have (``board``, ``fingerprint``,
+``ppw_optimal_clock_mhz``, ``power_model``); :func:`check_clocks_for` checks a profile's
+clocks against a device's clock table. Pure Python: the runtime reads profiles too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from governor.errors import ProfileError
+
+__all__ = ["CLOCK_TOLERANCE_MHZ", "check_calibrated", "check_clocks_for", "check_document"]
+
+#: how far (MHz) a profile's clock may lie outside a clock table's range (Jetson 1300.5 ...)
+CLOCK_TOLERANCE_MHZ = 0.5
+SCHEMA_VERSION = 1
+
+_REQUIRED = ("board", "fingerprint", "ppw_optimal_clock_mhz", "power_model")
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_.:+/@-]{1,60}$")
+_NUMBER_OR_NULL_PROBE_KEYS = (
+    "requested_mhz",
+    "clock_mhz",
+    "power_w",
+    "time_per_unit_s",
+    "energy_per_unit_j",
+    "temperature_c",
+    "window_s",
+)
+
+
+def _show(value: Any) -> str:
+    """A short one-line picture of a bad value."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_number(value: Any) -> bool:
+    """A JSON number Python can hold as a float (NaN and infinities included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        float(value)
+    except OverflowError:  # an integer literal with hundreds of digits
+        return False
+    return True
+
+
+def _key(key: Any) -> str:
+    text = str(key)
+    return text if _PLAIN_KEY.match(text) else _show(text)
+
+
+class _Checker:
+    def __init__(self, path: Any) -> None:
+        self.path = path
+
+    def fail(self, field: str, problem: str) -> ProfileError:
+        where = "profile (given)" if self.path is None else f"profile {self.path}"
+        err = ProfileError(f"{where}: {field} {problem}")
+        err.path = self.path
+        return err
+
+    # -- scalars -----------------------------------------------------------------------------
+    def number(
+        self, value: Any, field: str, *, low: Optional[float] = None, strict: bool = False
+    ) -> float:
+        """A finite number, >= ``low`` (> ``low`` when ``strict``)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(field, f"must be a finite number, not {_show(value)}")
+        try:
+            number = float(value)
+        except OverflowError:
+            raise self.fail(field, f"must be a finite number, not {_show(value)}") from None
+        if not math.isfinite(number):
+            raise self.fail(field, f"must be a finite number, not {_show(value)}")
+        if low is not None and (number <= low if strict else number < low):
+            what = "positive" if (strict and low == 0) else f"{'>' if strict else '>='} {low:g}"
+            raise self.fail(field, f"must be {what}, not {_show(value)}")
+        return number
+
+    def positive(self, value: Any, field: str) -> float:
+        return self.number(value, field, low=0.0, strict=True)
+
+    def nonnegative(self, value: Any, field: str) -> float:
+        return self.number(value, field, low=0.0)
+
+    def count(self, value: Any, field: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.fail(field, f"must be a non-negative integer, not {_show(value)}")
+        return value
+
+    def text(self, value: Any, field: str, *, null: bool = False) -> None:
+        if value is None and null:
+            return
+        if not isinstance(value, str):
+            raise self.fail(field, f"must be a string, not {_show(value)}")
+
+    def flag(self, value: Any, field: str) -> None:
+        if not isinstance(value, bool):
+            raise self.fail(field, f"must be true or false, not {_show(value)}")
+
+    def obj(self, value: Any, field: str) -> Dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(field, f"must be an object, not {_show(value)}")
+        return value
+
+    def array(self, value: Any, field: str) -> List[Any]:
+        if not isinstance(value, list):
+            raise self.fail(field, f"must be a list, not {_show(value)}")
+        return value
+
+    def required(self, doc: Mapping[str, Any], keys: Sequence[str], prefix: str) -> None:
+        for key in keys:
+            if key not in doc:
+                raise self.fail(prefix + key, "is missing")
+
+    # -- sections ----------------------------------------------------------------------------
+    def uncertainty(self, value: Any, field: str, *, null: bool = True) -> None:
+        for key, v in self.obj(value, field).items():
+            if v is None and null:
+                continue
+            if not _is_number(v):
+                wanted = "a number or null" if null else "a number"
+                raise self.fail(f"{field}.{_key(key)}", f"must be {wanted}, not {_show(v)}")
+
+    def power_model(self, value: Any, field: str) -> None:
+        pm = self.obj(value, field)
+        p = field + "."
+        self.required(pm, ("p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz"), p)
+        self.nonnegative(pm["p_idle_w"], p + "p_idle_w")
+        self.positive(pm["alpha_w_per_mhz"], p + "alpha_w_per_mhz")
+        self.nonnegative(pm["ridge_clock_mhz"], p + "ridge_clock_mhz")
+        self.nonnegative(pm["beta_per_mhz"], p + "beta_per_mhz")
+        if pm.get("p_max_w") is not None:
+            self.positive(pm["p_max_w"], p + "p_max_w")
+        for key in ("residual_rms_w", "max_rel_residual"):
+            if key in pm:
+                self.nonnegative(pm[key], p + key)
+        for key in ("n_points", "n_capped"):
+            if key in pm:
+                self.count(pm[key], p + key)
+        if "ridge_reached" in pm:
+            self.flag(pm["ridge_reached"], p + "ridge_reached")
+        if "form" in pm:
+            self.text(pm["form"], p + "form")
+        if pm.get("uncertainty") is not None:
+            self.uncertainty(pm["uncertainty"], p + "uncertainty")
+
+    def time_model(self, value: Any, field: str) -> None:
+        tm = self.obj(value, field)
+        p = field + "."
+        self.required(tm, ("t_mem_s", "c_s_mhz"), p)
+        t_mem = self.nonnegative(tm["t_mem_s"], p + "t_mem_s")
+        c = self.nonnegative(tm["c_s_mhz"], p + "c_s_mhz")
+        if t_mem == 0 and c == 0:
+            raise self.fail(field, "has t_mem_s and c_s_mhz both 0: no time per unit of work")
+        if "k" in tm:
+            self.number(tm["k"], p + "k", low=1.0)
+        if "max_rel_residual" in tm:
+            self.nonnegative(tm["max_rel_residual"], p + "max_rel_residual")
+        if "form" in tm:
+            self.text(tm["form"], p + "form")
+        if tm.get("uncertainty") is not None:
+            self.uncertainty(tm["uncertainty"], p + "uncertainty", null=False)
+
+    def fingerprint(self, value: Any, field: str) -> List[float]:
+        fp = self.obj(value, field)
+        p = field + "."
+        self.required(fp, ("supported_clocks_mhz",), p)
+        clocks = self.array(fp["supported_clocks_mhz"], p + "supported_clocks_mhz")
+        if not clocks:
+            raise self.fail(p + "supported_clocks_mhz", "is empty")
+        table = [self.positive(c, f"{p}supported_clocks_mhz[{i}]") for i, c in enumerate(clocks)]
+        for key in ("model", "name", "kind", "serial", "uuid", "driver_version", "l4t_version"):
+            if key in fp:
+                self.text(fp[key], p + key, null=True)
+        return table
+
+    def probes(self, value: Any, field: str) -> None:
+        for i, probe in enumerate(self.array(value, field)):
+            entry = self.obj(probe, f"{field}[{i}]")
+            for key in _NUMBER_OR_NULL_PROBE_KEYS:
+                v = entry.get(key)
+                if v is not None and not _is_number(v):
+                    raise self.fail(
+                        f"{field}[{i}].{key}", f"must be a number or null, not {_show(v)}"
+                    )
+
+    def load(self, value: Any, field: str) -> None:
+        for key, v in self.obj(value, field).items():
+            self.text(v, f"{field}.{_key(key)}", null=True)
+
+    def calibration(self, entry: Mapping[str, Any], prefix: str, table: Optional[List[float]]):
+        """The fields a calibration has, at the top level (prefix "") or in a workload."""
+        if "ppw_optimal_clock_mhz" in entry:
+            self.positive(entry["ppw_optimal_clock_mhz"], prefix + "ppw_optimal_clock_mhz")
+        if "ridge_clock_mhz" in entry:
+            self.positive(entry["ridge_clock_mhz"], prefix + "ridge_clock_mhz")
+        if "predicted_optimum_mhz" in entry:
+            self.positive(entry["predicted_optimum_mhz"], prefix + "predicted_optimum_mhz")
+        if entry.get("idle_power_w") is not None:
+            self.nonnegative(entry["idle_power_w"], prefix + "idle_power_w")
+        if "device_time_s" in entry:
+            self.nonnegative(entry["device_time_s"], prefix + "device_time_s")
+        if "power_model" in entry:
+            self.power_model(entry["power_model"], prefix + "power_model")
+        if entry.get("time_model") is not None:
+            self.time_model(entry["time_model"], prefix + "time_model")
+        if "probes" in entry:
+            self.probes(entry["probes"], prefix + "probes")
+        if "load" in entry:
+            self.load(entry["load"], prefix + "load")
+        for key in ("created", "device_uri"):
+            if key in entry:
+                self.text(entry[key], prefix + key, null=True)
+        if "notes" in entry:
+            for i, note in enumerate(self.array(entry["notes"], prefix + "notes")):
+                self.text(note, f"{prefix}notes[{i}]")
+        if table:
+            self.clocks_within(entry, prefix, table, "the profile's own clock table")
+
+    def clocks_within(
+        self, entry: Mapping[str, Any], prefix: str, table: Sequence[float], whose: str
+    ) -> None:
+        lo, hi = min(table), max(table)
+        for key in ("ppw_optimal_clock_mhz", "ridge_clock_mhz"):
+            value = entry.get(key)
+            if value is None:
+                continue
+            if not (lo - CLOCK_TOLERANCE_MHZ <= value <= hi + CLOCK_TOLERANCE_MHZ):
+                raise self.fail(
+                    prefix + key, f"{value:g} MHz is outside {whose} ({lo:g}-{hi:g} MHz)"
+                )
+
+    def workloads(self, value: Any, table: Optional[List[float]]) -> None:
+        for name, entry in self.obj(value, "workloads").items():
+            if not name:
+                raise self.fail("workloads", "has an entry with an empty name")
+            prefix = f"workloads.{_key(name)}."
+            self.obj(entry, prefix[:-1])
+            self.required(entry, ("power_model", "ppw_optimal_clock_mhz"), prefix)
+            self.calibration(entry, prefix, table)
+
+    def tuning(self, value: Any) -> None:
+        for section, entries in self.obj(value, "tuning").items():
+            field = f"tuning.{_key(section)}"
+            self.obj(entries, field)
+            if section == "tiles":
+                for key, entry in entries.items():
+                    self.tiles_entry(entry, f"{field}.{_key(key)}")
+            elif section == "blocks":
+                for key, entry in entries.items():
+                    self.blocks_entry(entry, f"{field}.{_key(key)}")
+
+    def tiles_entry(self, value: Any, field: str) -> None:
+        entry = self.obj(value, field)
+        self.required(entry, ("tiles",), field + ".")
+        for loop, size in self.obj(entry["tiles"], field + ".tiles").items():
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise self.fail(
+                    f"{field}.tiles.{_key(loop)}", f"must be a positive integer, not {_show(size)}"
+                )
+
+    def blocks_entry(self, value: Any, field: str) -> None:
+        entry = self.obj(value, field)
+        self.required(entry, ("blocks",), field + ".")
+        blocks = self.array(entry["blocks"], field + ".blocks")
+        if not blocks:
+            raise self.fail(field + ".blocks", "is empty")
+        for i, block in enumerate(blocks):
+            dims = self.array(block, f"{field}.blocks[{i}]")
+            if not 1 <= len(dims) <= 3 or any(
+                isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims
+            ):
+                raise self.fail(
+                    f"{field}.blocks[{i}]", "must be 1 to 3 positive integers (x, y, z)"
+                )
+        if entry.get("clock_mhz") is not None:
+            self.positive(entry["clock_mhz"], field + ".clock_mhz")
+        for key in ("time_s", "energy_j"):
+            if entry.get(key) is not None:
+                self.nonnegative(entry[key], f"{field}.{key}")
+
+
+def check_document(doc: Any, path: Any = None) -> Dict[str, Any]:
+    """Check every field of a parsed profile that is present (see the module docstring).
+
+    Returns ``doc`` unchanged.
+
+    Raises:
+        ProfileError: the first rule broken, naming the file and the field (one line).
+    """
+    c = _Checker(path)
+    if not isinstance(doc, dict):
+        raise c.fail("the document", f"must be a JSON object, not {_show(doc)}")
+    version = doc.get("schema_version", SCHEMA_VERSION)
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise c.fail(
+            "schema_version",
+            f"{version} is newer than this governor understands ({SCHEMA_VERSION})",
+        )
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise c.fail("schema_version", f"must be a positive integer, not {_show(version)}")
+    if "board" in doc:
+        c.text(doc["board"], "board")
+        if not doc["board"]:
+            raise c.fail("board", "is empty")
+    table = c.fingerprint(doc["fingerprint"], "fingerprint") if "fingerprint" in doc else None
+    c.calibration(doc, "", table)
+    if "workloads" in doc:
+        c.workloads(doc["workloads"], table)
+    if "tuning" in doc:
+        c.tuning(doc["tuning"])
+    if "provenance" in doc:
+        c.obj(doc["provenance"], "provenance")
+    return doc
+
+
+def check_calibrated(doc: Dict[str, Any], path: Any = None) -> Dict[str, Any]:
+    """:func:`check_document`, and the fields governor needs from a calibration.
+
+    Raises:
+        ProfileError: a rule broken or a required field missing (names file and field).
+    """
+    check_document(doc, path)
+    _Checker(path).required(doc, _REQUIRED, "")
+    return doc
+
+
+def check_clocks_for(doc: Mapping[str, Any], clocks_mhz: Sequence[float], path: Any = None) -> None:
+    """The PPW-optimal and ridge clocks of ``doc`` and of its workloads lie within the range
+    of ``clocks_mhz`` (a device's table); a clock between table entries is fine (it is
+    snapped when applied).
+
+    Raises:
+        ProfileError: a clock outside the range (names file and field).
+    """
+    if not clocks_mhz:
+        return
+    c = _Checker(path)
+    whose = "the device's supported clocks"
+    c.clocks_within(doc, "", clocks_mhz, whose)
+    for name, entry in (doc.get("workloads") or {}).items():
+        c.clocks_within(entry, f"workloads.{_key(name)}.", clocks_mhz, whose)
