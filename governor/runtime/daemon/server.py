@@ -86,11 +86,26 @@ def _group_id(name: Optional[str], source: str) -> Optional[int]:
         ) from None
 
 
+def _unsafe_dir(st: os.stat_result, euid: int, *, sticky_ok: bool) -> Optional[str]:
+    """Why a directory others could tamper with is unsafe, or None when it is safe."""
+    if st.st_uid not in (0, euid):
+        return f"belongs to uid {st.st_uid}, not to root or this user"
+    if st.st_mode & 0o022 and not (sticky_ok and st.st_mode & stat.S_ISVTX):
+        return f"is writable by others (mode {oct(st.st_mode & 0o7777)})"
+    return None
+
+
 def _safe_parent(parent: Path) -> None:
-    """Create the socket's directory (0755) if needed; refuse one others could tamper with."""
+    """Create the socket's directory (0755) if needed; refuse one others could tamper with.
+
+    The directory itself must be a real directory (not a symlink) owned by root or this user
+    and writable by no one else; each directory above it must be owned by root or this user
+    and writable by no one else unless sticky (as /tmp is), so it cannot be swapped.
+    """
     if not os.path.lexists(parent):
         try:
             parent.mkdir(mode=0o755, parents=True)
+            os.chmod(parent, 0o755)  # whatever the umask: clients must be able to enter it
         except OSError as err:
             raise GovernorError(
                 f"cannot create the socket directory {parent}: {err.strerror or err}"
@@ -99,15 +114,19 @@ def _safe_parent(parent: Path) -> None:
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise GovernorError(f"the socket directory {parent} is not a plain directory (a symlink?)")
     euid = os.geteuid()
-    if st.st_uid not in (0, euid):
+    reason = _unsafe_dir(st, euid, sticky_ok=False)
+    if reason is not None:
         raise GovernorError(
-            f"the socket directory {parent} belongs to uid {st.st_uid}, not to this user"
-        )
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        raise GovernorError(
-            f"the socket directory {parent} is writable by others (mode {oct(st.st_mode & 0o7777)}); "
+            f"the socket directory {parent} {reason}; "
             "use a directory only root can write, such as /run/governor"
         )
+    for above in Path(os.path.realpath(parent)).parents:
+        reason = _unsafe_dir(os.stat(above), euid, sticky_ok=True)
+        if reason is not None:
+            raise GovernorError(
+                f"the socket directory {parent} lies under {above}, which {reason}; "
+                "use a directory only root can write, such as /run/governor"
+            )
 
 
 def _remove_stale(path: Path) -> None:
@@ -116,6 +135,10 @@ def _remove_stale(path: Path) -> None:
         st = os.lstat(path)
     except FileNotFoundError:
         return
+    if stat.S_ISLNK(st.st_mode):
+        raise GovernorError(
+            f"{path} is a symbolic link; refusing to follow or replace it (remove it if it is stale)"
+        )
     if not stat.S_ISSOCK(st.st_mode):
         raise GovernorError(f"{path} exists and is not a socket; refusing to replace it")
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
