@@ -1,19 +1,27 @@
-"""Where the daemon's socket may be created: never through a symlink, never in a directory
-others could swap, and a dead daemon's stale socket is replaced."""
+"""The daemon under clients that do not play fair: slow trickles, silence, floods of
+connections, and tricks at the socket's path. No timing is
+asserted tightly: bounds are generous, and waits poll for what must happen."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
+import threading
+import time
 
 import pytest
 from daemon_helpers import ask, config_text, short_socket_dir
 
-from governor.errors import GovernorError
+from governor.devices.daemon.client import DaemonClient
+from governor.errors import DeviceBusyError, GovernorError
+from governor.runtime.daemon import server as server_module
 from governor.runtime.daemon.config import parse_config
 from governor.runtime.daemon.server import DaemonServer, bind_socket
 
 A100 = 'uri = "sim:a100-pcie"\nmin_mhz = 600\nmax_mhz = 1200'
+STATUS = b'{"action": "status"}\n'
 NOBODY = 65534
 needs_root = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to drop privileges"
@@ -42,6 +50,183 @@ def start(sockdir):
     yield _start
     for server in servers:
         server.stop()
+
+
+class Trickle:
+    """Slow clients: each sends one byte of a status request every ``every_s``, and records
+    what the daemon answered once it closes the connection."""
+
+    def __init__(self, path, count, every_s=0.1):
+        self.socks = []
+        for _ in range(count):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(path))
+            sock.setblocking(False)
+            self.socks.append(sock)
+        self.every_s = every_s
+        self.replies = {}  # index -> bytes received up to the close
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        sent = 0
+        while not self.stop.is_set() and len(self.replies) < len(self.socks):
+            for i, sock in enumerate(self.socks):
+                if i not in self.replies:
+                    self._poll(i, sock, STATUS[sent % len(STATUS) : sent % len(STATUS) + 1])
+            sent += 1
+            self.stop.wait(self.every_s)
+
+    def _poll(self, i, sock, byte):
+        data = b""
+        try:
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    self.replies[i] = data
+                    return
+                data += chunk
+        except BlockingIOError:
+            pass
+        except OSError:
+            self.replies[i] = data
+            return
+        if data:  # a reply: the daemon is closing; read to the end next time
+            self.replies.setdefault(i, data)
+            return
+        try:
+            sock.send(byte)
+        except OSError:
+            self.replies[i] = data
+
+    def wait_all_closed(self, timeout_s):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and len(self.replies) < len(self.socks):
+            time.sleep(0.05)
+        return {i: json.loads(d) if d.strip() else None for i, d in self.replies.items()}
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        for sock in self.socks:
+            sock.close()
+
+
+@pytest.fixture
+def trickle():
+    made = []
+
+    def _make(path, count, every_s=0.1):
+        made.append(Trickle(path, count, every_s))
+        return made[-1]
+
+    yield _make
+    for t in made:
+        t.close()
+
+
+def test_slow_clients_are_closed_at_the_request_deadline_and_others_are_served(start, trickle):
+    """Each slow client sends a byte every 0.1 s, far inside any per-recv timeout, yet its
+    whole request must arrive within request_timeout_s; normal clients are served meanwhile."""
+    server, path = start(daemon="request_timeout_s = 0.5\nidle_timeout_s = 30")
+    slow = trickle(path, 8)
+    began = time.monotonic()
+    assert DaemonClient(path, timeout_s=5).request("status")["devices"]
+    replies = slow.wait_all_closed(timeout_s=20)
+    assert len(replies) == 8, f"only {len(replies)} of 8 slow clients were closed"
+    assert time.monotonic() - began < 20
+    for reply in replies.values():
+        assert reply["ok"] is False and reply["code"] == "timeout", reply
+        assert "did not arrive within 0.5 s" in reply["error"]
+    assert server._loop.counters["timed_out"] == 8
+    assert ask(path, action="status")["ok"]
+
+
+def test_slow_clients_cannot_hold_every_connection(start, trickle):
+    """Twice as many slow clients as connections: a normal client still gets its reply."""
+    server, path = start(daemon="max_connections = 4\nrequest_timeout_s = 30\nworkers = 1")
+    slow = trickle(path, 8, every_s=0.5)
+    for _ in range(3):
+        reply = DaemonClient(path, timeout_s=5).call({"action": "status"})
+        assert reply["ok"], reply
+    replies = slow.wait_all_closed(timeout_s=2)
+    assert replies and all(r["code"] == "busy" for r in replies.values() if r)
+    assert server._loop.connection_count <= 4
+
+
+def test_a_request_slower_than_the_deadline_gets_a_timeout_error_and_is_closed(start):
+    server, path = start(daemon="request_timeout_s = 0.3")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(path))
+        sock.sendall(b'{"action": "sta')  # and nothing more
+        reply = json.loads(sock.recv(65536))
+        assert reply == {
+            "ok": False,
+            "code": "timeout",
+            "error": "the request line did not arrive within 0.3 s; closing the connection",
+        }
+        assert sock.recv(65536) == b""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:  # silent from the start
+        sock.settimeout(10)
+        sock.connect(str(path))
+        assert json.loads(sock.recv(65536))["code"] == "timeout"
+
+
+def test_a_connection_idle_between_requests_is_closed_quietly(start):
+    server, path = start(daemon="request_timeout_s = 5\nidle_timeout_s = 0.3")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(path))
+        sock.sendall(STATUS)
+        data = b""
+        while not data.endswith(b"\n"):
+            data += sock.recv(65536)
+        assert json.loads(data)["ok"]
+        assert sock.recv(65536) == b""  # no error line: it asked nothing
+    assert server._loop.counters["idle_closed"] == 1
+
+
+def test_busy_only_when_every_connection_has_a_request_in_progress(start, monkeypatch):
+    release = threading.Event()
+    original = DaemonServer.handle_line
+
+    def slow_handle(self, line, peer=(None, None, None)):
+        release.wait(10)
+        return original(self, line, peer)
+
+    monkeypatch.setattr(DaemonServer, "handle_line", slow_handle)
+    server, path = start(daemon="max_connections = 1")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as first:
+        first.settimeout(10)
+        first.connect(str(path))
+        first.sendall(STATUS)
+        time.sleep(0.2)
+        with pytest.raises(DeviceBusyError, match="try again"):
+            DaemonClient(path, timeout_s=5).request("status")
+        release.set()
+        assert json.loads(first.recv(65536))["ok"]
+
+
+def test_a_client_that_never_reads_its_replies_is_closed(start):
+    server, path = start(daemon="request_timeout_s = 0.3")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(str(path))
+        sock.settimeout(0.05)
+        closed = False
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not closed:
+            try:
+                sock.send(STATUS * 50)
+            except socket.timeout:
+                time.sleep(0.05)
+            except OSError:
+                closed = True
+        assert closed or server._loop.counters["unread_reply"] == 1
+    assert ask(path, action="status")["ok"]
 
 
 # -- the socket's place -----------------------------------------------------------------------
@@ -104,3 +289,7 @@ def test_a_stale_socket_of_a_dead_daemon_is_replaced_by_a_new_daemon(start, sock
     bind_socket(path).close()  # a daemon that died without removing its socket
     server, started = start()
     assert started == path and ask(path, action="status")["ok"]
+
+
+def test_server_module_reexports_the_peer_credentials():
+    assert server_module.peer_credentials.__module__ == "governor.runtime.daemon.peers"

@@ -1,10 +1,11 @@
 """The daemon: owns the configured devices, enforces the site policy, serves the socket.
 
-One thread accepts connections; each connection gets a thread (at most ``max_clients``) that
-reads request lines, validates them (:mod:`.protocol`), checks the allow-list and the clock
-limits (:mod:`.config`), and acts on the device through the Device API only: nothing a client
-sends is passed to a shell or a subprocess. Every request is logged with the caller's uid and
-pid from ``SO_PEERCRED``.
+One thread reads every connection without blocking (:mod:`.connections`): it holds each
+request line to a deadline and a size limit, and hands complete lines to a few worker threads. A worker validates the
+line (:mod:`~governor.devices.daemon.protocol`), checks the allow-list and the clock limits
+(:mod:`.config`), and acts on the device through the Device API only: nothing a client sends
+is passed to a shell or a subprocess. Every request is logged with the caller's uid and pid
+from ``SO_PEERCRED``.
 
 Actions:
 
@@ -21,13 +22,11 @@ every device and removes its socket.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import signal
 import socket
 import stat
-import struct
 import threading
 import time
 from pathlib import Path
@@ -39,34 +38,25 @@ from governor.devices.daemon.protocol import (
     ProtocolError,
     Request,
     decode_request,
-    encode,
     error_reply,
     ok_reply,
 )
 from governor.errors import DeviceBusyError, GovernorError, InvalidRequestError
 from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
+from governor.runtime.daemon.connections import ConnectionLoop
+from governor.runtime.daemon.peers import PeerCredentials, peer_credentials
 
-__all__ = ["DaemonServer", "PeerCredentials", "bind_socket", "peer_credentials", "run_daemon"]
+__all__ = [
+    "DaemonServer",
+    "PeerCredentials",
+    "bind_socket",
+    "peer_credentials",
+    "run_daemon",
+]
 
 log = logging.getLogger("governor.daemon")
 
-_ACCEPT_POLL_S = 0.2
 _TOLERANCE_MHZ = Device.CLOCK_TOLERANCE_MHZ
-
-PeerCredentials = Tuple[Optional[int], Optional[int], Optional[int]]  # pid, uid, gid
-
-
-def peer_credentials(conn: socket.socket) -> PeerCredentials:
-    """(pid, uid, gid) of the process at the other end of a Unix socket (Linux SO_PEERCRED)."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:  # pragma: no cover - not Linux
-        return (None, None, None)
-    try:
-        raw = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-        pid, uid, gid = struct.unpack("3i", raw)
-    except OSError:  # pragma: no cover - peer already gone
-        return (None, None, None)
-    return (pid, uid, gid)
 
 
 # -- the socket --------------------------------------------------------------------------------
@@ -271,9 +261,7 @@ class DaemonServer:
         self._socket_ino: Optional[Tuple[int, int]] = None
         self._stop = threading.Event()
         self._stopped = threading.Event()
-        self._clients = threading.BoundedSemaphore(config.max_clients)
-        self._connections: List[socket.socket] = []
-        self._conn_lock = threading.Lock()
+        self._loop: Optional[ConnectionLoop] = None
         self._started_at = time.monotonic()
         self._thread: Optional[threading.Thread] = None
         self._cleanup_lock = threading.Lock()
@@ -300,11 +288,11 @@ class DaemonServer:
                 mode=self.config.socket_mode,
                 group=self.config.socket_group,
                 source=self.config.source,
-                backlog=max(self.config.max_clients, 4),
+                backlog=socket.SOMAXCONN,
             )
             st = os.stat(self.config.socket)
             self._socket_ino = (st.st_dev, st.st_ino)
-            self._listener.settimeout(_ACCEPT_POLL_S)
+            self._listener.setblocking(False)
             for slot in self._slots.values():
                 self._enforce(slot)
         except BaseException:
@@ -357,27 +345,26 @@ class DaemonServer:
             log.warning("%s: restored settings left by a previous run: %s", device.uri, restored)
 
     def serve_forever(self) -> None:
-        """Accept clients until :meth:`stop`; then restore devices and remove the socket."""
+        """Serve clients until :meth:`stop`; then restore devices and remove the socket."""
         if self._listener is None:
             self.start()
         listener = self._listener
         assert listener is not None
+        config = self.config
+        self._loop = ConnectionLoop(
+            listener,
+            self.handle_line,
+            max_request_bytes=config.max_request_bytes,
+            max_connections=config.max_connections,
+            request_timeout_s=config.request_timeout_s,
+            idle_timeout_s=config.idle_timeout_s,
+            workers=config.workers,
+            stop_event=self._stop,
+        )
         self._serving = True
         self._serving_thread = threading.current_thread()
         try:
-            while not self._stop.is_set():
-                try:
-                    conn, _ = listener.accept()
-                except socket.timeout:
-                    continue
-                except OSError as err:
-                    if self._stop.is_set():
-                        break
-                    if err.errno in (errno.EINTR, errno.ECONNABORTED, errno.EMFILE, errno.ENFILE):
-                        time.sleep(0.05)
-                        continue
-                    raise
-                self._admit(conn)
+            self._loop.run()
         finally:
             self._cleanup()
 
@@ -392,13 +379,7 @@ class DaemonServer:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Ask the daemon to stop; when serving from a thread, wait until it has cleaned up."""
-        self._stop.set()
-        with self._conn_lock:
-            for conn in list(self._connections):
-                try:
-                    conn.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+        self.request_stop()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout_s)
         elif not self._serving:
@@ -407,8 +388,11 @@ class DaemonServer:
             self._stopped.wait(timeout_s)
 
     def request_stop(self) -> None:
-        """Signal-safe: only sets the flag the accept loop polls."""
+        """Signal-safe: sets the flag the connection loop polls, and wakes it."""
         self._stop.set()
+        loop = self._loop
+        if loop is not None:
+            loop.stop()
 
     def _cleanup(self) -> None:
         with self._cleanup_lock:
@@ -454,77 +438,12 @@ class DaemonServer:
         except FileNotFoundError:
             pass
 
-    # -- connections ---------------------------------------------------------------------------
-    def _admit(self, conn: socket.socket) -> None:
-        if not self._clients.acquire(blocking=False):
-            try:
-                conn.settimeout(1.0)
-                conn.sendall(encode(error_reply("busy", "too many clients; try again shortly")))
-            except OSError:
-                pass
-            conn.close()
-            return
-        with self._conn_lock:
-            self._connections.append(conn)
-        thread = threading.Thread(
-            target=self._serve_client, args=(conn,), name="governor-daemon-client", daemon=True
-        )
-        thread.start()
-
-    def _serve_client(self, conn: socket.socket) -> None:
-        peer = peer_credentials(conn)
-        limit = self.config.max_request_bytes
-        buffer = b""
-        try:
-            conn.settimeout(self.config.client_timeout_s)
-            while not self._stop.is_set():
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if len(line) + 1 > limit:
-                        self._send(
-                            conn, error_reply("too-large", f"request is larger than {limit} bytes")
-                        )
-                        self._log(peer, None, "too-large")
-                        return
-                    if line.strip():
-                        self._send(conn, self.handle_line(line, peer))
-                if len(buffer) >= limit:
-                    self._send(
-                        conn, error_reply("too-large", f"request is larger than {limit} bytes")
-                    )
-                    self._log(peer, None, "too-large")
-                    return
-                try:
-                    chunk = conn.recv(4096)
-                except socket.timeout:
-                    return
-                if not chunk:
-                    if buffer.strip():  # a last request without its newline
-                        self._send(conn, self.handle_line(buffer, peer))
-                    return
-                buffer += chunk
-        except OSError as err:
-            log.debug("client connection ended: %s", err)
-        finally:
-            with self._conn_lock:
-                if conn in self._connections:
-                    self._connections.remove(conn)
-            try:
-                conn.close()
-            except OSError:
-                pass
-            self._clients.release()
-
-    @staticmethod
-    def _send(conn: socket.socket, reply: Dict[str, Any]) -> None:
-        conn.sendall(encode(reply))
-
+    # -- requests ------------------------------------------------------------------------------
     def _log(self, peer: PeerCredentials, request: Optional[Request], outcome: str) -> None:
         pid, uid, _ = peer
         what = request.to_dict() if request is not None else {}
         log.info("uid=%s pid=%s %s -> %s", uid, pid, what or "(unparsed request)", outcome)
 
-    # -- requests ------------------------------------------------------------------------------
     def handle_line(
         self, line: bytes, peer: PeerCredentials = (None, None, None)
     ) -> Dict[str, Any]:
