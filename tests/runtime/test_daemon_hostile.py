@@ -1,5 +1,5 @@
 """The daemon under clients that do not play fair: slow trickles, silence, floods of
-connections, and tricks at the socket's path. No timing is
+connections, peers outside the allowed group, and tricks at the socket's path. No timing is
 asserted tightly: bounds are generous, and waits poll for what must happen."""
 
 from __future__ import annotations
@@ -8,16 +8,18 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
-from daemon_helpers import ask, config_text, short_socket_dir
+from daemon_helpers import REPO, ask, config_text, short_socket_dir, world_runnable_python
 
 from governor.devices.daemon.client import DaemonClient
 from governor.errors import DeviceBusyError, GovernorError
 from governor.runtime.daemon import server as server_module
 from governor.runtime.daemon.config import parse_config
+from governor.runtime.daemon.peers import PeerPolicy, peer_groups
 from governor.runtime.daemon.server import DaemonServer, bind_socket
 
 A100 = 'uri = "sim:a100-pcie"\nmin_mhz = 600\nmax_mhz = 1200'
@@ -227,6 +229,90 @@ def test_a_client_that_never_reads_its_replies_is_closed(start):
                 closed = True
         assert closed or server._loop.counters["unread_reply"] == 1
     assert ask(path, action="status")["ok"]
+
+
+# -- who may connect --------------------------------------------------------------------------
+def test_the_peer_policy_admits_root_itself_and_the_group():
+    policy = PeerPolicy.for_daemon(2000, "governor", euid=1234)
+    assert policy.refusal((1, 0, 0)) is None
+    assert policy.refusal((1, 1234, 1234)) is None
+    assert policy.refusal((1, 1000, 2000)) is None  # primary group
+    assert policy.refusal((1, 1000, 1000), lambda: (27, 2000)) is None  # supplementary
+    reason = policy.refusal((1, 1000, 1000), lambda: (27,))
+    assert "uid 1000 may not use this daemon" in reason and "usermod -aG governor" in reason
+    assert "cannot tell" in policy.refusal((None, None, None))
+    alone = PeerPolicy.for_daemon(None, None, euid=0)
+    assert "no daemon.socket_group" in alone.refusal((1, 1000, 2000), lambda: (2000,))
+
+
+def test_the_kernel_reports_the_supplementary_groups_of_a_peer(sockdir):
+    listener = bind_socket(sockdir / "g.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect(str(sockdir / "g.sock"))
+        conn, _ = listener.accept()
+        with conn:
+            groups = peer_groups(conn)
+    listener.close()
+    assert groups is None or set(groups) == set(os.getgroups())
+
+
+def _as_user(path, uid, gid, groups=()):
+    """Run the real client as ``uid``/``gid`` (+ supplementary ``groups``); its output."""
+    code = (
+        "import sys\n"
+        "from governor.devices.daemon.client import request\n"
+        "from governor.errors import GovernorError\n"
+        "try:\n"
+        "    print(request('status', socket_path=sys.argv[1])['caller']['uid'])\n"
+        "except GovernorError as err:\n"
+        "    print('ERR', type(err).__name__, err)\n"
+    )
+
+    def drop():
+        os.setgroups(list(groups))
+        os.setgid(gid)
+        os.setuid(uid)
+
+    python = world_runnable_python()
+    if python is None:
+        pytest.skip("no Python interpreter an unprivileged user may run")
+    return subprocess.run(
+        [python, "-c", code, str(path)],
+        preexec_fn=drop,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        timeout=30,
+    ).stdout.strip()
+
+
+@needs_root
+def test_a_peer_outside_the_group_is_refused_even_when_the_socket_lets_it_in(
+    start, sockdir, caplog
+):
+    """The socket's mode is the first gate; SO_PEERCRED/SO_PEERGROUPS is the second, checked
+    here by widening the mode to 0666 (a mistake, a bind mount) and connecting as nobody."""
+    sockdir.chmod(0o755)
+    server, path = start(daemon='socket_group = "65534"')
+    path.chmod(0o666)
+    caplog.set_level("WARNING", logger="governor.daemon")
+    out = _as_user(path, NOBODY, 65533)  # not in the group
+    assert out.startswith("ERR DevicePermissionError governor daemon: uid 65534 may not use"), out
+    assert "members of the group '65534'" in out
+    assert "refused uid=65534 gid=65533" in caplog.text
+    assert _as_user(path, NOBODY, 65533, groups=[NOBODY]) == str(NOBODY)  # supplementary
+    assert _as_user(path, NOBODY, NOBODY) == str(NOBODY)  # primary group
+    assert ask(path, action="status")["ok"]
+
+
+@needs_root
+def test_without_a_socket_group_only_root_and_the_daemons_user_are_admitted(start, sockdir):
+    sockdir.chmod(0o755)
+    server, path = start()
+    path.chmod(0o666)
+    out = _as_user(path, NOBODY, NOBODY, groups=[0])
+    assert out.startswith("ERR DevicePermissionError") and "no daemon.socket_group" in out, out
+    assert ask(path, action="status")["result"]["caller"]["uid"] == 0
 
 
 # -- the socket's place -----------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The daemon: owns the configured devices, enforces the site policy, serves the socket.
 
-One thread reads every connection without blocking (:mod:`.connections`): it holds each
-request line to a deadline and a size limit, and hands complete lines to a few worker threads. A worker validates the
+One thread reads every connection without blocking (:mod:`.connections`): it refuses peers
+outside the allowed users and group (:mod:`.peers`), holds each request line to a deadline
+and a size limit, and hands complete lines to a few worker threads. A worker validates the
 line (:mod:`~governor.devices.daemon.protocol`), checks the allow-list and the clock limits
 (:mod:`.config`), and acts on the device through the Device API only: nothing a client sends
 is passed to a shell or a subprocess. Every request is logged with the caller's uid and pid
@@ -44,11 +45,12 @@ from governor.devices.daemon.protocol import (
 from governor.errors import DeviceBusyError, GovernorError, InvalidRequestError
 from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
 from governor.runtime.daemon.connections import ConnectionLoop
-from governor.runtime.daemon.peers import PeerCredentials, peer_credentials
+from governor.runtime.daemon.peers import PeerCredentials, PeerPolicy, peer_credentials
 
 __all__ = [
     "DaemonServer",
     "PeerCredentials",
+    "PeerPolicy",
     "bind_socket",
     "peer_credentials",
     "run_daemon",
@@ -262,6 +264,7 @@ class DaemonServer:
         self._stop = threading.Event()
         self._stopped = threading.Event()
         self._loop: Optional[ConnectionLoop] = None
+        self._peers: Optional[PeerPolicy] = None
         self._started_at = time.monotonic()
         self._thread: Optional[threading.Thread] = None
         self._cleanup_lock = threading.Lock()
@@ -282,6 +285,9 @@ class DaemonServer:
             GovernorError: a device cannot be opened, or the socket cannot be created.
         """
         try:
+            self._peers = PeerPolicy.for_daemon(
+                _group_id(self.config.socket_group, self.config.source), self.config.socket_group
+            )
             self._open_devices()
             self._listener = bind_socket(
                 self.config.socket,
@@ -299,11 +305,13 @@ class DaemonServer:
             self._cleanup()
             raise
         log.info(
-            "governor daemon %s listening on %s for %s (allowed: %s)",
+            "governor daemon %s listening on %s for %s (allowed: %s; users: uids %s%s)",
             __version__,
             self.config.socket,
             ", ".join(self._slots),
             ", ".join(self.config.allow),
+            ", ".join(str(u) for u in sorted(self._peers.uids)),
+            f" and group {self.config.socket_group}" if self.config.socket_group else "",
         )
         return self
 
@@ -349,11 +357,12 @@ class DaemonServer:
         if self._listener is None:
             self.start()
         listener = self._listener
-        assert listener is not None
+        assert listener is not None and self._peers is not None
         config = self.config
         self._loop = ConnectionLoop(
             listener,
             self.handle_line,
+            admission=self._peers.check,
             max_request_bytes=config.max_request_bytes,
             max_connections=config.max_connections,
             request_timeout_s=config.request_timeout_s,
