@@ -191,10 +191,11 @@ def test_a_connection_idle_between_requests_is_closed_quietly(start):
 
 
 def test_busy_only_when_every_connection_has_a_request_in_progress(start, monkeypatch):
-    release = threading.Event()
+    entered, release = threading.Event(), threading.Event()
     original = DaemonServer.handle_line
 
     def slow_handle(self, line, peer=(None, None, None)):
+        entered.set()
         release.wait(10)
         return original(self, line, peer)
 
@@ -204,7 +205,7 @@ def test_busy_only_when_every_connection_has_a_request_in_progress(start, monkey
         first.settimeout(10)
         first.connect(str(path))
         first.sendall(STATUS)
-        time.sleep(0.2)
+        assert entered.wait(10)  # its request is with a worker
         with pytest.raises(DeviceBusyError, match="try again"):
             DaemonClient(path, timeout_s=5).request("status")
         release.set()
