@@ -126,7 +126,7 @@ class ConnectionLoop:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._conns: Dict[_Conn, None] = {}  # insertion-ordered set
-        self._jobs: queue.Queue[Optional[Tuple[_Conn, bytes]]] = queue.Queue()
+        self._jobs: queue.Queue = queue.Queue()  # (connection, line), or None: stop
         self._done: Deque[Tuple[_Conn, bytes]] = collections.deque()
         self._workers: List[threading.Thread] = []
         self._next_check = math.inf
@@ -173,10 +173,13 @@ class ConnectionLoop:
             elif tag is _WAKE:
                 self._drain_wake()
             elif not tag.closed:
-                if mask & selectors.EVENT_READ and tag.state == _READING:
-                    self._read(tag)
-                elif mask & selectors.EVENT_WRITE and tag.state == _WRITING:
-                    self._flush(tag)
+                try:
+                    if mask & selectors.EVENT_READ and tag.state == _READING:
+                        self._read(tag)
+                    elif mask & selectors.EVENT_WRITE and tag.state == _WRITING:
+                        self._flush(tag)
+                except Exception:  # one connection's trouble must not end the daemon
+                    self._crashed(tag)
         self._take_replies()
         now = time.monotonic()
         if now >= self._next_check:
@@ -233,7 +236,20 @@ class ConnectionLoop:
         while self._done:
             conn, data = self._done.popleft()
             if not conn.closed:
-                self._reply(conn, data, close_after=False)
+                try:
+                    self._reply(conn, data, close_after=False)
+                except Exception:
+                    self._crashed(conn)
+
+    def _crashed(self, conn: _Conn) -> None:
+        pid, uid, _ = conn.peer
+        self.counters["internal"] += 1
+        log.exception("uid=%s pid=%s: internal error on the connection; closing it", uid, pid)
+        try:
+            self._close(conn)
+        except Exception:  # pragma: no cover - the selector itself is broken
+            conn.closed = True
+            self._conns.pop(conn, None)
 
     # -- accepting -----------------------------------------------------------------------------
     def _accept(self) -> None:
@@ -253,7 +269,12 @@ class ConnectionLoop:
                 self._selector.unregister(self._listener)
                 self._accept_paused_until = time.monotonic() + _ACCEPT_PAUSE_S
                 return
-            self._admit(sock)
+            try:
+                self._admit(sock)
+            except Exception:  # a new connection's trouble must not end the daemon
+                self.counters["internal"] += 1
+                log.exception("internal error while admitting a connection; closing it")
+                sock.close()
 
     def _admit(self, sock: socket.socket) -> None:
         sock.setblocking(False)
