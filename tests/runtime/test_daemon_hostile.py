@@ -232,6 +232,27 @@ def test_a_client_that_never_reads_its_replies_is_closed(start):
     assert ask(path, action="status")["ok"]
 
 
+def test_trouble_on_one_connection_closes_it_not_the_daemon(start, monkeypatch):
+    from governor.runtime.daemon.connections import ConnectionLoop
+
+    server, path = start()
+    original = ConnectionLoop._next_line
+
+    def explode(self, conn):
+        if b"boom" in conn.inbuf:
+            raise RuntimeError("a bug")
+        return original(self, conn)
+
+    monkeypatch.setattr(ConnectionLoop, "_next_line", explode)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(path))
+        sock.sendall(b"boom\n")
+        assert sock.recv(65536) == b""  # closed
+    assert server._loop.counters["internal"] == 1
+    assert ask(path, action="status")["ok"]
+
+
 # -- who may connect --------------------------------------------------------------------------
 def test_the_peer_policy_admits_root_itself_and_the_group():
     policy = PeerPolicy.for_daemon(2000, "governor", euid=1234)
