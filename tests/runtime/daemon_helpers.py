@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,9 @@ def short_socket_dir() -> Path:
 def config_text(
     socket_path: Path, devices: Iterable[str], daemon: str = "", policy: str = ""
 ) -> str:
-    lines = ["[daemon]", f'socket = "{socket_path}"', "client_timeout_s = 2.0", daemon]
+    lines = ["[daemon]", f'socket = "{socket_path}"', daemon]
+    if "idle_timeout_s" not in daemon:
+        lines.append("idle_timeout_s = 2.0")
     if policy:
         lines += ["[policy]", policy]
     for device in devices:
@@ -104,3 +107,14 @@ def stop_process(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout_s)
+
+
+def world_runnable_python() -> Optional[str]:
+    """An interpreter every user may execute (pyenv under /root is not one)."""
+    for candidate in (sys.executable, "/usr/bin/python3"):
+        path = Path(os.path.realpath(candidate))
+        if not path.is_file() or not os.stat(path).st_mode & stat.S_IXOTH:
+            continue
+        if all(os.stat(parent).st_mode & stat.S_IXOTH for parent in path.parents):
+            return str(path)
+    return None

@@ -46,6 +46,21 @@ def test_a_full_config_is_read_with_site_and_device_policies():
     assert second.policy == {"policy": "ppw"}
 
 
+def test_connection_limits_have_defaults_and_the_old_names_still_work():
+    cfg = parse_config("[[device]]\nuri = 'sim:t4'", "c.toml")
+    assert (cfg.max_connections, cfg.request_timeout_s, cfg.idle_timeout_s, cfg.workers) == (
+        256,
+        2.0,
+        10.0,
+        4,
+    )
+    old = parse_config(
+        "[daemon]\nmax_clients = 16\nclient_timeout_s = 5.0\n[[device]]\nuri = 'sim:t4'", "c.toml"
+    )
+    assert (old.max_connections, old.idle_timeout_s) == (16, 5.0)
+    assert old.to_dict()["max_connections"] == 16
+
+
 def test_the_shipped_example_config_is_valid():
     cfg = load_config(REPO / "deploy" / "governor-daemon.toml")
     assert cfg.devices and cfg.socket == Path("/run/governor/governor.sock")
@@ -64,6 +79,18 @@ def test_the_shipped_example_config_is_valid():
         ("[daemon]\nsocket_mode = '0666'\n[[device]]\nuri='sim:t4'", "daemon.socket_mode"),
         ("[daemon]\nmax_request_bytes = 10\n[[device]]\nuri='sim:t4'", "daemon.max_request_bytes"),
         ("[daemon]\ntest_mode = true\n[[device]]\nuri='sim:t4'", "daemon.test_mode"),
+        ("[daemon]\nmax_connections = 0\n[[device]]\nuri='sim:t4'", "daemon.max_connections"),
+        ("[daemon]\nmax_connections = 1.5\n[[device]]\nuri='sim:t4'", "daemon.max_connections"),
+        ("[daemon]\nmax_clients = 99999\n[[device]]\nuri='sim:t4'", "daemon.max_clients"),
+        ("[daemon]\nrequest_timeout_s = 0\n[[device]]\nuri='sim:t4'", "daemon.request_timeout_s"),
+        ("[daemon]\nrequest_timeout_s = 61\n[[device]]\nuri='sim:t4'", "daemon.request_timeout_s"),
+        ("[daemon]\nidle_timeout_s = 'long'\n[[device]]\nuri='sim:t4'", "daemon.idle_timeout_s"),
+        ("[daemon]\nworkers = 0\n[[device]]\nuri='sim:t4'", "daemon.workers"),
+        ("[daemon]\nworkers = true\n[[device]]\nuri='sim:t4'", "daemon.workers"),
+        (
+            "[daemon]\nmax_clients = 8\nmax_connections = 8\n[[device]]\nuri='sim:t4'",
+            "daemon.max_clients",
+        ),
         ("[daemon]\n", "device"),
         ("[[device]]\nmin_mhz = 100", "device[0].uri"),
         ("[[device]]\nuri = 'sim:t4'\nmin_mhz = -5", "device[0].min_mhz"),

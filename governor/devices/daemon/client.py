@@ -44,6 +44,7 @@ _MAX_REPLY_BYTES = 1 << 20
 # reply code -> the error a caller gets
 _ERRORS = {
     "not-allowed": DevicePermissionError,
+    "forbidden": DevicePermissionError,
     "unknown-device": DeviceNotFoundError,
     "busy": DeviceBusyError,
     "bad-json": InvalidRequestError,

@@ -16,7 +16,9 @@ is echoed back. Each request gets one reply line::
 
 Error codes: ``bad-json``, ``too-large``, ``bad-request`` (wrong keys, types or ranges),
 ``unknown-action``, ``not-allowed``, ``unknown-device``, ``out-of-limits``, ``failed`` (the
-device refused or failed), ``busy`` (too many clients), ``internal``.
+device refused or failed), ``busy`` (too many clients), ``internal``; and, for a connection
+rather than a request, ``timeout`` (the request line did not arrive in time) and
+``forbidden`` (the peer is not an allowed user; the connection is closed).
 
 Validation is done by hand against the schema below, so nothing unexpected gets through:
 unknown keys, booleans where numbers belong, NaN/infinity and oversized strings are refused.
@@ -54,6 +56,8 @@ ERROR_CODES = (
     "failed",
     "busy",
     "internal",
+    "timeout",
+    "forbidden",
 )
 
 # action -> {key: (kind, required)}; every request may also carry "action", "device" and "id".

@@ -8,6 +8,10 @@ Example (``deploy/governor-daemon.toml`` is the commented version)::
     allow = ["status", "apply", "lock", "reset"]
     allow_policies = ["ppw", "max"]          # what "apply" may ask for
     interval_s = 0.5                         # control loop period of enforced policies
+    max_connections = 256                    # open connections at most (the slowest evicted)
+    request_timeout_s = 2.0                  # a whole request line must arrive within this
+    idle_timeout_s = 10.0                    # a silent connection between requests is closed
+    workers = 4                              # threads that carry out requests
 
     [policy]                                 # enforced on every device (optional)
     policy = "power-cap"
@@ -64,6 +68,10 @@ _POLICY_NEEDS = {
 }
 _DEFAULT_SOCKET = "/run/governor/governor.sock"
 _MAX_REQUEST_BYTES = (256, 65536)
+_MAX_CONNECTIONS = (1, 4096)
+_WORKERS = (1, 64)
+#: older names of daemon keys, still read: old name -> new name
+_RENAMED = {"max_clients": "max_connections", "client_timeout_s": "idle_timeout_s"}
 
 
 class ConfigError(InvalidRequestError):
@@ -101,8 +109,10 @@ class DaemonConfig:
     allow_policies: Tuple[str, ...] = CLIENT_POLICIES
     interval_s: float = 0.5
     max_request_bytes: int = 4096
-    max_clients: int = 16
-    client_timeout_s: float = 5.0
+    max_connections: int = 256
+    request_timeout_s: float = 2.0
+    idle_timeout_s: float = 10.0
+    workers: int = 4
     test_mode: bool = False
     source: str = "<config>"
 
@@ -121,6 +131,10 @@ class DaemonConfig:
             "allow_policies": list(self.allow_policies),
             "interval_s": self.interval_s,
             "max_request_bytes": self.max_request_bytes,
+            "max_connections": self.max_connections,
+            "request_timeout_s": self.request_timeout_s,
+            "idle_timeout_s": self.idle_timeout_s,
+            "workers": self.workers,
             "devices": [d.to_dict() for d in self.devices],
             "test_mode": self.test_mode,
         }
@@ -178,6 +192,17 @@ class _Checker:
             bound = f"above {lo:g}" + (f" and at most {hi:g}" if math.isfinite(hi) else "")
             raise self.fail(f"{where}.{key}", f"must be {bound}, not {value!r}")
         return number
+
+    def integer(
+        self, table: Dict[str, Any], key: str, where: str, default: int, bounds: Tuple[int, int]
+    ) -> int:
+        value = table.get(key, default)
+        lo, hi = bounds
+        if isinstance(value, bool) or not isinstance(value, int) or not (lo <= value <= hi):
+            raise self.fail(
+                f"{where}.{key}", f"must be an integer from {lo} to {hi}, not {value!r}"
+            )
+        return value
 
     def boolean(self, table: Dict[str, Any], key: str, where: str, default: bool) -> bool:
         value = table.get(key, default)
@@ -283,11 +308,20 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
             "allow_policies",
             "interval_s",
             "max_request_bytes",
-            "max_clients",
-            "client_timeout_s",
+            "max_connections",
+            "request_timeout_s",
+            "idle_timeout_s",
+            "workers",
             "test_mode",
+            *_RENAMED,
         ),
     )
+    spelled = {new: new for new in _RENAMED.values()}  # new name -> the name the file uses
+    for old, new in _RENAMED.items():
+        if old in daemon:
+            if new in daemon:
+                raise check.fail(f"daemon.{old}", f"is the old name of {new}; give only {new}")
+            spelled[new] = old
     socket_text = check.string(daemon, "socket", "daemon", _DEFAULT_SOCKET)
     socket = Path(str(socket_text))
     if not socket.is_absolute():
@@ -313,15 +347,12 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
             "daemon.max_request_bytes",
             f"must be an integer from {_MAX_REQUEST_BYTES[0]} to {_MAX_REQUEST_BYTES[1]}, not {max_bytes!r}",
         )
-    max_clients = daemon.get("max_clients", 16)
-    if (
-        isinstance(max_clients, bool)
-        or not isinstance(max_clients, int)
-        or not (1 <= max_clients <= 1024)
-    ):
-        raise check.fail(
-            "daemon.max_clients", f"must be an integer from 1 to 1024, not {max_clients!r}"
-        )
+    request_timeout_s = float(
+        check.number(daemon, "request_timeout_s", "daemon", 2.0, 0.0, 60.0) or 2.0
+    )
+    idle_timeout_s = float(
+        check.number(daemon, spelled["idle_timeout_s"], "daemon", 10.0, 0.0, 3600.0) or 10.0
+    )
 
     site_policy = check.policy(doc.get("policy", {"policy": "none"}), "policy")
     raw_devices = doc.get("device", [])
@@ -368,10 +399,12 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
         ),
         interval_s=float(check.number(daemon, "interval_s", "daemon", 0.5, 0.0, 60.0) or 0.5),
         max_request_bytes=max_bytes,
-        max_clients=max_clients,
-        client_timeout_s=float(
-            check.number(daemon, "client_timeout_s", "daemon", 5.0, 0.0, 600.0) or 5.0
+        max_connections=check.integer(
+            daemon, spelled["max_connections"], "daemon", 256, _MAX_CONNECTIONS
         ),
+        request_timeout_s=request_timeout_s,
+        idle_timeout_s=idle_timeout_s,
+        workers=check.integer(daemon, "workers", "daemon", 4, _WORKERS),
         test_mode=test_mode,
         source=source,
     )

@@ -1,10 +1,12 @@
 """The daemon: owns the configured devices, enforces the site policy, serves the socket.
 
-One thread accepts connections; each connection gets a thread (at most ``max_clients``) that
-reads request lines, validates them (:mod:`.protocol`), checks the allow-list and the clock
-limits (:mod:`.config`), and acts on the device through the Device API only: nothing a client
-sends is passed to a shell or a subprocess. Every request is logged with the caller's uid and
-pid from ``SO_PEERCRED``.
+One thread reads every connection without blocking (:mod:`.connections`): it refuses peers
+outside the allowed users and group (:mod:`.peers`), holds each request line to a deadline
+and a size limit, and hands complete lines to a few worker threads. A worker validates the
+line (:mod:`~governor.devices.daemon.protocol`), checks the allow-list and the clock limits
+(:mod:`.config`), and acts on the device through the Device API only: nothing a client sends
+is passed to a shell or a subprocess. Every request is logged with the caller's uid and pid
+from ``SO_PEERCRED``.
 
 Actions:
 
@@ -27,13 +29,11 @@ every device and removes its socket.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import signal
 import socket
 import stat
-import struct
 import threading
 import time
 from pathlib import Path
@@ -45,34 +45,26 @@ from governor.devices.daemon.protocol import (
     ProtocolError,
     Request,
     decode_request,
-    encode,
     error_reply,
     ok_reply,
 )
 from governor.errors import DeviceBusyError, GovernorError, InvalidRequestError
 from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
+from governor.runtime.daemon.connections import ConnectionLoop
+from governor.runtime.daemon.peers import PeerCredentials, PeerPolicy, peer_credentials
 
-__all__ = ["DaemonServer", "PeerCredentials", "bind_socket", "peer_credentials", "run_daemon"]
+__all__ = [
+    "DaemonServer",
+    "PeerCredentials",
+    "PeerPolicy",
+    "bind_socket",
+    "peer_credentials",
+    "run_daemon",
+]
 
 log = logging.getLogger("governor.daemon")
 
-_ACCEPT_POLL_S = 0.2
 _TOLERANCE_MHZ = Device.CLOCK_TOLERANCE_MHZ
-
-PeerCredentials = Tuple[Optional[int], Optional[int], Optional[int]]  # pid, uid, gid
-
-
-def peer_credentials(conn: socket.socket) -> PeerCredentials:
-    """(pid, uid, gid) of the process at the other end of a Unix socket (Linux SO_PEERCRED)."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:  # pragma: no cover - not Linux
-        return (None, None, None)
-    try:
-        raw = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-        pid, uid, gid = struct.unpack("3i", raw)
-    except OSError:  # pragma: no cover - peer already gone
-        return (None, None, None)
-    return (pid, uid, gid)
 
 
 # -- the socket --------------------------------------------------------------------------------
@@ -92,11 +84,26 @@ def _group_id(name: Optional[str], source: str) -> Optional[int]:
         ) from None
 
 
+def _unsafe_dir(st: os.stat_result, euid: int, *, sticky_ok: bool) -> Optional[str]:
+    """Why a directory others could tamper with is unsafe, or None when it is safe."""
+    if st.st_uid not in (0, euid):
+        return f"belongs to uid {st.st_uid}, not to root or this user"
+    if st.st_mode & 0o022 and not (sticky_ok and st.st_mode & stat.S_ISVTX):
+        return f"is writable by others (mode {oct(st.st_mode & 0o7777)})"
+    return None
+
+
 def _safe_parent(parent: Path) -> None:
-    """Create the socket's directory (0755) if needed; refuse one others could tamper with."""
+    """Create the socket's directory (0755) if needed; refuse one others could tamper with.
+
+    The directory itself must be a real directory (not a symlink) owned by root or this user
+    and writable by no one else; each directory above it must be owned by root or this user
+    and writable by no one else unless sticky (as /tmp is), so it cannot be swapped.
+    """
     if not os.path.lexists(parent):
         try:
             parent.mkdir(mode=0o755, parents=True)
+            os.chmod(parent, 0o755)  # whatever the umask: clients must be able to enter it
         except OSError as err:
             raise GovernorError(
                 f"cannot create the socket directory {parent}: {err.strerror or err}"
@@ -105,15 +112,19 @@ def _safe_parent(parent: Path) -> None:
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise GovernorError(f"the socket directory {parent} is not a plain directory (a symlink?)")
     euid = os.geteuid()
-    if st.st_uid not in (0, euid):
+    reason = _unsafe_dir(st, euid, sticky_ok=False)
+    if reason is not None:
         raise GovernorError(
-            f"the socket directory {parent} belongs to uid {st.st_uid}, not to this user"
-        )
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        raise GovernorError(
-            f"the socket directory {parent} is writable by others (mode {oct(st.st_mode & 0o7777)}); "
+            f"the socket directory {parent} {reason}; "
             "use a directory only root can write, such as /run/governor"
         )
+    for above in Path(os.path.realpath(parent)).parents:
+        reason = _unsafe_dir(os.stat(above), euid, sticky_ok=True)
+        if reason is not None:
+            raise GovernorError(
+                f"the socket directory {parent} lies under {above}, which {reason}; "
+                "use a directory only root can write, such as /run/governor"
+            )
 
 
 def _remove_stale(path: Path) -> None:
@@ -122,6 +133,10 @@ def _remove_stale(path: Path) -> None:
         st = os.lstat(path)
     except FileNotFoundError:
         return
+    if stat.S_ISLNK(st.st_mode):
+        raise GovernorError(
+            f"{path} is a symbolic link; refusing to follow or replace it (remove it if it is stale)"
+        )
     if not stat.S_ISSOCK(st.st_mode):
         raise GovernorError(f"{path} exists and is not a socket; refusing to replace it")
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -254,9 +269,8 @@ class DaemonServer:
         self._socket_ino: Optional[Tuple[int, int]] = None
         self._stop = threading.Event()
         self._stopped = threading.Event()
-        self._clients = threading.BoundedSemaphore(config.max_clients)
-        self._connections: List[socket.socket] = []
-        self._conn_lock = threading.Lock()
+        self._loop: Optional[ConnectionLoop] = None
+        self._peers: Optional[PeerPolicy] = None
         self._started_at = time.monotonic()
         self._thread: Optional[threading.Thread] = None
         self._cleanup_lock = threading.Lock()
@@ -277,28 +291,33 @@ class DaemonServer:
             GovernorError: a device cannot be opened, or the socket cannot be created.
         """
         try:
+            self._peers = PeerPolicy.for_daemon(
+                _group_id(self.config.socket_group, self.config.source), self.config.socket_group
+            )
             self._open_devices()
             self._listener = bind_socket(
                 self.config.socket,
                 mode=self.config.socket_mode,
                 group=self.config.socket_group,
                 source=self.config.source,
-                backlog=max(self.config.max_clients, 4),
+                backlog=socket.SOMAXCONN,
             )
             st = os.stat(self.config.socket)
             self._socket_ino = (st.st_dev, st.st_ino)
-            self._listener.settimeout(_ACCEPT_POLL_S)
+            self._listener.setblocking(False)
             for slot in self._slots.values():
                 self._enforce(slot)
         except BaseException:
             self._cleanup()
             raise
         log.info(
-            "governor daemon %s listening on %s for %s (allowed: %s)",
+            "governor daemon %s listening on %s for %s (allowed: %s; users: uids %s%s)",
             __version__,
             self.config.socket,
             ", ".join(self._slots),
             ", ".join(self.config.allow),
+            ", ".join(str(u) for u in sorted(self._peers.uids)),
+            f" and group {self.config.socket_group}" if self.config.socket_group else "",
         )
         return self
 
@@ -339,27 +358,27 @@ class DaemonServer:
             raise DeviceBusyError(f"the daemon cannot serve {uri}: {err}") from None
 
     def serve_forever(self) -> None:
-        """Accept clients until :meth:`stop`; then restore devices and remove the socket."""
+        """Serve clients until :meth:`stop`; then restore devices and remove the socket."""
         if self._listener is None:
             self.start()
         listener = self._listener
-        assert listener is not None
+        assert listener is not None and self._peers is not None
+        config = self.config
+        self._loop = ConnectionLoop(
+            listener,
+            self.handle_line,
+            admission=self._peers.check,
+            max_request_bytes=config.max_request_bytes,
+            max_connections=config.max_connections,
+            request_timeout_s=config.request_timeout_s,
+            idle_timeout_s=config.idle_timeout_s,
+            workers=config.workers,
+            stop_event=self._stop,
+        )
         self._serving = True
         self._serving_thread = threading.current_thread()
         try:
-            while not self._stop.is_set():
-                try:
-                    conn, _ = listener.accept()
-                except socket.timeout:
-                    continue
-                except OSError as err:
-                    if self._stop.is_set():
-                        break
-                    if err.errno in (errno.EINTR, errno.ECONNABORTED, errno.EMFILE, errno.ENFILE):
-                        time.sleep(0.05)
-                        continue
-                    raise
-                self._admit(conn)
+            self._loop.run()
         finally:
             self._cleanup()
 
@@ -374,13 +393,7 @@ class DaemonServer:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Ask the daemon to stop; when serving from a thread, wait until it has cleaned up."""
-        self._stop.set()
-        with self._conn_lock:
-            for conn in list(self._connections):
-                try:
-                    conn.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+        self.request_stop()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout_s)
         elif not self._serving:
@@ -389,8 +402,11 @@ class DaemonServer:
             self._stopped.wait(timeout_s)
 
     def request_stop(self) -> None:
-        """Signal-safe: only sets the flag the accept loop polls."""
+        """Signal-safe: sets the flag the connection loop polls, and wakes it."""
         self._stop.set()
+        loop = self._loop
+        if loop is not None:
+            loop.stop()
 
     def _cleanup(self) -> None:
         with self._cleanup_lock:
@@ -436,77 +452,12 @@ class DaemonServer:
         except FileNotFoundError:
             pass
 
-    # -- connections ---------------------------------------------------------------------------
-    def _admit(self, conn: socket.socket) -> None:
-        if not self._clients.acquire(blocking=False):
-            try:
-                conn.settimeout(1.0)
-                conn.sendall(encode(error_reply("busy", "too many clients; try again shortly")))
-            except OSError:
-                pass
-            conn.close()
-            return
-        with self._conn_lock:
-            self._connections.append(conn)
-        thread = threading.Thread(
-            target=self._serve_client, args=(conn,), name="governor-daemon-client", daemon=True
-        )
-        thread.start()
-
-    def _serve_client(self, conn: socket.socket) -> None:
-        peer = peer_credentials(conn)
-        limit = self.config.max_request_bytes
-        buffer = b""
-        try:
-            conn.settimeout(self.config.client_timeout_s)
-            while not self._stop.is_set():
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if len(line) + 1 > limit:
-                        self._send(
-                            conn, error_reply("too-large", f"request is larger than {limit} bytes")
-                        )
-                        self._log(peer, None, "too-large")
-                        return
-                    if line.strip():
-                        self._send(conn, self.handle_line(line, peer))
-                if len(buffer) >= limit:
-                    self._send(
-                        conn, error_reply("too-large", f"request is larger than {limit} bytes")
-                    )
-                    self._log(peer, None, "too-large")
-                    return
-                try:
-                    chunk = conn.recv(4096)
-                except socket.timeout:
-                    return
-                if not chunk:
-                    if buffer.strip():  # a last request without its newline
-                        self._send(conn, self.handle_line(buffer, peer))
-                    return
-                buffer += chunk
-        except OSError as err:
-            log.debug("client connection ended: %s", err)
-        finally:
-            with self._conn_lock:
-                if conn in self._connections:
-                    self._connections.remove(conn)
-            try:
-                conn.close()
-            except OSError:
-                pass
-            self._clients.release()
-
-    @staticmethod
-    def _send(conn: socket.socket, reply: Dict[str, Any]) -> None:
-        conn.sendall(encode(reply))
-
+    # -- requests ------------------------------------------------------------------------------
     def _log(self, peer: PeerCredentials, request: Optional[Request], outcome: str) -> None:
         pid, uid, _ = peer
         what = request.to_dict() if request is not None else {}
         log.info("uid=%s pid=%s %s -> %s", uid, pid, what or "(unparsed request)", outcome)
 
-    # -- requests ------------------------------------------------------------------------------
     def handle_line(
         self, line: bytes, peer: PeerCredentials = (None, None, None)
     ) -> Dict[str, Any]:
