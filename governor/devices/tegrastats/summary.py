@@ -7,10 +7,12 @@ last sample keeping the median gap. Rail power is the first (instantaneous) valu
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any, Dict, Iterable, List, Optional
 
 from governor.devices.tegrastats.parser import TegrastatsParser, TegrastatsSample
+from governor.errors import InvalidRequestError
 
 __all__ = ["summarize", "summarize_lines"]
 
@@ -27,9 +29,19 @@ def _intervals_s(samples: List[TegrastatsSample], interval_s: float) -> List[flo
 def summarize(
     samples: List[TegrastatsSample], skipped_lines: int = 0, interval_ms: float = 1000.0
 ) -> Dict[str, Any]:
-    """The document of ``governor tegrastats summarize --json`` (keys in specs/cli-json.md)."""
-    if interval_ms <= 0:
-        raise ValueError("interval_ms must be positive")
+    """The document of ``governor tegrastats summarize --json`` (keys in specs/cli-json.md).
+
+    Raises:
+        InvalidRequestError: ``interval_ms`` is not a finite number > 0.
+    """
+    try:
+        finite = not isinstance(interval_ms, bool) and math.isfinite(float(interval_ms))
+    except (TypeError, ValueError):
+        finite = False
+    if not finite or interval_ms <= 0:
+        raise InvalidRequestError(
+            f"interval_ms must be a finite number of ms > 0, not {interval_ms!r}"
+        )
     dts = _intervals_s(samples, interval_ms / 1000.0)
     duration = sum(dts)
     names: List[str] = []
