@@ -57,16 +57,8 @@ def tiles_calibrate_cmd(
     model = str(model).strip().lower()
     if model not in ("hhc", "doacross"):
         raise InvalidRequestError(f"--model must be hhc or doacross, not {model!r}")
-    counts = None
-    if threads is not None:
-        try:
-            counts = [int(t) for t in threads.replace(" ", "").split(",") if t]
-        except ValueError:
-            raise InvalidRequestError(
-                f"--threads must be comma-separated integers, got {threads!r}"
-            ) from None
-        if not counts:
-            raise InvalidRequestError("--threads lists no thread count")
+    # --threads is checked by its option (values.integers)
+    counts = None if threads is None else [int(t) for t in threads.replace(" ", "").split(",")]
     dev = open_device(device)
     try:
         result = calibrate_device(dev, model, clock_mhz=clock, nest=nest, thread_counts=counts)
