@@ -112,6 +112,14 @@ class Prober:
         """Stop the load and restore the device."""
 
 
+def _finite_seconds(value: object) -> bool:
+    """Whether ``value`` is a finite real number (not a bool)."""
+    try:
+        return not isinstance(value, bool) and math.isfinite(float(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
 class DeviceProber(Prober):
     """Probes a live device: lock the clock, wait for steady power, measure a window."""
 
@@ -125,8 +133,22 @@ class DeviceProber(Prober):
         max_settle_s: float = 6.0,
         idle_s: float = 2.0,
     ) -> None:
-        if window_s <= 0 or min_settle_s < 0 or max_settle_s < min_settle_s:
-            raise InvalidRequestError("calibration windows must be positive")
+        for name, span in (
+            ("window_s", window_s),
+            ("min_settle_s", min_settle_s),
+            ("max_settle_s", max_settle_s),
+            ("idle_s", idle_s),
+        ):
+            if not _finite_seconds(span):
+                raise InvalidRequestError(
+                    f"{name} must be a finite number of seconds, not {span!r}"
+                )
+        if window_s <= 0 or min_settle_s < 0 or max_settle_s < min_settle_s or idle_s < 0:
+            raise InvalidRequestError(
+                "calibration windows must be positive: window_s > 0, idle_s >= 0 and "
+                f"0 <= min_settle_s <= max_settle_s; got {window_s!r}, {idle_s!r}, "
+                f"{min_settle_s!r}, {max_settle_s!r}"
+            )
         if not device.capabilities.lock_gpu_clocks:
             raise InvalidRequestError(
                 f"{device.uri} cannot lock its GPU clock, so it cannot be calibrated"

@@ -13,6 +13,7 @@ from typing import Any, Dict, Optional
 
 import typer
 
+from governor.cli import values
 from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
 
 
@@ -30,11 +31,18 @@ def apply_command(
     clock: Annotated[
         Optional[float],
         typer.Option(
-            "--clock", help="Lock the GPU clock to this MHz (snapped to a supported clock)."
+            "--clock",
+            callback=values.policy_number("clock_mhz"),
+            help="Lock the GPU clock to this MHz (snapped to a supported clock).",
         ),
     ] = None,
     power_limit: Annotated[
-        Optional[float], typer.Option("--power-limit", help="Set the board power limit (W).")
+        Optional[float],
+        typer.Option(
+            "--power-limit",
+            callback=values.policy_number("cap_w"),
+            help="Set the board power limit (W).",
+        ),
     ] = None,
     workload: Annotated[
         Optional[str],

@@ -8,6 +8,7 @@ from typing import Any, Dict, Optional
 
 import typer
 
+from governor.cli import values
 from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
 
 
@@ -25,11 +26,20 @@ def calibrate_command(
         ),
     ] = "builtin",
     max_probes: Annotated[
-        int, typer.Option("--max-probes", help="Most clocks to measure under load (at least 4).")
+        int,
+        typer.Option(
+            "--max-probes",
+            callback=values.count(ge=4, le=values.MAX_PROBES),
+            help="Most clocks to measure under load (at least 4).",
+        ),
     ] = 6,
     window_s: Annotated[
         float,
-        typer.Option("--window-s", help="Seconds measured at each clock after power settles."),
+        typer.Option(
+            "--window-s",
+            callback=values.number(gt=0, le=values.HOUR_S, unit="seconds"),
+            help="Seconds measured at each clock after power settles.",
+        ),
     ] = 1.5,
     save: Annotated[
         bool, typer.Option("--save/--no-save", help="Store the result in the board's profile.")
@@ -47,8 +57,6 @@ def calibrate_command(
     from governor.errors import CalibrationError, InvalidRequestError
     from governor.profiles.profile import existing_profile, save_calibration
 
-    if window_s <= 0:
-        raise InvalidRequestError("--window-s must be positive")
     dev = open_device(device)
     note = last_auto_note() if device == "auto" else None
     if note:

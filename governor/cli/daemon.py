@@ -18,6 +18,7 @@ from typing import Any, Dict, Optional
 
 import typer
 
+from governor.cli import values
 from governor.cli.common import Annotated, JsonOpt, emit_json
 
 SocketOpt = Annotated[
@@ -35,7 +36,12 @@ TargetOpt = Annotated[
     ),
 ]
 TimeoutOpt = Annotated[
-    float, typer.Option("--timeout-s", min=0.1, max=600.0, help="Give up after this many seconds.")
+    float,
+    typer.Option(
+        "--timeout-s",
+        callback=values.number(ge=0.1, le=600.0, unit="seconds"),
+        help="Give up after this many seconds.",
+    ),
 ]
 
 
@@ -183,9 +189,21 @@ def apply(
 
 
 def lock(
-    min_mhz: Annotated[float, typer.Option("--min-mhz", help="Lowest GPU clock (MHz).")],
+    min_mhz: Annotated[
+        float,
+        typer.Option(
+            "--min-mhz",
+            callback=values.policy_number("clock_mhz"),
+            help="Lowest GPU clock (MHz).",
+        ),
+    ],
     max_mhz: Annotated[
-        Optional[float], typer.Option("--max-mhz", help="Highest GPU clock (MHz); default min.")
+        Optional[float],
+        typer.Option(
+            "--max-mhz",
+            callback=values.policy_number("clock_mhz"),
+            help="Highest GPU clock (MHz); default min.",
+        ),
     ] = None,
     device: TargetOpt = None,
     socket: SocketOpt = None,

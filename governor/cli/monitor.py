@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from governor.cli import values
 from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
 
 
@@ -17,10 +18,18 @@ def register(app: typer.Typer) -> None:
 def monitor(
     device: DeviceOpt = "auto",
     count: Annotated[
-        Optional[int], typer.Option("--count", "-n", min=1, help="Stop after N samples.")
+        Optional[int],
+        typer.Option(
+            "--count", "-n", callback=values.count(le=1_000_000), help="Stop after N samples."
+        ),
     ] = None,
     interval_s: Annotated[
-        float, typer.Option("--interval-s", min=0.01, help="Seconds between samples.")
+        float,
+        typer.Option(
+            "--interval-s",
+            callback=values.number(ge=0.01, le=values.HOUR_S, unit="seconds"),
+            help="Seconds between samples.",
+        ),
     ] = 0.5,
     workload: Annotated[
         Optional[str],

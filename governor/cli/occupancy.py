@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from governor.cli import values
 from governor.cli.common import Annotated, JsonOpt, emit_json
 
 
@@ -13,12 +14,29 @@ def register(app: typer.Typer) -> None:
 
 def occupancy_cmd(
     cc: Annotated[str, typer.Option("--cc", help="Compute capability, e.g. 8.6 (5.0 to 12.1).")],
-    threads: Annotated[str, typer.Option("--threads", help="Threads per block: N, XxY or XxYxZ.")],
+    threads: Annotated[
+        str,
+        typer.Option(
+            "--threads",
+            callback=values.integers(sep="x", le=1024),
+            help="Threads per block: N, XxY or XxYxZ.",
+        ),
+    ],
     registers: Annotated[
-        int, typer.Option("--registers", help="Registers per thread (0: not limiting).")
+        int,
+        typer.Option(
+            "--registers",
+            callback=values.integer(ge=0, le=255),
+            help="Registers per thread (0: not limiting).",
+        ),
     ] = 0,
     shared_bytes: Annotated[
-        int, typer.Option("--shared-bytes", help="Shared memory per block (B).")
+        int,
+        typer.Option(
+            "--shared-bytes",
+            callback=values.integer(ge=0, le=values.MAX_SHARED_BYTES, unit="bytes"),
+            help="Shared memory per block (B).",
+        ),
     ] = 0,
     json_out: JsonOpt = False,
 ) -> None:

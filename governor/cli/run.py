@@ -16,21 +16,52 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from governor.cli import values
 from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
 
 PolicyOpt = Annotated[str, typer.Option("--policy", help="ppw, max, power-cap, battery or clock.")]
-CapOpt = Annotated[Optional[float], typer.Option("--cap-w", help="power-cap: the cap (W).")]
+CapOpt = Annotated[
+    Optional[float],
+    typer.Option("--cap-w", callback=values.policy_number("cap_w"), help="power-cap: the cap (W)."),
+]
 BatteryOpt = Annotated[
-    Optional[float], typer.Option("--battery-wh", help="battery: the energy budget (Wh).")
+    Optional[float],
+    typer.Option(
+        "--battery-wh",
+        callback=values.policy_number("battery_wh"),
+        help="battery: the energy budget (Wh).",
+    ),
 ]
 HoursOpt = Annotated[
-    Optional[float], typer.Option("--hours", help="battery: how long it must last (h).")
+    Optional[float],
+    typer.Option(
+        "--hours",
+        callback=values.policy_number("hours"),
+        help="battery: how long it must last (h).",
+    ),
 ]
 RateOpt = Annotated[
-    Optional[float], typer.Option("--rate-hz", help="throughput: the target rate (Hz).")
+    Optional[float],
+    typer.Option(
+        "--rate-hz",
+        callback=values.policy_number("rate_hz"),
+        help="throughput: the target rate (Hz).",
+    ),
 ]
-ClockOpt = Annotated[Optional[float], typer.Option("--clock", help="clock: the GPU clock (MHz).")]
-IntervalOpt = Annotated[float, typer.Option("--interval-s", help="Control period (s).")]
+ClockOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--clock", callback=values.policy_number("clock_mhz"), help="clock: the GPU clock (MHz)."
+    ),
+]
+IntervalOpt = Annotated[
+    float,
+    typer.Option(
+        "--interval-s",
+        callback=values.number(ge=0.001, le=60.0, unit="seconds"),
+        help="Control period (s).",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:

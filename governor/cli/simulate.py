@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from governor.cli import values
 from governor.cli.common import Annotated, JsonOpt, emit_json
 from governor.cli.run import (
     BatteryOpt,
@@ -37,15 +38,38 @@ def simulate_command(
     trace: Annotated[
         str, typer.Option("--trace", help="steady, bursty, step or perception-30hz.")
     ] = "steady",
-    duration_s: Annotated[float, typer.Option("--duration-s", help="Simulated seconds.")] = 60.0,
+    duration_s: Annotated[
+        float,
+        typer.Option(
+            "--duration-s",
+            callback=values.number(gt=0, le=values.WEEK_S, unit="seconds"),
+            help="Simulated seconds.",
+        ),
+    ] = 60.0,
     interval_s: IntervalOpt = 0.1,
-    seed: Annotated[int, typer.Option("--seed", help="Noise and trace seed.")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed",
+            callback=values.integer(ge=0, le=values.INT32_MAX),
+            help="Noise and trace seed.",
+        ),
+    ] = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """Run a policy on a simulated board over a trace; report energy, power, cap, work, misses."""
-    from governor.runtime.simulate import simulate
+    from governor.runtime.simulate import FRAME_RATE_HZ, simulate
 
     quiet_runtime_log()
+    steps = duration_s / interval_s
+    if trace == "perception-30hz":
+        steps += duration_s * FRAME_RATE_HZ  # every camera frame is a step too
+    if steps > values.MAX_SIM_STEPS:
+        raise values.OptionValueError(
+            f"--duration-s {duration_s:g} at --interval-s {interval_s:g} is {steps:.3g} "
+            f"simulation steps; at most {values.MAX_SIM_STEPS} run in a few minutes: "
+            "raise --interval-s or shorten --duration-s"
+        )
 
     spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock)
     if policy == "battery" and battery_wh is not None and hours is None:

@@ -7,6 +7,7 @@ from typing import Iterator
 
 import typer
 
+from governor.cli import values
 from governor.cli.common import Annotated, JsonOpt, emit_json
 
 __all__ = ["register"]
@@ -67,7 +68,7 @@ def summarize(
         float,
         typer.Option(
             "--interval-ms",
-            min=1e-3,
+            callback=values.number(ge=1e-3, le=values.HOUR_S * 1000, unit="ms"),
             help="Sampling interval of the log (tegrastats --interval), ms; used only when "
             "its lines carry no timestamps.",
         ),

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from governor.cli import values
 from governor.cli.common import Annotated, JsonOpt, emit_json
 from governor.errors import InvalidRequestError
 
@@ -50,11 +51,19 @@ def register(app: typer.Typer) -> None:
         ] = None,
         shared_fraction: Annotated[
             float,
-            typer.Option("--shared-fraction", help="Share of L1+shared given to shared memory."),
+            typer.Option(
+                "--shared-fraction",
+                callback=values.number(ge=0, le=1),
+                help="Share of L1+shared given to shared memory.",
+            ),
         ] = 0.0,
         warp_fraction: Annotated[
             float,
-            typer.Option("--warp-fraction", help="Tiles are multiples of this part of a warp."),
+            typer.Option(
+                "--warp-fraction",
+                callback=values.number(gt=0, le=1),
+                help="Tiles are multiples of this part of a warp.",
+            ),
         ] = 1.0,
         precision: Annotated[Precision, typer.Option("--precision")] = Precision.double,
         bound: Annotated[
@@ -67,7 +76,10 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         top: Annotated[
-            int, typer.Option("--top", min=1, help="Also list the k best configurations.")
+            int,
+            typer.Option(
+                "--top", callback=values.count(le=1000), help="Also list the k best configurations."
+            ),
         ] = 1,
         kernels_file: Annotated[
             Optional[Path], typer.Option("--kernels", help="TOML file of [kernel.NAME] tables.")
@@ -88,11 +100,22 @@ def register(app: typer.Typer) -> None:
         stencil: Annotated[Optional[str], typer.Option("--stencil", help="HHC stencil.")] = None,
         nest: Annotated[Optional[str], typer.Option("--nest", help="DOACROSS loop nest.")] = None,
         size: Annotated[
-            Optional[str], typer.Option("--size", help="Problem size, comma-separated ints.")
+            Optional[str],
+            typer.Option(
+                "--size", callback=values.integers(), help="Problem size, comma-separated ints."
+            ),
         ] = None,
-        steps: Annotated[Optional[int], typer.Option("--steps", help="Time steps.")] = None,
+        steps: Annotated[
+            Optional[int],
+            typer.Option("--steps", callback=values.count(le=values.INT32_MAX), help="Time steps."),
+        ] = None,
         within: Annotated[
-            float, typer.Option("--within", help="Shortlist within this fraction of the best.")
+            float,
+            typer.Option(
+                "--within",
+                callback=values.number(ge=0, lt=10),
+                help="Shortlist within this fraction of the best.",
+            ),
         ] = 0.10,
         objective: Annotated[Objective, typer.Option("--objective")] = Objective.time,
         json_out: JsonOpt = False,

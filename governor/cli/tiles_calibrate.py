@@ -12,6 +12,7 @@ from typing import Any, Dict, Optional
 
 import typer
 
+from governor.cli import values
 from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
 
 __all__ = ["register"]
@@ -26,14 +27,22 @@ def tiles_calibrate_cmd(
     device: DeviceOpt = "auto",
     clock: Annotated[
         Optional[float],
-        typer.Option("--clock", help="GPU clock to calibrate at (MHz; default: the top clock)."),
+        typer.Option(
+            "--clock",
+            callback=values.policy_number("clock_mhz"),
+            help="GPU clock to calibrate at (MHz; default: the top clock).",
+        ),
     ] = None,
     nest: Annotated[
         str, typer.Option("--nest", help="DOACROSS: nest whose reduced runs fit α, β, γ.")
     ] = "sor2d",
     threads: Annotated[
         Optional[str],
-        typer.Option("--threads", help="DOACROSS: thread counts to fit, e.g. 64,128,256."),
+        typer.Option(
+            "--threads",
+            callback=values.integers(le=1024, most=32),
+            help="DOACROSS: thread counts to fit, e.g. 64,128,256.",
+        ),
     ] = None,
     save: Annotated[
         bool, typer.Option("--save", help="Keep the constants in the board's profile.")
@@ -48,16 +57,8 @@ def tiles_calibrate_cmd(
     model = str(model).strip().lower()
     if model not in ("hhc", "doacross"):
         raise InvalidRequestError(f"--model must be hhc or doacross, not {model!r}")
-    counts = None
-    if threads is not None:
-        try:
-            counts = [int(t) for t in threads.replace(" ", "").split(",") if t]
-        except ValueError:
-            raise InvalidRequestError(
-                f"--threads must be comma-separated integers, got {threads!r}"
-            ) from None
-        if not counts:
-            raise InvalidRequestError("--threads lists no thread count")
+    # --threads is checked by its option (values.integers)
+    counts = None if threads is None else [int(t) for t in threads.replace(" ", "").split(",")]
     dev = open_device(device)
     try:
         result = calibrate_device(dev, model, clock_mhz=clock, nest=nest, thread_counts=counts)

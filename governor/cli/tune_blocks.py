@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from governor.cli import values
 from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
 
 
@@ -56,24 +57,45 @@ def tune_blocks(
         typer.Option("--cc", help="Compute capability (default: from the board or recording)."),
     ] = None,
     registers: Annotated[
-        int, typer.Option("--registers", help="Registers per thread (--recorded/--command).")
+        int,
+        typer.Option(
+            "--registers",
+            callback=values.integer(ge=0, le=255),
+            help="Registers per thread (--recorded/--command).",
+        ),
     ] = 0,
     shared_bytes: Annotated[
-        int, typer.Option("--shared-bytes", help="Static shared memory per block (B).")
+        int,
+        typer.Option(
+            "--shared-bytes",
+            callback=values.integer(ge=0, le=values.MAX_SHARED_BYTES, unit="bytes"),
+            help="Static shared memory per block (B).",
+        ),
     ] = 0,
     shared_per_thread: Annotated[
-        int, typer.Option("--shared-per-thread", help="Dynamic shared memory per thread (B).")
+        int,
+        typer.Option(
+            "--shared-per-thread",
+            callback=values.integer(ge=0, le=values.MAX_SHARED_BYTES, unit="bytes"),
+            help="Dynamic shared memory per thread (B).",
+        ),
     ] = 0,
     objective: Annotated[
         Objective, typer.Option("--objective", help="energy (Alg. 2/4) or time (Alg. 1/3).")
     ] = Objective.energy,
     threshold: Annotated[
-        float, typer.Option("--threshold", help="Keep blocks with occupancy >= this.")
+        float,
+        typer.Option(
+            "--threshold",
+            callback=values.number(ge=0, le=1),
+            help="Keep blocks with occupancy >= this.",
+        ),
     ] = 0.8,
     start_clock: Annotated[
         Optional[float],
         typer.Option(
             "--start-clock",
+            callback=values.policy_number("clock_mhz"),
             help="Start the clock walk here (MHz); default: the profile's PPW-optimal clock, else the top.",
         ),
     ] = None,
@@ -103,8 +125,6 @@ def tune_blocks(
 
     if recorded and command:
         raise InvalidRequestError("give --recorded or --command, not both")
-    if not 0.0 <= threshold <= 1.0:
-        raise InvalidRequestError(f"--threshold must be in [0, 1], not {threshold:g}")
     dev = None
     exhaustive_blocks = None
     names: List[str]

@@ -155,8 +155,14 @@ class Governor:
         self.policy = _policies.from_spec(policy)
         self.interval_s = interval
         self.background = bool(background)
-        self.min_dwell_s = interval if min_dwell_s is None else max(0.0, float(min_dwell_s))
-        self.fail_limit = max(1, int(fail_limit))
+        if min_dwell_s is not None and not _finite_at_least(min_dwell_s, 0.0):
+            raise InvalidRequestError(
+                f"min_dwell_s must be a finite number of seconds >= 0, not {min_dwell_s!r}"
+            )
+        if isinstance(fail_limit, bool) or not isinstance(fail_limit, int) or fail_limit < 1:
+            raise InvalidRequestError(f"fail_limit must be a whole number >= 1, not {fail_limit!r}")
+        self.min_dwell_s = interval if min_dwell_s is None else float(min_dwell_s)
+        self.fail_limit = fail_limit
         self.handle_signals = handle_signals
         self.notes: List[str] = []
         self.profile_path: Optional[str] = None
@@ -372,6 +378,10 @@ class Governor:
             )
         if not self._running:
             raise GovernorError("the governor is not started")
+        if advance_s is not None and not _finite_at_least(advance_s, 0.0):
+            raise InvalidRequestError(
+                f"advance_s must be a finite number of seconds >= 0, not {advance_s!r}"
+            )
         advance = self.interval_s if advance_s is None else float(advance_s)
         if advance > 0:
             self.device.clock.sleep(advance)
@@ -583,12 +593,25 @@ class Governor:
         return Cached(value, f"cached for {board}{note}")
 
 
+def _finite_at_least(value: Any, low: float) -> bool:
+    """Whether ``value`` is a real number (not a bool), finite and >= ``low``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, bool) and math.isfinite(number) and number >= low
+
+
 def _sigterm_to_exit(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
 def run_steps(gov: Governor, duration_s: float) -> Tuple[int, Dict[str, Any]]:
     """Step ``gov`` for ``duration_s`` of device time. Returns (steps, status)."""
+    if not _finite_at_least(duration_s, 0.0):
+        raise InvalidRequestError(
+            f"duration_s must be a finite number of seconds >= 0, not {duration_s!r}"
+        )
     steps = int(round(duration_s / gov.interval_s))
     for _ in range(steps):
         gov.step()

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from governor.errors import InvalidRequestError
 
 __all__ = [
+    "LIMITS",
     "NAMES",
     "Battery",
     "FixedClock",
@@ -32,6 +33,7 @@ __all__ = [
     "Policy",
     "PowerCap",
     "Throughput",
+    "check_number",
     "from_spec",
 ]
 
@@ -52,17 +54,40 @@ _SPEC_KEYS = {
 }
 
 
-def _positive(value: Any, what: str, unit: str, *, hi: float = math.inf) -> float:
+#: Each positive number a policy takes: its unit and the largest plausible value. The CLI
+#: checks the options that carry these quantities against this table (governor.cli.values).
+LIMITS: Dict[str, Tuple[str, float]] = {
+    "clock_mhz": ("MHz", 1e5),
+    "cap_w": ("W", 1e5),
+    "battery_wh": ("Wh", 1e6),
+    "energy_j": ("J", 3.6e9),
+    "hours": ("hours", 24 * 365),
+    "duration_s": ("seconds", 3.2e7),
+    "rate_hz": ("Hz", 1e6),
+    "window_s": ("seconds", 3600),
+}
+
+
+def check_number(key: str, value: Any, what: Optional[str] = None) -> float:
+    """``value`` as a float, if it is a plausible ``key`` of :data:`LIMITS` (finite, > 0, at
+    most the limit). ``what`` names it in the message (default: ``key``).
+
+    Raises:
+        InvalidRequestError: not a number, not finite, not positive, or above the limit.
+    """
+    unit, hi = LIMITS[key]
+    name = what or key
     if isinstance(value, bool):
-        raise InvalidRequestError(f"{what} must be a number of {unit}, not {value!r}")
+        raise InvalidRequestError(f"{name} must be a number of {unit}, not {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise InvalidRequestError(f"{what} must be a number of {unit}, not {value!r}") from None
-    if not math.isfinite(number) or number <= 0:
-        raise InvalidRequestError(f"{what} must be a positive number of {unit}, not {value!r}")
-    if number > hi:
-        raise InvalidRequestError(f"{what} {number:g} {unit} is implausibly large (max {hi:g})")
+        raise InvalidRequestError(f"{name} must be a number of {unit}, not {value!r}") from None
+    if not (math.isfinite(number) and 0 < number <= hi):
+        shown = format(value, "g") if isinstance(value, float) else repr(value)
+        raise InvalidRequestError(
+            f"{name} must be a finite number of {unit} > 0 and <= {int(hi)}, not {shown}"
+        )
     return number
 
 
@@ -127,7 +152,7 @@ class FixedClock(Policy):
     name = "clock"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "clock_mhz", _positive(self.clock_mhz, "clock_mhz", "MHz", hi=1e5))
+        object.__setattr__(self, "clock_mhz", check_number("clock_mhz", self.clock_mhz))
 
     def describe(self) -> str:
         return f"clock {self.clock_mhz:g} MHz"
@@ -150,9 +175,9 @@ class PowerCap(Policy):
     name = "power-cap"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "cap_w", _positive(self.cap_w, "cap_w", "W", hi=1e5))
+        object.__setattr__(self, "cap_w", check_number("cap_w", self.cap_w))
         object.__setattr__(self, "margin", _fraction(self.margin, "margin", 0.0, 0.5))
-        object.__setattr__(self, "window_s", _positive(self.window_s, "window_s", "s", hi=3600))
+        object.__setattr__(self, "window_s", check_number("window_s", self.window_s))
 
     def describe(self) -> str:
         return f"power-cap {self.cap_w:g} W"
@@ -183,19 +208,13 @@ class Battery(Policy):
         if (self.hours is None) == (self.duration_s is None):
             raise InvalidRequestError("the battery policy needs exactly one of hours or duration_s")
         if self.battery_wh is not None:
-            object.__setattr__(
-                self, "battery_wh", _positive(self.battery_wh, "battery_wh", "Wh", hi=1e6)
-            )
+            object.__setattr__(self, "battery_wh", check_number("battery_wh", self.battery_wh))
         if self.energy_j is not None:
-            object.__setattr__(
-                self, "energy_j", _positive(self.energy_j, "energy_j", "J", hi=3.6e9)
-            )
+            object.__setattr__(self, "energy_j", check_number("energy_j", self.energy_j))
         if self.hours is not None:
-            object.__setattr__(self, "hours", _positive(self.hours, "hours", "h", hi=24 * 365))
+            object.__setattr__(self, "hours", check_number("hours", self.hours))
         if self.duration_s is not None:
-            object.__setattr__(
-                self, "duration_s", _positive(self.duration_s, "duration_s", "s", hi=3.2e7)
-            )
+            object.__setattr__(self, "duration_s", check_number("duration_s", self.duration_s))
         object.__setattr__(self, "reserve", _fraction(self.reserve, "reserve", 0.0, 0.5))
 
     @property
@@ -222,7 +241,7 @@ class Throughput(Policy):
     name = "throughput"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rate_hz", _positive(self.rate_hz, "rate_hz", "Hz", hi=1e6))
+        object.__setattr__(self, "rate_hz", check_number("rate_hz", self.rate_hz))
         object.__setattr__(self, "margin", _fraction(self.margin, "margin", 0.0, 0.9))
 
     def describe(self) -> str:

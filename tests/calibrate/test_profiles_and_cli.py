@@ -198,8 +198,8 @@ def test_bad_replay_files_are_one_line_errors(capsys, tmp_path, content, needle)
     [
         (["calibrate", "--device", "sim:warp-drive"], 1, "unknown simulated board"),
         (["calibrate", "--device", "pci:3"], 1, "unknown device"),
-        (["calibrate", "--device", "sim:t4", "--max-probes", "2"], 1, "at least 4"),
-        (["calibrate", "--device", "sim:t4", "--window-s", "0"], 1, "--window-s must be positive"),
+        (["calibrate", "--device", "sim:t4", "--max-probes", "2"], 2, "--max-probes must be"),
+        (["calibrate", "--device", "sim:t4", "--window-s", "0"], 2, "--window-s must be a finite"),
         (["calibrate", "--device", "sim:t4", "--load", "echo hi"], 1, "real time"),
         (["calibrate", "--device", "sim:t4", "--max-probes", "many"], 2, "--max-probes"),
         (["profile", "show", "no-such-board"], 1, "no profile for board"),

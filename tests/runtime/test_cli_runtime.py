@@ -124,7 +124,7 @@ def test_apply_power_limit_on_a_datacenter_board(capsys):
         (["apply", "max", "--device", "sim:agx-orin", "--frobnicate"], 2, "No such option"),
         (["simulate", "--policy", "power-cap"], 1, "needs cap_w"),
         (["simulate", "--policy", "max", "--trace", "zigzag"], 1, "unknown trace"),
-        (["simulate", "--policy", "max", "--duration-s", "-1"], 1, "duration_s"),
+        (["simulate", "--policy", "max", "--duration-s", "-1"], 2, "--duration-s must be"),
         (
             [
                 "run",

@@ -96,7 +96,7 @@ def test_infeasible_case_prints_the_reason_and_fails(capsys) -> None:
     [
         (["tiles", "gemm", "--gpu", "a101"], 1, "unknown GPU 'a101'"),
         (["tiles", "gemmm", "--gpu", "a100"], 1, "unknown kernel 'gemmm'"),
-        (["tiles", "gemm", "--gpu", "a100", "--shared-fraction", "2"], 1, "shared fraction"),
+        (["tiles", "gemm", "--gpu", "a100", "--shared-fraction", "2"], 2, "--shared-fraction"),
         (["tiles", "gemm"], 2, "--gpu is required"),
         (["tiles", "--gpu", "a100"], 2, "KERNEL"),
         (["tiles", "gemm", "--gpu", "a100", "--precision", "half"], 2, "half"),

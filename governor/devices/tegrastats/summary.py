@@ -16,10 +16,12 @@ the first (instantaneous) value tegrastats prints.
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from governor.devices.tegrastats.parser import TegrastatsParser, TegrastatsSample
+from governor.errors import InvalidRequestError
 
 __all__ = ["hold_times_s", "summarize", "summarize_lines"]
 
@@ -107,10 +109,16 @@ def summarize(
     """The document of ``governor tegrastats summarize --json`` (described in docs/hardware.md).
 
     Raises:
-        ValueError: ``interval_ms`` is not positive.
+        InvalidRequestError: ``interval_ms`` is not a finite number > 0.
     """
-    if interval_ms <= 0:
-        raise ValueError("interval_ms must be positive")
+    try:
+        finite = not isinstance(interval_ms, bool) and math.isfinite(float(interval_ms))
+    except (TypeError, ValueError):
+        finite = False
+    if not finite or interval_ms <= 0:
+        raise InvalidRequestError(
+            f"interval_ms must be a finite number of ms > 0, not {interval_ms!r}"
+        )
     dts, timing = hold_times_s(samples, interval_ms / 1000.0)
     names: List[str] = []
     for s in samples:

@@ -133,6 +133,9 @@ def _clocks(bench: Any) -> Tuple[float, ...]:
 def _nearest_index(clocks: Sequence[float], clock_mhz: Optional[float]) -> int:
     if clock_mhz is None:
         return len(clocks) - 1
+    if isinstance(clock_mhz, bool) or not math.isfinite(clock_mhz) or clock_mhz <= 0:
+        # nan would silently pick the lowest clock
+        raise InvalidRequestError(f"a clock must be a finite number of MHz > 0, not {clock_mhz!r}")
     return min(range(len(clocks)), key=lambda i: (abs(clocks[i] - clock_mhz), -i))
 
 
