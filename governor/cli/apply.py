@@ -65,8 +65,59 @@ def apply_command(
         raise InvalidRequestError("nothing to apply: give ppw, max, --clock MHZ or --power-limit W")
     if workload is not None and target != "ppw":
         raise InvalidRequestError("--workload only goes with ppw")
+    from governor.devices.registry import resolve_uris
+
+    uris = resolve_uris(device)
+    docs = []
+    held = []
+    try:
+        for uri in uris:
+            doc, dev = _apply_one(
+                uri,
+                target,
+                clock,
+                power_limit,
+                workload,
+                open_device,
+                model_from_profile,
+                fallback_model,
+            )
+            docs.append(doc)
+            held.append(dev)
+        for dev in held:  # every device took its change: keep them until 'governor reset'
+            dev.release(keep=True)
+    finally:
+        for dev in held:
+            dev.close()  # all or nothing: a device still held here is restored
+    if json_out:
+        emit_json(docs[0] if len(docs) == 1 else {"devices": docs})
+        return
+    for doc in docs:
+        applied = doc["applied"]
+        parts = []
+        if "gpu_clocks_mhz" in applied:
+            parts.append(f"GPU clock {applied['gpu_clocks_mhz'][0]:g} MHz")
+        if "power_limit_w" in applied:
+            parts.append(f"power limit {applied['power_limit_w']:g} W")
+        typer.echo(
+            f"{doc['device']}: {', '.join(parts)} ({target or 'manual'}); undo with 'governor reset --device {doc['device']}'"
+        )
+        if doc["simulated"]:
+            typer.echo(
+                "note: a simulated board lives in this process; nothing outlives this command",
+                err=True,
+            )
+
+
+def _apply_one(
+    uri, target, clock, power_limit, workload, open_device, model_from_profile, fallback_model
+):
+    """Apply to one device, still holding it; returns its JSON document and the device (the
+    caller keeps the change once every device took it, or closes it to restore it)."""
+    from governor.errors import InvalidRequestError
+
     notes = []
-    dev = open_device(device)
+    dev = open_device(uri)
     try:
         # decide and validate everything before taking the device
         clock_mhz: Optional[float] = None
@@ -102,9 +153,9 @@ def apply_command(
             applied["power_limit_w"] = dev.set_power_limit(power_limit)
         if target:
             applied["policy"] = target
-        dev.release(keep=True)  # the change stays until 'governor reset'
-    finally:
-        dev.close()  # restores only if the apply failed half-way
+    except BaseException:
+        dev.close()  # restores what this apply did before it failed
+        raise
     simulated = not dev.persistent_state
     doc = {
         "device": dev.uri,
@@ -115,22 +166,7 @@ def apply_command(
         "persists": not simulated,
         "notes": notes,
     }
-    if json_out:
-        emit_json(doc)
-        return
-    parts = []
-    if "gpu_clocks_mhz" in applied:
-        parts.append(f"GPU clock {applied['gpu_clocks_mhz'][0]:g} MHz")
-    if "power_limit_w" in applied:
-        parts.append(f"power limit {applied['power_limit_w']:g} W")
-    typer.echo(
-        f"{dev.uri}: {', '.join(parts)} ({target or 'manual'}); undo with 'governor reset --device {dev.uri}'"
-    )
-    if simulated:
-        typer.echo(
-            "note: a simulated board lives in this process; nothing outlives this command",
-            err=True,
-        )
+    return doc, dev
 
 
 def _command_line(verb: str) -> str:
@@ -163,7 +199,10 @@ def _ppw_clock(dev, workload, model_from_profile, fallback_model):
 def reset_command(
     device: DeviceOpt = "auto",
     all_devices: Annotated[
-        bool, typer.Option("--all", help="Reset every device that has a journal.")
+        bool,
+        typer.Option(
+            "--all", help="Reset every device that has a journal (--device all: every GPU found)."
+        ),
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -173,16 +212,18 @@ def reset_command(
     journal is set aside and the device put back to its driver defaults.
     """
     from governor.devices.ownership import reset_all, reset_device
-    from governor.devices.registry import open_device
+    from governor.devices.registry import open_device, resolve_uris
 
     if all_devices:
         reports = reset_all()
     else:
-        dev = open_device(device)
-        try:
-            reports = [reset_device(dev, command=_command_line("reset"))]
-        finally:
-            dev.close()
+        reports = []
+        for uri in resolve_uris(device):
+            dev = open_device(uri)
+            try:
+                reports.append(reset_device(dev, command=_command_line("reset")))
+            finally:
+                dev.close()
     failed = any(r["failed"] for r in reports)
     if json_out:
         emit_json({"devices": [dict(r) for r in reports], "ok": not failed})

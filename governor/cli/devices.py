@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
 from governor.cli.common import Annotated, JsonOpt, emit_json
@@ -16,11 +18,21 @@ def devices(
     simulated: Annotated[
         bool, typer.Option("--simulated", help="Also describe every simulated board.")
     ] = False,
+    device: Annotated[
+        Optional[str],
+        typer.Option(
+            "--device", "-d", help="Describe only these: URI, URI,URI or all (the default)."
+        ),
+    ] = None,
 ) -> None:
-    """List GPUs found (capabilities, whether control is permitted) and the simulated boards."""
-    from governor.devices.registry import list_devices, simulated_boards
+    """List GPUs found (capabilities, whether control is permitted) and the simulated boards.
 
-    rows = list_devices(include_simulated=simulated)
+    MIG instances are listed under their GPU; their power is the whole GPU's.
+    """
+    from governor.devices.registry import list_devices, resolve_uris, simulated_boards
+
+    uris = None if device in (None, "all") else resolve_uris(device)
+    rows = list_devices(include_simulated=simulated, uris=uris)
     boards = list(simulated_boards())
     if json_out:
         emit_json({"devices": rows, "simulated_boards": boards})
@@ -62,5 +74,9 @@ def devices(
             table.add_row(
                 r["uri"], r["name"], span, ", ".join(reads), ", ".join(sets) or "-", control
             )
+            for part in r.get("parts") or []:
+                table.add_row(
+                    "  " + part["uri"], part["name"], "", f"power: {part['power_scope']}", "-", "-"
+                )
         console.print(table)
     console.print("Simulated boards: " + ", ".join(boards))

@@ -44,29 +44,41 @@ def monitor(
     Simulated boards run on virtual time: with --count the samples come at once, each
     --interval-s apart in device time; without it they come in real time.
     """
-    from governor.devices.registry import last_auto_note, open_device
+    import contextlib
+
+    from governor.devices.registry import last_auto_note, open_device, resolve_uris
     from governor.errors import InvalidRequestError
 
-    dev = open_device(device)
-    with dev:
+    uris = resolve_uris(device)
+    with contextlib.ExitStack() as stack:
+        devs = []
+        for uri in uris:
+            dev = open_device(uri)
+            stack.callback(dev.close)
+            devs.append(dev)
         if device == "auto" and last_auto_note():
             typer.echo(f"governor: {last_auto_note()}", err=True)
         if workload is not None:
-            if not hasattr(dev, "run_workload"):
-                raise InvalidRequestError("--workload applies to simulated boards only")
-            dev.run_workload(workload)
-        table = None if json_out else _Table(dev)
+            for dev in devs:
+                if not hasattr(dev, "run_workload"):
+                    raise InvalidRequestError("--workload applies to simulated boards only")
+                dev.run_workload(workload)
+        tables = {} if json_out else {dev.uri: _Table(dev) for dev in devs}
+        several = len(devs) > 1
         n = 0
         while count is None or n < count:
             if n:
-                dev.clock.sleep(interval_s)
-                if dev.clock.virtual and count is None:
-                    time.sleep(interval_s)
-            sample = dev.sample()
-            if json_out:
-                emit_json(sample.to_dict())
-            else:
-                table.row(sample)
+                for dev in devs:  # each simulated board keeps its own virtual time
+                    if dev.clock.virtual:
+                        dev.clock.sleep(interval_s)
+                if count is None or not all(dev.clock.virtual for dev in devs):
+                    time.sleep(interval_s)  # real time passes once for every device
+            for dev in devs:
+                sample = dev.sample()
+                if json_out:
+                    emit_json(dict(sample.to_dict(), device=dev.uri))
+                else:
+                    tables[dev.uri].row(sample, label=dev.uri if several else None)
             n += 1
 
 
@@ -80,7 +92,7 @@ class _Table:
         self.names = None
         self.console.print(f"[bold]{dev.identity.name}[/bold] ({dev.uri})")
 
-    def row(self, s) -> None:
+    def row(self, s, label=None) -> None:
         if self.names is None:
             self.names = [r.name for r in s.rails]
             head = ["t_s", "clock_mhz", "power_w", "scope", "temp_c", "energy_j"] + self.names
@@ -98,4 +110,6 @@ class _Table:
             fmt(s.energy_j, ".1f"),
         ]
         cells += [fmt(r.power_w) for r in s.rails]
+        if label:
+            cells.append(label)
         self.console.print("  ".join(f"{c:>12}" for c in cells), soft_wrap=True)

@@ -100,7 +100,9 @@ def run_command(
     json_out: JsonOpt = False,
 ) -> int:
     """Apply a policy, run CMD, restore the device, print an energy report."""
-    from governor.devices.registry import last_auto_note, open_device
+    import contextlib
+
+    from governor.devices.registry import last_auto_note, open_device, resolve_uris
     from governor.errors import InvalidRequestError
     from governor.runtime import Governor, policies
     from governor.timebase import WallClock
@@ -114,47 +116,79 @@ def run_command(
         )
     if not command:
         raise InvalidRequestError("no command to run: governor run [options] -- CMD ...")
-    dev = open_device(device, clock=WallClock())  # a real command runs in real time
-    sim = dev.identity.kind == "sim"
-    note = last_auto_note() if device == "auto" else None
-    if note:
-        sys.stderr.write(f"governor: {note}; its compute load runs in real time\n")
-    with dev:
-        gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False)
-        for note in gov.notes:
-            typer.echo(f"governor: {note}", err=True)
-        printed = len(gov.notes)
-        if sim:
-            dev.run_workload("compute")  # type: ignore[attr-defined]
-        with gov:
-            for note in gov.notes[printed:]:  # found when it took the device
-                typer.echo(f"governor: {note}", err=True)
-            code = _run_child(command)
-            report = gov.report()
-        if sim:
-            dev.stop_workload()  # type: ignore[attr-defined]
-    doc = {
-        "exit_code": code,
-        "duration_s": report["duration_s"],
-        "energy_j": report["energy_j"],
-        "mean_power_w": report["mean_power_w"],
-        "policy": pol.name,
-        "mean_clock_mhz": report["mean_clock_mhz"],
-        "max_power_w": report["max_power_w"],
-        "device": dev.uri,
-        "simulated": sim,
-        "notes": gov.notes,
-    }
+    uris = resolve_uris(device)
+    with contextlib.ExitStack() as stack:
+        devs = []
+        for uri in uris:
+            dev = open_device(uri, clock=WallClock())  # a real command runs in real time
+            stack.callback(dev.close)
+            devs.append(dev)
+        note = last_auto_note() if device == "auto" else None
+        if note:
+            sys.stderr.write(f"governor: {note}; its compute load runs in real time\n")
+        govs = []
+        for dev in devs:
+            gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False)
+            for text in gov.notes:
+                typer.echo(f"governor: {text}", err=True)
+            govs.append((gov, len(gov.notes)))
+        for dev in devs:
+            if dev.identity.kind == "sim":
+                dev.run_workload("compute")  # type: ignore[attr-defined]
+                stack.callback(dev.stop_workload)  # type: ignore[attr-defined]
+        for gov, printed in govs:
+            stack.enter_context(gov)  # each takes its device; all are restored on the way out
+            for text in gov.notes[printed:]:  # found when it took the device
+                typer.echo(f"governor: {text}", err=True)
+        code = _run_child(command)
+        reports = [(gov.device, gov.report()) for gov, _ in govs]
+    docs = [
+        {
+            "exit_code": code,
+            "duration_s": report["duration_s"],
+            "energy_j": report["energy_j"],
+            "mean_power_w": report["mean_power_w"],
+            "policy": pol.name,
+            "mean_clock_mhz": report["mean_clock_mhz"],
+            "max_power_w": report["max_power_w"],
+            "device": dev.uri,
+            "simulated": dev.identity.kind == "sim",
+            "notes": gov.notes,
+        }
+        for (dev, report), (gov, _) in zip(reports, govs)
+    ]
+    if len(docs) == 1:
+        doc = docs[0]
+    else:
+        energies = [d["energy_j"] for d in docs]
+        duration = max(d["duration_s"] for d in docs)
+        total = sum(energies) if all(e is not None for e in energies) else None
+        doc = {
+            "exit_code": code,
+            "duration_s": duration,
+            "energy_j": total,
+            "mean_power_w": total / duration if total is not None and duration > 0 else None,
+            "policy": pol.name,
+            "mean_clock_mhz": None,
+            "max_power_w": None,
+            "device": ",".join(d["device"] for d in docs),
+            "simulated": any(d["simulated"] for d in docs),
+            "notes": [n for d in docs for n in d["notes"]],
+            "devices": docs,
+        }
     if json_out:
         emit_json(doc)
     else:
-        mean_w = doc["mean_power_w"]
-        mean_f = doc["mean_clock_mhz"]
-        sys.stderr.write(
-            f"governor: {pol.describe()} on {dev.uri}: {doc['duration_s']:.2f} s, {doc['energy_j']:.1f} J, "
-            f"mean {mean_w if mean_w is not None else float('nan'):.1f} W at "
-            f"{mean_f if mean_f is not None else float('nan'):.0f} MHz; exit code {code}\n"
-        )
+
+        def show(value: Any, unit: str, spec: str) -> str:
+            return "-" if value is None else f"{value:{spec}} {unit}"
+
+        for d in docs:
+            sys.stderr.write(
+                f"governor: {pol.describe()} on {d['device']}: {show(d['duration_s'], 's', '.2f')}, "
+                f"{show(d['energy_j'], 'J', '.1f')}, mean {show(d['mean_power_w'], 'W', '.1f')} at "
+                f"{show(d['mean_clock_mhz'], 'MHz', '.0f')}; exit code {code}\n"
+            )
     raise typer.Exit(code)
 
 

@@ -48,6 +48,7 @@ SCOPES = (
     "memory",
     "system",  # 5 V system rail, Wi-Fi and the like
     "module",  # the sum of the module's rails (no input rail on AGX boards)
+    "whole GPU",  # a MIG instance: NVML reports its parent GPU's power
     "board input",  # the module's input rail (VDD_IN, POM_5V_IN, VIN)
 )
 
@@ -258,6 +259,11 @@ class Device:
     def control_permitted(self) -> bool:
         """Whether this process may change settings now (root, or a daemon holding the right)."""
         return True
+
+    def parts(self) -> List[Dict[str, Any]]:
+        """Devices inside this one that can be opened on their own (MIG instances of an NVML
+        GPU): ``{"uri", "name", "power_scope"}`` each; empty for most devices."""
+        return []
 
     def control_notes(self) -> List[str]:
         """Things on the device that may override the clocks governor sets (say, an NVML

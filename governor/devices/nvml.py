@@ -390,6 +390,27 @@ class NvmlDevice(Device):
             "enforced": decode(current.enforcedProfilesMask),
         }
 
+    def parts(self) -> List[Dict[str, Any]]:
+        """The MIG instances of this GPU; their power figures are the whole GPU's."""
+        nv = self._nv
+        if self._mig or not hasattr(nv, "nvmlDeviceGetMigDeviceHandleByIndex"):
+            return []
+        try:
+            count = int(nv.nvmlDeviceGetMaxMigDeviceCount(self._handle))
+        except nv.NVMLError:
+            return []
+        found = []
+        for index in range(count):
+            try:
+                handle = nv.nvmlDeviceGetMigDeviceHandleByIndex(self._handle, index)
+                uuid = _text(nv.nvmlDeviceGetUUID(handle))
+            except nv.NVMLError:
+                continue
+            found.append(
+                {"uri": f"nvml:{uuid}", "name": f"MIG instance {index}", "power_scope": "whole GPU"}
+            )
+        return found
+
     def control_notes(self) -> List[str]:
         profiles = self.workload_power_profiles()
         if not profiles or not profiles["enforced"]:
@@ -462,7 +483,7 @@ class NvmlDevice(Device):
         return Sample(
             t_s=t_s,
             power_w=power_w,
-            power_scope="gpu" if power_w is not None else None,
+            power_scope=(None if power_w is None else "whole GPU" if self._mig else "gpu"),
             energy_j=energy_j,
             gpu_clock_mhz=gpu_mhz,
             mem_clock_mhz=mem_mhz,

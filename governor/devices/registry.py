@@ -17,7 +17,14 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from governor.devices.base import Device
 from governor.errors import DeviceNotFoundError, GovernorError, InvalidRequestError
 
-__all__ = ["BACKENDS", "DeviceInfo", "list_devices", "open_device", "simulated_boards"]
+__all__ = [
+    "BACKENDS",
+    "DeviceInfo",
+    "list_devices",
+    "open_device",
+    "resolve_uris",
+    "simulated_boards",
+]
 
 log = logging.getLogger("governor")
 
@@ -71,6 +78,28 @@ def discover_hardware() -> List[str]:
 def last_auto_note() -> Optional[str]:
     """What ``auto`` decided the last time it fell back to a simulated board, if it did."""
     return _auto_note[-1] if _auto_note else None
+
+
+def resolve_uris(spec: str) -> List[str]:
+    """The device URIs a ``--device`` value names: ``all`` (every real device on this host),
+    a comma-separated list, or one URI.
+
+    Raises:
+        DeviceNotFoundError: ``all`` on a host where no real device answers.
+    """
+    spec = (spec or "").strip()
+    if spec == "all":
+        found = discover_hardware()
+        if not found:
+            raise DeviceNotFoundError(
+                "no GPU found: --device all covers the real GPUs of this host; "
+                "name a simulated board instead (sim:NAME)"
+            )
+        return found
+    uris = [part.strip() for part in spec.split(",")] if "," in spec else [spec]
+    if any(not u for u in uris):
+        raise InvalidRequestError(f"empty device in {spec!r}")
+    return uris
 
 
 def open_device(uri: str = "auto", **options: Any) -> Device:
@@ -141,12 +170,16 @@ def describe(device: Device) -> DeviceInfo:
         power_modes=list(device.power_modes()),
         power_source=getattr(device, "power_source", None),
         control_notes=device.control_notes(),
+        parts=device.parts(),
     )
 
 
-def list_devices(include_simulated: bool = False) -> List[DeviceInfo]:
-    """Describe every real device found (and, if asked, every simulated board)."""
-    uris = discover_hardware()
+def list_devices(
+    include_simulated: bool = False, uris: Optional[List[str]] = None
+) -> List[DeviceInfo]:
+    """Describe every real device found, or those named (and, if asked, every simulated
+    board)."""
+    uris = list(uris) if uris is not None else discover_hardware()
     if include_simulated:
         uris += [f"sim:{name}" for name in simulated_boards()]
     rows = []

@@ -125,3 +125,68 @@ def test_a_killed_governor_is_undone_by_the_next_owner_and_says_so(nvml, governe
     code, out, err = run_cli(capsys, "reset", "--device", "nvml:0", "--json")
     assert code == 0, err
     assert nvml.gpu(0).gpu_locked is None and journals() == []
+
+
+# -- every GPU of a host -----------------------------------------------------------------------
+def test_device_all_reaches_every_gpu(nvml, capsys, tmp_path):
+    code, out, err = run_cli(capsys, "devices", "--device", "all", "--json")
+    assert code == 0, err
+    assert [d["uri"] for d in json.loads(out)["devices"]] == ["nvml:0", "nvml:1"]
+    code, out, err = run_cli(
+        capsys, "monitor", "--device", "all", "-n", "2", "--json", "--interval-s", "0.01"
+    )
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["device"] for line in lines] == ["nvml:0", "nvml:1"] * 2
+    code, out, err = run_cli(capsys, "apply", "max", "--device", "all", "--json")
+    assert code == 0, err
+    assert (nvml.gpu(0).gpu_locked, nvml.gpu(1).gpu_locked) == ((1410, 1410), (1590, 1590))
+    assert len(json.loads(out)["devices"]) == 2
+    code, out, err = run_cli(capsys, "reset", "--device", "all", "--json")
+    assert code == 0, err
+    assert (nvml.gpu(0).gpu_locked, nvml.gpu(1).gpu_locked) == (None, None)
+    assert journals() == []
+    seen = tmp_path / "seen"
+    code, out, err = run_cli(
+        capsys,
+        "run",
+        "--device",
+        "all",
+        "--policy",
+        "max",
+        "--json",
+        "--",
+        sys.executable,
+        "-c",
+        f"import sys; open({str(seen)!r}, 'w').write(open({str(nvml.state_path)!r}).read())",
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [d["device"] for d in doc["devices"]] == ["nvml:0", "nvml:1"]
+    during = seen.read_text()
+    assert "1410" in during and "1590" in during  # both GPUs were governed while the job ran
+    assert (nvml.gpu(0).gpu_locked, nvml.gpu(1).gpu_locked) == (None, None)
+
+
+def test_apply_to_all_is_all_or_nothing(nvml, capsys):
+    # 380 W suits the A100 (100-400 W) but not the T4 (60-70 W): neither keeps a change
+    code, _, err = run_cli(capsys, "apply", "--power-limit", "380", "--device", "all")
+    assert code == 1 and "T4" in err
+    assert nvml.gpu(0).power_limit_mw == 400000 and nvml.gpu(1).power_limit_mw == 70000
+    assert journals() == []
+
+
+def test_mig_instances_are_listed_under_their_gpu_with_whole_gpu_power(nvml, capsys):
+    from fakes.nvml import Gpu
+
+    mig = "MIG-c0ffee00-1111-5222-8333-444444444444"
+    nvml.configure(Gpu(mig=[mig]), Gpu())
+    code, out, err = run_cli(capsys, "devices", "--json")
+    assert code == 0, err
+    rows = {r["uri"]: r for r in json.loads(out)["devices"]}
+    assert rows["nvml:0"]["parts"] == [
+        {"uri": "nvml:" + mig, "name": "MIG instance 0", "power_scope": "whole GPU"}
+    ]
+    code, out, err = run_cli(capsys, "monitor", "--device", "nvml:" + mig, "-n", "1", "--json")
+    assert code == 0, err
+    assert json.loads(out)["scope"] == "whole GPU"
