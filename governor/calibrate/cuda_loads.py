@@ -241,7 +241,7 @@ def make_cuda_load(device: Device, kind: str) -> Load:
         cupy = _import_cupy()
     except ImportError as err:
         raise UnsupportedError(
-            "the built-in GPU load needs CuPy: pip install 'governor[cuda]' "
+            "the built-in GPU load needs CuPy: pip install 'gpu-governor[cuda]' "
             '(on Jetson use NVIDIA\'s CuPy wheel for your JetPack), or pass --load "COMMAND"'
         ) from err
     try:

@@ -23,7 +23,7 @@ def plot_calibration(result: Any, path: Path, title: str = "") -> Path:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as err:
-        raise UnsupportedError("--plot needs matplotlib: pip install 'governor[plot]'") from err
+        raise UnsupportedError("--plot needs matplotlib: pip install 'gpu-governor[plot]'") from err
     import numpy as np
 
     clocks = np.array(result.supported_clocks_mhz, dtype=float)

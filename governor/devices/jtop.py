@@ -331,7 +331,7 @@ def open_jtop(
         module = _import_jtop()
     except ImportError as err:
         raise DeviceNotFoundError(
-            "the jtop backend needs jetson-stats: sudo pip3 install 'governor[jetson]'"
+            "the jtop backend needs jetson-stats: sudo pip3 install 'gpu-governor[jetson]'"
         ) from err
     client = module.jtop()
     try:

@@ -643,7 +643,7 @@ def open_nvml(
         nv = _import_pynvml()
     except ImportError as err:
         raise DeviceNotFoundError(
-            "the nvml backend needs nvidia-ml-py: pip install 'governor[nvml]'"
+            "the nvml backend needs nvidia-ml-py: pip install --upgrade gpu-governor (it brings nvidia-ml-py)"
         ) from err
     _init(nv)
     try:

@@ -154,7 +154,7 @@ def live_gpu(index: int = 0) -> GpuResources:
         import cupy  # type: ignore[import-not-found]
     except ImportError as err:
         raise UnsupportedError(
-            "reading GPU resources from the live device needs CuPy (pip install governor[cuda])"
+            "reading GPU resources from the live device needs CuPy (pip install 'gpu-governor[cuda]')"
         ) from err
     try:
         props = cupy.cuda.runtime.getDeviceProperties(index)
