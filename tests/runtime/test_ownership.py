@@ -577,3 +577,27 @@ def test_the_note_names_the_dead_owners_command(jetson, governed, capsys):
     assert code == 0
     assert f"pid {child.pid} (" in err and "-c" in err  # the command line it ran
     assert run_cli(capsys, "reset", "--device", "jetson")[0] == 0
+
+
+def test_repeated_keeps_merge_into_one_layer_with_the_true_original(jetson):
+    for clock in (510, 408, 612):
+        dev = governor.open_device("jetson")
+        dev.acquire(command="governor apply")
+        dev.lock_gpu_clocks(clock)
+        dev.release(keep=True)
+        dev.close()
+    assert jetson() == (612000000, 612000000)
+    (layer,) = layers()
+    assert layer["persistent"] and layer["original"] == {"gpu_clocks": [306.0, 612.0]}
+
+
+def test_lock_and_journal_files_are_private(jetson):
+    import stat as stat_module
+
+    with governor.open_device("jetson") as dev:
+        dev.lock_gpu_clocks(510)
+        files = sorted(state_dir().iterdir())
+        assert {p.name.split("-")[0] for p in files} == {"lock", "journal"}
+        for path in files:
+            assert stat_module.S_IMODE(path.stat().st_mode) == 0o600, path
+        assert stat_module.S_IMODE(state_dir().stat().st_mode) == 0o700
