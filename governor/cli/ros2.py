@@ -87,7 +87,7 @@ def ros2_command(
 
     ros_args = list(ctx.args)
     if ros_args and ros_args[0] != "--ros-args":
-        raise InvalidRequestError(
+        raise typer.BadParameter(
             f"unexpected argument {ros_args[0]!r}; ROS arguments go after --ros-args"
         )
     rclpy = import_rclpy()

@@ -260,7 +260,14 @@ class GovernorNode(Node):
                 if self._stopped:
                     raise GovernorError("the node has stopped governing")
                 values = dict(self._values, **changes)
-                pol, notes = _params.make_policy(values)
+                try:
+                    pol, notes = _params.make_policy(values)
+                except InvalidRequestError as err:
+                    if "policy needs" in str(err):
+                        raise InvalidRequestError(
+                            f"{err} (set a policy and its numbers in one atomic call)"
+                        ) from None
+                    raise
                 current = self.governor.policy if self.governor is not None else None
                 if pol != current or (pol is not None and current is None):
                     self._start_governor(pol)

@@ -135,9 +135,7 @@ def make_policy(values: Mapping[str, Any]) -> Tuple[Optional[policies.Policy], L
             spec[key] = merged[key]
     missing = [key for key in USES[name] if not merged[key]]
     if missing:
-        raise InvalidRequestError(
-            f"the {name} policy needs {' and '.join(missing)} (set it in the same call)"
-        )
+        raise InvalidRequestError(f"the {name} policy needs {' and '.join(missing)}")
     notes: List[str] = []
     scope = merged["scope"]
     if scope:
