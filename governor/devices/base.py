@@ -424,8 +424,9 @@ class Device:
         Returns field -> value restored.
 
         Raises:
-            RestoreError: some fields could not be restored; they stay journaled and the
-                device is let go (the next owner or ``reset`` tries again).
+            RestoreError: some fields could not be restored; they stay journaled: on disk,
+                with the device let go, for the next owner or ``reset``; in memory (simulated
+                boards), with this object, for another ``release`` or ``reset``.
         """
         own = self._ownership
         if own is None:
@@ -439,9 +440,10 @@ class Device:
                 own.journal.layers.pop()
                 own.save()
         except BaseException:
-            own.let_go()
-            self._ownership = None
-            raise
+            if own.on_disk:  # what failed is on disk: the next owner or reset tries again
+                own.let_go()
+                self._ownership = None
+            raise  # in memory, the journal stays with this object for another try
         if own.own_depth <= 0:
             own.let_go()
             self._ownership = None

@@ -7,7 +7,7 @@ import pytest
 import governor
 from governor.devices.sim.catalog import get_board
 from governor.devices.sim.device import SimDevice
-from governor.errors import InvalidRequestError, UnsupportedError
+from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 
 
 def test_unsupported_clock_is_snapped_to_the_nearest_and_says_so(caplog):
@@ -131,3 +131,24 @@ def test_a_refused_write_leaves_nothing_to_undo():
         dev.set_power_limit(65)
     assert dev.journal.originals() == {"gpu_clocks": None}  # the earlier change is still undoable
     dev.restore()
+
+
+def test_reset_of_a_simulated_board_reports_what_did_not_come_back(monkeypatch):
+    from governor.devices.ownership import reset_device
+
+    dev = governor.open_device("sim:a100-pcie")
+    dev.lock_gpu_clocks(1005)
+    dev.set_power_limit(200)
+    original = dev._reset_gpu_clocks
+
+    def refuse():
+        raise GovernorError("driver busy")
+
+    monkeypatch.setattr(dev, "_reset_gpu_clocks", refuse)
+    report = reset_device(dev)
+    assert report["failed"] == {"gpu_clocks": "driver busy"}
+    assert report["restored"] == {"power_limit": 250.0}
+    assert dev.state().power_limit_w == 250.0 and dev.state().gpu_clocks_mhz is not None
+    monkeypatch.setattr(dev, "_reset_gpu_clocks", original)
+    assert reset_device(dev)["restored"] == {"gpu_clocks": None}
+    assert dev.state().gpu_clocks_mhz is None and not dev.changed

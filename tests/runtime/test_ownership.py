@@ -482,3 +482,98 @@ def test_a_second_governor_in_the_same_process_gets_busy_naming_the_holder(jetso
     first.close()
     second.close()
     assert jetson() == DEFAULT
+
+
+# -- reset: every path reported, nothing guessed -------------------------------------------------
+def test_reset_refuses_while_a_governor_runs(jetson, governed, capsys):
+    child = governed(408)
+    code, _, err = run_cli(capsys, "reset", "--device", "jetson")
+    assert code == 1 and f"already governed by pid {child.pid}" in err and err.count("\n") == 1
+    assert jetson() == (408000000, 408000000)
+    assert [layer["owner"]["pid"] for layer in layers()] == [child.pid]
+    code, _, err = run_cli(capsys, "reset", "--all")
+    assert code == 1 and f"pid {child.pid}" in err
+    assert jetson() == (408000000, 408000000)
+
+
+def _foreign_journal(key: str, uri: str, kind: str, original: dict) -> Path:
+    from governor.devices.journal import Journal, Layer, write_journal
+    from governor.devices.ownership import journal_path
+
+    state_dir().mkdir(parents=True, exist_ok=True)
+    layer = Layer(owner={"pid": 1, "command": "governor apply"}, persistent=True, original=original)
+    path = journal_path(key)
+    write_journal(path, Journal(key, uri, kind, [layer]))
+    return path
+
+
+def test_reset_all_reports_each_journal_it_cannot_use_and_resets_the_rest(jetson, capsys):
+    assert run_cli(capsys, "apply", "--device", "jetson", "--clock", "510")[0] == 0
+    corrupt = state_dir() / "journal-0000-unknown.json"  # sorts first: the rest must go on
+    corrupt.write_text("{broken")
+    gone = _foreign_journal("nvml:GPU-gone", "nvml:0", "nvml", {"power_limit": 250.0})
+    other = _foreign_journal(
+        "jetson:/sys/devices/other/devfreq/gpu", "jetson", "jetson", {"gpu_clocks": None}
+    )
+    code, out, err = run_cli(capsys, "reset", "--all", "--json")
+    assert code == 1
+    by_device = {}
+    for report in json.loads(out)["devices"]:
+        by_device.setdefault(report["device"], []).append(report)
+    assert "journal" in by_device[corrupt.name][0]["failed"]
+    assert "open" in by_device["nvml:GPU-gone"][0]["failed"]  # reopened by its UUID, not nvml:0
+    jetson_reports = by_device["jetson"]
+    assert any("identity" in r["failed"] for r in jetson_reports)
+    assert any(r["restored"] == {"gpu_clocks": [306.0, 612.0]} for r in jetson_reports)
+    assert jetson() == DEFAULT
+    assert corrupt.exists() and gone.exists() and other.exists()  # nothing guessed at
+
+
+def test_a_field_that_fails_stays_journaled_for_reset_not_for_the_next_owner(
+    jetson, capsys, monkeypatch
+):
+    assert run_cli(capsys, "apply", "--device", "jetson", "--clock", "510")[0] == 0
+    with governor.open_device("jetson") as dev:
+        dev.acquire()
+        dev.set_power_mode("MODE_15W")
+        dev.release(keep=True)
+    monkeypatch.setenv("FAKE_NVPMODEL_DENY", "1")
+    assert run_cli(capsys, "reset", "--device", "jetson")[0] == 1
+    (layer,) = layers()
+    assert layer["persistent"] is True and layer["original"] == {"power_mode": "MODE_30W"}
+    # a new owner leaves it alone (it is reset's to retry), and its own layer works as usual
+    with governor.open_device("jetson") as dev:
+        dev.lock_gpu_clocks(408)
+        assert [entry["persistent"] for entry in layers()] == [True, False]
+    assert jetson() == DEFAULT and [entry["original"] for entry in layers()] == [
+        {"power_mode": "MODE_30W"}
+    ]
+
+
+def test_defaults_that_cannot_be_written_are_reported(jetson, capsys, monkeypatch):
+    from governor.devices.jetson.sysfs import GpuDevfreq
+
+    with governor.open_device("jetson") as dev:
+        dev.lock_gpu_clocks(510)
+        (path,) = state_dir().glob("journal-*.json")
+        _crash(dev)
+    path.write_text("garbage")
+
+    def refuse(self, lo, hi):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(GpuDevfreq, "set_caps_mhz", refuse)
+    code, out, err = run_cli(capsys, "reset", "--device", "jetson", "--json")
+    assert code == 1
+    report = json.loads(out)["devices"][0]
+    assert "read-only" in report["failed"]["gpu_clocks"] and "corrupt" in report["notes"][0]
+    assert jetson() == (510000000, 510000000)
+
+
+def test_the_note_names_the_dead_owners_command(jetson, governed, capsys):
+    child = governed(408)
+    _kill9(child)
+    code, _, err = run_cli(capsys, "apply", "--device", "jetson", "--clock", "510")
+    assert code == 0
+    assert f"pid {child.pid} (" in err and "-c" in err  # the command line it ran
+    assert run_cli(capsys, "reset", "--device", "jetson")[0] == 0
