@@ -44,6 +44,8 @@ def _end(proc: subprocess.Popen, signum: int):
 
 def test_sigint_stops_the_node_and_its_recording_reads_back(ros, tmp_path):
     record = tmp_path / "run.mcap"
+    params = tmp_path / "governor.yaml"
+    params.write_text("/robot1/governor:\n  ros__parameters:\n    clock_mhz: 510\n")
     proc = _node(
         "--device",
         "sim:orin-nano",
@@ -56,8 +58,10 @@ def test_sigint_stops_the_node_and_its_recording_reads_back(ros, tmp_path):
         "--ros-args",
         "-r",
         "__ns:=/robot1",
+        "--params-file",
+        str(params),  # overrides win over the command line
         "-p",
-        "clock_mhz:=510",  # a parameter override wins over the command line
+        "rate_hz:=30",  # not used by the clock policy: kept
     )
     try:
         probe = ros.probe("/robot1/governor")
@@ -68,6 +72,7 @@ def test_sigint_stops_the_node_and_its_recording_reads_back(ros, tmp_path):
         status = probe.last_status()
         assert status.name == "governor: sim:orin-nano" and status.hardware_id == "SIM-orin-nano"
         assert probe.values()["gpu clock (MHz)"] == "510"
+        assert probe.get_parameters("rate_hz", "clock_mhz") == {"rate_hz": 30, "clock_mhz": 510}
         assert probe.set_parameters(cap_w=5, policy="power-cap")[0].successful
         wait_for(lambda: probe.values().get("policy") == "power-cap 5 W", what="re-targeting")
     finally:

@@ -231,3 +231,42 @@ def test_an_unknown_message_type_is_one_line():
     with pytest.raises(InvalidRequestError) as err:
         import_message_type("no_such_msgs/msg/Frame")
     assert "\n" not in str(err.value) and "no_such_msgs/msg/Frame" in str(err.value)
+
+
+def test_a_failing_device_is_an_error_in_diagnostics(ros):
+    from governor.ros2 import GovernorNode
+
+    dev = governor.open_device("sim:orin-nano?realtime=1&fail_rate=1")  # every read fails
+    node = ros.add(GovernorNode(dev, "max", context=ros.context))
+    try:
+        probe = ros.probe()
+        status = wait_for(
+            lambda: (s := probe.last_status()) is not None and s.level == b"\x02" and s,
+            what="an ERROR status",
+        )
+        assert "telemetry failed" in status.message
+        wait_for(lambda: probe.values().get("safe hold", "").startswith("yes"), what="safe hold")
+    finally:
+        node.stop()
+        dev.close()
+
+
+def test_a_real_battery_is_reported_as_read(start, tmp_path):
+    from governor.runtime.battery import SysfsBattery
+
+    bat = tmp_path / "sys/class/power_supply/BAT0"
+    bat.mkdir(parents=True)
+    for name, text in {
+        "type": "Battery",
+        "status": "Discharging",
+        "voltage_now": "14800000",
+        "current_now": "900000",
+        "charge_now": "3000000",
+        "charge_full": "4000000",
+    }.items():
+        (bat / name).write_text(text + "\n")
+    node, probe = start("ppw", battery=SysfsBattery(root=tmp_path))
+    msg = wait_for(lambda: probe.battery and probe.battery[-1], what="a BatteryState")
+    assert msg.present and msg.location == "sysfs:BAT0"
+    assert msg.voltage == pytest.approx(14.8) and msg.current == pytest.approx(-0.9)
+    assert msg.percentage == pytest.approx(0.75)
