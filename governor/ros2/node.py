@@ -178,26 +178,26 @@ class GovernorNode(Node):
             self._owns = True
             self._start_governor(pol)
             self._note_all(notes)
-        except BaseException:
+            group = self._group
+            self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_QOS)
+            self._battery_pub = self.create_publisher(BatteryState, "~/battery", BATTERY_QOS)
+            self._power_pub = self.create_publisher(Float64, "~/power", qos_profile_sensor_data)
+            self.create_subscription(
+                Float64, "~/tick", self._on_tick, TICK_QOS, callback_group=group
+            )
+            self.create_service(Trigger, "~/reset", self._on_reset, callback_group=group)
+            self.create_service(Trigger, "~/apply_ppw", self._on_apply_ppw, callback_group=group)
+            self.create_timer(self.interval_s, self._control, callback_group=group)
+            self.create_timer(REPORT_PERIOD_S, self._report, callback_group=group)
+            self.add_on_set_parameters_callback(self._on_set_parameters)
+            self.context.on_shutdown(self._on_context_shutdown)
+            if tick_topic and not self._subscribe_ticks():  # an unimportable type raises
+                self.get_logger().info(f"waiting for {self._resolved_tick_topic()} to appear")
+                self._tick_timer = self.create_timer(1.0, self._retry_ticks, callback_group=group)
+        except BaseException:  # nothing half-made: the device is restored and let go
             self._teardown()
             super().destroy_node()
             raise
-
-        group = self._group
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_QOS)
-        self._battery_pub = self.create_publisher(BatteryState, "~/battery", BATTERY_QOS)
-        self._power_pub = self.create_publisher(Float64, "~/power", qos_profile_sensor_data)
-        self.create_subscription(Float64, "~/tick", self._on_tick, TICK_QOS, callback_group=group)
-        self.create_service(Trigger, "~/reset", self._on_reset, callback_group=group)
-        self.create_service(Trigger, "~/apply_ppw", self._on_apply_ppw, callback_group=group)
-        self.create_timer(self.interval_s, self._control, callback_group=group)
-        self.create_timer(REPORT_PERIOD_S, self._report, callback_group=group)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.context.on_shutdown(self._on_context_shutdown)
-        if tick_topic:
-            if not self._subscribe_ticks():
-                self.get_logger().info(f"waiting for {self._resolved_tick_topic()} to appear")
-                self._tick_timer = self.create_timer(1.0, self._retry_ticks, callback_group=group)
 
     # -- the governor ------------------------------------------------------------------
     def _note_all(self, notes: List[str]) -> None:

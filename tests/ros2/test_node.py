@@ -270,3 +270,26 @@ def test_a_real_battery_is_reported_as_read(start, tmp_path):
     assert msg.present and msg.location == "sysfs:BAT0"
     assert msg.voltage == pytest.approx(14.8) and msg.current == pytest.approx(-0.9)
     assert msg.percentage == pytest.approx(0.75)
+
+
+def test_a_tick_topic_of_an_unimportable_type_fails_at_start_and_restores(ros, board, monkeypatch):
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import Image
+
+    from governor.errors import InvalidRequestError
+    from governor.ros2 import GovernorNode, node
+
+    probe = ros.probe()
+    probe.node.create_publisher(Image, "/camera/image_raw", qos_profile_sensor_data)
+
+    def cannot(datatype):  # as if sensor_msgs were not installed in the node's Python
+        raise InvalidRequestError(f"cannot import message type {datatype}")
+
+    monkeypatch.setattr(node, "import_message_type", cannot)
+    wait_for(
+        lambda: "/camera/image_raw" in dict(probe.node.get_topic_names_and_types()),
+        what="the camera topic in the graph",
+    )
+    with pytest.raises(InvalidRequestError, match="sensor_msgs/msg/Image"):
+        GovernorNode(board, "max", context=ros.context, tick_topic="/camera/image_raw")
+    assert not board.changed and board.state().gpu_clocks_mhz is None
