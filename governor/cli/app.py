@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "governor.cli.tune_blocks",
     "governor.cli.apply",
     "governor.cli.run",
+    "governor.cli.ros2",
     "governor.cli.simulate",
     "governor.cli.daemon",
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -37,12 +38,21 @@ def monitor(
             "--workload", help="Simulated boards only: run this workload (compute, memory, ...)."
         ),
     ] = None,
+    mcap: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--mcap",
+            help="Also record each sample as ROS 2 messages (/diagnostics, /governor/power) "
+            "to this MCAP file; needs no ROS install.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Print telemetry from a device: power per rail, clocks, temperature, energy.
 
     Simulated boards run on virtual time: with --count the samples come at once, each
-    --interval-s apart in device time; without it they come in real time.
+    --interval-s apart in device time; without it they come in real time. With --mcap the
+    recording's times are wall-clock: virtual time is laid out from the wall-clock start.
     """
     import contextlib
 
@@ -63,6 +73,13 @@ def monitor(
                 if not hasattr(dev, "run_workload"):
                     raise InvalidRequestError("--workload applies to simulated boards only")
                 dev.run_workload(workload)
+        record = None
+        if mcap is not None:
+            from governor.ros2.recording import Recorder
+
+            recorder = Recorder(mcap)
+            stack.callback(recorder.close)  # also on Ctrl-C: the file stays readable
+            record = _mcap_writer(recorder, devs)
         tables = {} if json_out else {dev.uri: _Table(dev) for dev in devs}
         several = len(devs) > 1
         n = 0
@@ -75,11 +92,37 @@ def monitor(
                     time.sleep(interval_s)  # real time passes once for every device
             for dev in devs:
                 sample = dev.sample()
+                if record is not None:
+                    record(dev, sample)
                 if json_out:
                     emit_json(dict(sample.to_dict(), device=dev.uri))
                 else:
                     tables[dev.uri].row(sample, label=dev.uri if several else None)
             n += 1
+
+
+def _mcap_writer(recorder, devs):
+    """A function writing one sample of a device as the node's messages would carry it."""
+    from governor.ros2 import telemetry
+    from governor.ros2.recording import TimeBase
+
+    bases = {dev.uri: TimeBase(dev.clock.now_s()) for dev in devs}
+
+    def record(dev, sample) -> None:
+        ns = bases[dev.uri].ns(sample.t_s)
+        status = telemetry.device_status(dev, sample, policy="none (monitor)")
+        recorder.write(
+            "/diagnostics",
+            telemetry.DIAGNOSTIC_ARRAY,
+            telemetry.diagnostic_array(ns, [status]),
+            ns,
+        )
+        if sample.power_w is not None:
+            recorder.write(
+                "/governor/power", telemetry.FLOAT64, telemetry.power_message(sample.power_w), ns
+            )
+
+    return record
 
 
 class _Table:
