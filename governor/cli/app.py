@@ -26,6 +26,8 @@ COMMAND_MODULES = (
     "governor.cli.run",
     "governor.cli.simulate",
     "governor.cli.daemon",
+    "governor.cli.exporter",
+    "governor.cli.slurm",
 )
 
 

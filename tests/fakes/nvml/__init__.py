@@ -129,6 +129,7 @@ class Gpu:
     uuid: Optional[str] = None
     serial: Optional[str] = None
     pci: Optional[str] = None  # domain:bus:device.function
+    minor: Optional[int] = None  # /dev/nvidia<minor> (default: the index)
     clocks: Optional[Mapping[int, Tuple[int, int, int]]] = None  # mem MHz -> (lo, hi, step)
     power_mw: Optional[int] = None
     instant_mw: Optional[int] = None  # -1: NVML_FI_DEV_POWER_INSTANT not available
@@ -151,6 +152,7 @@ class Gpu:
             "uuid",
             "serial",
             "pci",
+            "minor",
             "power_mw",
             "instant_mw",
             "average_mw",
