@@ -173,3 +173,24 @@ def test_slurm_scripts_are_executable_bash_and_the_example_conf_names_known_sett
     for line in (DEPLOY / "slurm" / "slurm.conf.example").read_text().splitlines():
         if line and not line.startswith("#"):
             assert line.split("=", 1)[0] in set(SETTINGS) | {"GOVERNOR_BIN"}
+
+
+@pytest.mark.parametrize("name", ["governor-datacenter", "governor-jetson"])
+def test_each_daemonset_calibrates_new_boards_once_into_the_hosts_profile_dir(name):
+    spec = _daemonsets()[name]["spec"]["template"]["spec"]
+    (init,) = spec["initContainers"]
+    assert "--if-missing" in init["command"][-1]
+    for container in (init, spec["containers"][0]):
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["GOVERNOR_DATA_DIR"] == "/var/lib/governor/profiles"
+        assert "/var/lib/governor" in {m["mountPath"] for m in container["volumeMounts"]}
+    assert spec["containers"][0]["ports"] == [{"name": "metrics", "containerPort": 9400}]
+
+
+def test_the_datacenter_config_serves_every_gpu_and_metrics():
+    (cm,) = [d for d in _docs("governor-daemonset.yaml") if d["kind"] == "ConfigMap"]
+    cfg = parse_config(cm["data"]["daemon.toml"], "daemon.toml")
+    assert [d.uri for d in cfg.devices] == ["all"] and cfg.metrics_listen == "0.0.0.0:9400"
+    unit = _unit(DEPLOY / "systemd" / "governor-daemon.service")["Service"]
+    assert any("calibrate --device all --if-missing" in x for x in unit["ExecStartPre"])
+    assert "GOVERNOR_DATA_DIR=/var/lib/governor/profiles" in unit["Environment"]

@@ -248,8 +248,15 @@ class FakeNvml:
         """The fake driver's state file, GPU by GPU in NVML index order ([] before any init)."""
         if not self.state_path.exists():
             return []
+        import fcntl
+
+        # under the driver's flock: it truncates, then writes, so an unlocked read can see
+        # an empty file while another process (a Slurm prolog) changes a clock
+        with open(self.state_path, encoding="utf-8") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH)
+            text = f.read()
         out = []
-        for line in self.state_path.read_text(encoding="utf-8").splitlines():
+        for line in text.splitlines():
             words = line.split()
             if not words or words[0] != "gpu":
                 continue
