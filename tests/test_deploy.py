@@ -194,3 +194,26 @@ def test_the_datacenter_config_serves_every_gpu_and_metrics():
     unit = _unit(DEPLOY / "systemd" / "governor-daemon.service")["Service"]
     assert any("calibrate --device all --if-missing" in x for x in unit["ExecStartPre"])
     assert "GOVERNOR_DATA_DIR=/var/lib/governor/profiles" in unit["Environment"]
+
+
+def test_the_grafana_dashboard_queries_only_series_the_exporter_serves():
+    import json
+
+    doc = json.loads((DEPLOY / "grafana" / "governor-dashboard.json").read_text())
+    served = {
+        "governor_device_up",
+        "governor_power_watts",
+        "governor_energy_joules_total",
+        "governor_clock_hertz",
+        "governor_temperature_celsius",
+        "governor_utilisation_ratio",
+        "governor_policy_info",
+        "governor_budget_remaining_joules",
+    }
+    exprs = [t["expr"] for p in doc["panels"] for t in p["targets"]]
+    exprs += [v["query"] for v in doc["templating"]["list"] if v["type"] == "query"]
+    named = {m for e in exprs for m in re.findall(r"\bgovernor_[a-z_]+", e)}
+    assert named and named <= served, named - served
+    source = (DEPLOY.parent / "governor" / "runtime" / "exporter.py").read_text()
+    for name in served:  # and the exporter really serves them (a counter adds _total)
+        assert f'"{name.replace("_total", "")}"' in source, name
