@@ -82,6 +82,8 @@ SETTINGS: Dict[str, Tuple[str, str]] = {
     "GOVERNOR_SKIP_PARTITIONS": ("", "partitions never governed (energy is still recorded)"),
     "GOVERNOR_JOB_CHOICE": ("1", "1: a job's --comment governor=off|on opts it out or in"),
     "GOVERNOR_SLURM_BIN": ("", "directory of scontrol and sacctmgr (default: PATH, /usr/bin)"),
+    "GOVERNOR_VIA": ("direct", "direct (set clocks as root) | daemon (ask the node's daemon)"),
+    "GOVERNOR_DAEMON_SOCKET": ("/run/governor/governor.sock", "the daemon's socket (via daemon)"),
 }
 _GPU_VARS = ("SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
 _SACCTMGR_TRIES = 8
@@ -106,6 +108,7 @@ class Settings:
     skip_partitions: Tuple[str, ...]
     job_choice: bool
     slurm_bin: str
+    via: str = "direct"
     problems: Tuple[str, ...] = ()
 
 
@@ -150,8 +153,11 @@ def load_settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
             return str(env[key]).strip()
         return from_file.get(key, SETTINGS[key][0])
 
-    for key in ("GOVERNOR_STATE_DIR", "GOVERNOR_DATA_DIR"):
+    for key in ("GOVERNOR_STATE_DIR", "GOVERNOR_DATA_DIR", "GOVERNOR_DAEMON_SOCKET"):
         os.environ[key] = get(key)
+    via = get("GOVERNOR_VIA") or "direct"
+    if via not in ("direct", "daemon"):
+        raise InvalidRequestError(f"GOVERNOR_VIA must be direct or daemon, not {via!r}")
     policy_text = get("GOVERNOR_POLICY") or "ppw"
     policy, clock_mhz, power_w = _parse_policy(policy_text)
     template = get("GOVERNOR_DEVICE_TEMPLATE")
@@ -188,6 +194,7 @@ def load_settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         skip_partitions=_names(get("GOVERNOR_SKIP_PARTITIONS")),
         job_choice=flags["GOVERNOR_JOB_CHOICE"],
         slurm_bin=get("GOVERNOR_SLURM_BIN"),
+        via=via,
         problems=tuple(problems),
     )
 
@@ -588,6 +595,9 @@ def _prolog_gpu(gpu, settings, policy, job, opener, say) -> Dict[str, Any]:
             row["notes"].append(f"no energy reading: {err}")
         if policy == "none":
             return row
+        if settings.via == "daemon":
+            _through_daemon(row, gpu, settings, policy, dev, say)
+            return row
         try:
             state_before = dev.state().to_dict()
             row["state_before"] = state_before
@@ -609,6 +619,38 @@ def _prolog_gpu(gpu, settings, policy, job, opener, say) -> Dict[str, Any]:
     finally:
         dev.close()  # restores only what was not kept (a failure half-way)
     return row
+
+
+def _daemon_uri(gpu: Dict[str, Any]) -> str:
+    """The URI the node's daemon serves a GPU by: ``nvml:N`` (what ``uri = "all"`` gives),
+    or the template's URI."""
+    index = gpu.get("index", gpu.get("nvml_index"))
+    return f"nvml:{index}" if index is not None else str(gpu["uri"])
+
+
+def _through_daemon(row, gpu, settings, policy, dev, say) -> None:
+    """Ask the node's governor daemon (which holds the GPUs) to apply ``policy``."""
+    from governor.devices.daemon.client import request
+
+    uri = _daemon_uri(gpu)
+    row["via"] = "daemon"
+    row["daemon_uri"] = uri
+    try:
+        if policy in ("ppw", "max"):
+            result = request("apply", policy=policy, device=uri)
+        elif policy == "clock":
+            mhz = dev.snap_clock_mhz(settings.clock_mhz)
+            result = request("lock", min_mhz=mhz, max_mhz=mhz, device=uri)
+        else:
+            raise InvalidRequestError(
+                f"the daemon does not set {policy}; use GOVERNOR_VIA=direct for it"
+            )
+        clocks = ((result or {}).get("applied") or {}).get("gpu_clocks_mhz")
+        if isinstance(clocks, (list, tuple)) and len(clocks) == 2:
+            row["clocks_mhz"] = [float(clocks[0]), float(clocks[1])]
+    except GovernorError as err:
+        row["errors"].append(str(err))
+        say(f"{uri}: the daemon did not apply {policy}: {err}", error=True)
 
 
 # -- epilog ------------------------------------------------------------------------------------
@@ -757,9 +799,15 @@ def _epilog_gpu(gpu: Dict[str, Any], job: str, opener, say) -> Dict[str, Any]:
         from governor.devices.ownership import restore_layers_down_to
 
         try:
-            report = restore_layers_down_to(
-                dev, _marker(job), command=f"governor slurm epilog {_marker(job)}"
-            )
+            if gpu.get("via") == "daemon":
+                from governor.devices.daemon.client import request
+
+                request("reset", device=gpu["daemon_uri"])
+                report = {"restored": {"via": "daemon"}, "failed": {}}
+            else:
+                report = restore_layers_down_to(
+                    dev, _marker(job), command=f"governor slurm epilog {_marker(job)}"
+                )
         except GovernorError as err:
             report = {"restored": {}, "failed": {"journal": str(err)}}
         if report is not None:

@@ -216,3 +216,34 @@ def test_the_admin_comment_survives_sacctmgr():
     assert back["gpus"][A100["uuid"].lower()] == {"energy_j": 1200.0, "clock_mhz": 1050.0}
     assert back["gpus"][T4["uuid"].lower()]["clock_mhz"] is None
     assert parse_admin_comment("something else") is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="NVML clock locks need root (the daemon's)")
+def test_through_the_nodes_daemon_when_it_holds_the_gpus(job, tmp_path):
+    import tempfile
+
+    from governor.runtime.daemon.config import parse_config
+    from governor.runtime.daemon.server import DaemonServer
+
+    sockdir = Path(tempfile.mkdtemp(prefix="gvj-"))
+    sock = sockdir / "g.sock"
+    cfg = parse_config(
+        f'[daemon]\nsocket = "{sock}"\n[policy]\npolicy = "none"\n[[device]]\nuri = "all"\n',
+        "site.toml",
+    )
+    server = DaemonServer(cfg).start_in_thread()
+    try:
+        via = {"GOVERNOR_VIA": "daemon", "GOVERNOR_DAEMON_SOCKET": str(sock)}
+        out = job("prolog", 31, SLURM_JOB_GPUS="1", GOVERNOR_POLICY="max", **via)
+        assert out.returncode == 0, out.stderr
+        assert job.fake.gpu(1).gpu_locked == (1590, 1590) and job.fake.gpu(0).gpu_locked is None
+        out = job("epilog", 31, **via)
+        assert out.returncode == 0, out.stderr
+        assert job.fake.gpu(1).gpu_locked is None
+        (gpu,) = job.record(31)["gpus"]
+        assert gpu["clocks_mhz"] == [1590.0, 1590.0] and gpu["energy_j"] > 0
+        # directly, the prolog finds the GPUs taken by the daemon: logged, and only strict fails
+        out = job("prolog", 32, SLURM_JOB_GPUS="0", GOVERNOR_STRICT="1")
+        assert out.returncode == 1 and "daemon" in out.stderr
+    finally:
+        server.stop()
