@@ -61,5 +61,10 @@ def show(
     typer.echo(f"job {doc.get('job_id')}: {doc.get('energy_j')} J, policy {doc.get('policy')}")
     for gpu in doc.get("gpus", []):
         clocks = gpu.get("clocks_mhz")
-        clock = f"{clocks[0]:g}-{clocks[1]:g} MHz" if clocks else "driver default"
+        if not clocks:
+            clock = "driver default"
+        elif clocks[0] == clocks[1]:
+            clock = f"{clocks[0]:g} MHz"
+        else:
+            clock = f"{clocks[0]:g}-{clocks[1]:g} MHz"
         typer.echo(f"  {gpu.get('uuid')} ({gpu.get('name')}): {gpu.get('energy_j')} J at {clock}")

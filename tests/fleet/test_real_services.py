@@ -126,11 +126,21 @@ def check_restored(fake):
     assert clocks(fake) == [None, None], "a GPU was left locked after its job"
 
 
-def test_prometheus_scrapes_governor_exporter(fake, tmp_path):
+@pytest.fixture
+def kept_dir():
+    """A private directory, kept when GOVERNOR_KEEP_TEST_DIRS is set (to read the logs)."""
+    path = Path(tempfile.mkdtemp(prefix="governor-prometheus-"))
+    yield path
+    if not os.environ.get("GOVERNOR_KEEP_TEST_DIRS"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_prometheus_scrapes_governor_exporter(fake, kept_dir):
     prometheus = which("prometheus")
     if prometheus is None:
         pytest.skip("prometheus is not installed: apt-get install prometheus")
     pytest.importorskip("prometheus_client", reason="pip install 'gpu-governor[metrics]'")
+    tmp_path = kept_dir
     exporter_port, prom_port = free_port(), free_port()
     env = fake.env(dict(os.environ, PYTHONPATH=str(REPO)))
     exporter = subprocess.Popen(
@@ -186,6 +196,7 @@ def test_prometheus_scrapes_governor_exporter(fake, tmp_path):
             assert {r["metric"]["uuid"] for r in found} == {A100["uuid"], T4["uuid"]}, name
         hz = {r["metric"]["domain"] for r in query("governor_clock_hertz")}
         assert hz == {"graphics", "memory"}
+        (tmp_path / "query.json").write_text(json.dumps(power, indent=1))
         sample = urllib.request.urlopen(
             f"http://127.0.0.1:{exporter_port}/metrics", timeout=5
         ).read()
