@@ -714,10 +714,12 @@ def _epilog(env, settings, say, opener, resolver) -> int:
         doc["duration_s"] = round(now - float(record.get("t_start_s") or now), 3)
         gpus = list(record.get("gpus") or [])
     else:
+        indices, source, _ = job_gpu_indices(env)
+        if not indices:
+            problem = "no GPU allocated to this job"
         say(problem or "no record")
         doc["note"] = problem
         doc["policy"] = None
-        indices, source, _ = job_gpu_indices(env)
         found, problems = _devices_for(indices, settings, resolver) if indices else ([], [])
         for text in problems:
             say(text)

@@ -247,3 +247,11 @@ def test_through_the_nodes_daemon_when_it_holds_the_gpus(job, tmp_path):
         assert out.returncode == 1 and "daemon" in out.stderr
     finally:
         server.stop()
+
+
+def test_a_job_without_gpus_gets_a_record_that_says_so(job):
+    assert job("prolog", 41).returncode == 0
+    assert job("epilog", 41).returncode == 0
+    doc = job.record(41)
+    assert doc["gpus"] == [] and doc["note"] == "no GPU allocated to this job"
+    assert doc["admin_comment"] is None
