@@ -50,7 +50,7 @@ def show(
     from governor.fleet.slurm import job_record_path, load_settings
 
     settings = load_settings()
-    path = job_record_path(settings, job)
+    path = job_record_path(settings, job)  # only the record directory is needed here
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:

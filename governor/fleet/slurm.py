@@ -109,6 +109,9 @@ class Settings:
     job_choice: bool
     slurm_bin: str
     via: str = "direct"
+    #: settings the rest of governor reads from the environment (state and data directories,
+    #: the daemon's socket): a prolog or epilog exports them to its own process
+    exports: Tuple[Tuple[str, str], ...] = ()
     problems: Tuple[str, ...] = ()
 
 
@@ -137,9 +140,7 @@ def _read_conf(path: Path) -> Tuple[Dict[str, str], List[str]]:
 
 
 def load_settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
-    """The settings: the environment wins over ``$GOVERNOR_SLURM_CONF``. The state and data
-    directories are exported to this process's environment, where the rest of governor reads
-    them.
+    """The settings: the environment wins over ``$GOVERNOR_SLURM_CONF``.
 
     Raises:
         InvalidRequestError: a setting has a bad value (the message names it).
@@ -153,8 +154,10 @@ def load_settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
             return str(env[key]).strip()
         return from_file.get(key, SETTINGS[key][0])
 
-    for key in ("GOVERNOR_STATE_DIR", "GOVERNOR_DATA_DIR", "GOVERNOR_DAEMON_SOCKET"):
-        os.environ[key] = get(key)
+    exports = tuple(
+        (key, get(key))
+        for key in ("GOVERNOR_STATE_DIR", "GOVERNOR_DATA_DIR", "GOVERNOR_DAEMON_SOCKET")
+    )
     via = get("GOVERNOR_VIA") or "direct"
     if via not in ("direct", "daemon"):
         raise InvalidRequestError(f"GOVERNOR_VIA must be direct or daemon, not {via!r}")
@@ -195,6 +198,7 @@ def load_settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         job_choice=flags["GOVERNOR_JOB_CHOICE"],
         slurm_bin=get("GOVERNOR_SLURM_BIN"),
         via=via,
+        exports=exports,
         problems=tuple(problems),
     )
 
@@ -474,6 +478,7 @@ def prolog(
         say(f"bad setting: {err}", error=True)
         return 1 if env.get("GOVERNOR_STRICT") == "1" else 0
     say = _Log(settings, "prolog", job)
+    os.environ.update(dict(settings.exports))  # where the rest of governor looks
     for problem in settings.problems:
         say(problem)
     try:
@@ -671,6 +676,7 @@ def epilog(
         say(f"bad setting: {err}", error=True)
         return 1 if env.get("GOVERNOR_STRICT") == "1" else 0
     say = _Log(settings, "epilog", job)
+    os.environ.update(dict(settings.exports))  # where the rest of governor looks
     try:
         return _epilog(env, settings, say, opener, resolver)
     except Exception as err:
