@@ -299,6 +299,16 @@ def scontrol_gpu_indices(text: str, node: Optional[str] = None) -> List[int]:
     return sorted(found)
 
 
+def _job_comment(text: str) -> str:
+    """The job's ``Comment=`` (the user's ``--comment``, spaces and all; not AdminComment)
+    from ``scontrol show job`` output."""
+    for line in text.splitlines():
+        match = re.search(r"(?:^|\s)Comment=(.*)$", line)
+        if match:
+            return match.group(1).strip()
+    return ""
+
+
 def _scontrol_fields(text: str) -> Dict[str, str]:
     fields: Dict[str, str] = {}
     for match in re.finditer(r"(?:^|\s)([A-Za-z]+)=(\S*)", text):
@@ -501,7 +511,7 @@ def _prolog(env, settings, say, opener, resolver) -> int:
             say(f"scontrol show job -d {job} failed (rc {rc}): {out.splitlines()[-1:]}")
     fields = _scontrol_fields(scontrol_text)
     partition = env.get("SLURM_JOB_PARTITION") or fields.get("Partition", "")
-    comment = fields.get("Comment", "")
+    comment = _job_comment(scontrol_text)
     indices, source, skipped = job_gpu_indices(env, scontrol_text, node)
     for entry in skipped:
         say(f"skipping GPU entry {entry!r} (not an index)")

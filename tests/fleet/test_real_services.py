@@ -240,6 +240,15 @@ def test_scancel_restores_the_gpu(cluster, fake):
     assert final_state(cluster, job).startswith("CANCELLED")
 
 
+def test_a_job_that_opts_out_keeps_driver_clocks_and_still_gets_its_energy(cluster, fake):
+    job = submit(cluster, "--comment=governor=off", "--gres=gpu:a100:1", "--wrap", "sleep 2")
+    doc = record(cluster, job)
+    assert doc["policy"] == "none" and "opted out" in doc["policy_reason"]
+    (gpu,) = doc["gpus"]
+    assert gpu["clocks_mhz"] is None and gpu["energy_j"] > 0
+    assert fake.gpu(0).gpu_locked is None
+
+
 def test_a_job_that_hits_its_time_limit_is_restored(cluster, fake):
     job = cluster.time_limited
     doc = record(cluster, job, timeout_s=150)

@@ -255,3 +255,22 @@ def test_a_job_without_gpus_gets_a_record_that_says_so(job):
     doc = job.record(41)
     assert doc["gpus"] == [] and doc["note"] == "no GPU allocated to this job"
     assert doc["admin_comment"] is None
+
+
+def test_who_is_governed_by_partition_and_by_the_jobs_comment():
+    from governor.fleet.slurm import _decide, _job_comment, load_settings
+
+    base = {"GOVERNOR_SLURM_CONF": "/nonexistent", "GOVERNOR_STATE_DIR": "/tmp/x"}
+    site = load_settings(dict(base, GOVERNOR_PARTITIONS="gpu,batch"))
+    assert _decide(site, "gpu", "")[0] == "ppw"
+    assert _decide(site, "debug", "")[0] == "none"
+    assert _decide(site, "debug", "please governor=on")[0] == "ppw"  # opted in
+    assert _decide(site, "gpu", "GOVERNOR=OFF for this run")[0] == "none"  # opted out
+    strict = load_settings(dict(base, GOVERNOR_PARTITIONS="gpu", GOVERNOR_JOB_CHOICE="0"))
+    assert _decide(strict, "gpu", "governor=off")[0] == "ppw"  # the site decides alone
+    text = (
+        "JobId=9 JobName=wrap\n   Comment=my run governor=off AdminComment=x\n"
+        "   AdminComment=governor:energy_j=1.0\n"
+    )
+    assert "governor=off" in _job_comment(text)
+    assert _job_comment("   AdminComment=governor:energy_j=1.0\n") == ""
