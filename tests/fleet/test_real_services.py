@@ -241,8 +241,10 @@ def test_scancel_restores_the_gpu(cluster, fake):
 
 
 def test_a_job_that_opts_out_keeps_driver_clocks_and_still_gets_its_energy(cluster, fake):
+    writes = fake.gpu(0).writes
     job = submit(cluster, "--comment=governor=off", "--gres=gpu:a100:1", "--wrap", "sleep 2")
     doc = record(cluster, job)
+    assert fake.gpu(0).writes == writes  # the driver was never asked to change anything
     assert doc["policy"] == "none" and "opted out" in doc["policy_reason"]
     (gpu,) = doc["gpus"]
     assert gpu["clocks_mhz"] is None and gpu["energy_j"] > 0
