@@ -159,6 +159,8 @@ def test_the_example_config_matches_the_unit_and_the_udev_rule_names_the_group()
 
 
 def test_slurm_scripts_are_executable_bash_and_the_example_conf_names_known_settings():
+    from governor.fleet.slurm import SETTINGS
+
     for name in ("prolog.sh", "epilog.sh", "governor-slurm.sh"):
         path = DEPLOY / "slurm" / name
         assert path.read_text().startswith("#!/usr/bin/env bash\n")
@@ -170,4 +172,48 @@ def test_slurm_scripts_are_executable_bash_and_the_example_conf_names_known_sett
     )  # settings are read, never run
     for line in (DEPLOY / "slurm" / "slurm.conf.example").read_text().splitlines():
         if line and not line.startswith("#"):
-            assert line.split("=", 1)[0] in script
+            assert line.split("=", 1)[0] in set(SETTINGS) | {"GOVERNOR_BIN"}
+
+
+@pytest.mark.parametrize("name", ["governor-datacenter", "governor-jetson"])
+def test_each_daemonset_calibrates_new_boards_once_into_the_hosts_profile_dir(name):
+    spec = _daemonsets()[name]["spec"]["template"]["spec"]
+    (init,) = spec["initContainers"]
+    assert "--if-missing" in init["command"][-1]
+    for container in (init, spec["containers"][0]):
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["GOVERNOR_DATA_DIR"] == "/var/lib/governor/profiles"
+        assert "/var/lib/governor" in {m["mountPath"] for m in container["volumeMounts"]}
+    assert spec["containers"][0]["ports"] == [{"name": "metrics", "containerPort": 9400}]
+
+
+def test_the_datacenter_config_serves_every_gpu_and_metrics():
+    (cm,) = [d for d in _docs("governor-daemonset.yaml") if d["kind"] == "ConfigMap"]
+    cfg = parse_config(cm["data"]["daemon.toml"], "daemon.toml")
+    assert [d.uri for d in cfg.devices] == ["all"] and cfg.metrics_listen == "0.0.0.0:9400"
+    unit = _unit(DEPLOY / "systemd" / "governor-daemon.service")["Service"]
+    assert any("calibrate --device all --if-missing" in x for x in unit["ExecStartPre"])
+    assert "GOVERNOR_DATA_DIR=/var/lib/governor/profiles" in unit["Environment"]
+
+
+def test_the_grafana_dashboard_queries_only_series_the_exporter_serves():
+    import json
+
+    doc = json.loads((DEPLOY / "grafana" / "governor-dashboard.json").read_text())
+    served = {
+        "governor_device_up",
+        "governor_power_watts",
+        "governor_energy_joules_total",
+        "governor_clock_hertz",
+        "governor_temperature_celsius",
+        "governor_utilisation_ratio",
+        "governor_policy_info",
+        "governor_budget_remaining_joules",
+    }
+    exprs = [t["expr"] for p in doc["panels"] for t in p["targets"]]
+    exprs += [v["query"] for v in doc["templating"]["list"] if v["type"] == "query"]
+    named = {m for e in exprs for m in re.findall(r"\bgovernor_[a-z_]+", e)}
+    assert named and named <= served, named - served
+    source = (DEPLOY.parent / "governor" / "runtime" / "exporter.py").read_text()
+    for name in served:  # and the exporter really serves them (a counter adds _total)
+        assert f'"{name.replace("_total", "")}"' in source, name

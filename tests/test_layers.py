@@ -1,6 +1,6 @@
 """The layers of DESIGN.md import one way: each only from the layers below it.
 
-devices → measure → models → profiles → calibrate | tuning → runtime → cli, with errors,
+devices → measure → models → profiles → calibrate | tuning → runtime → fleet → cli, with errors,
 timebase, paths and _compat below them all. Imports inside functions (the lazy ones) count.
 """
 
@@ -23,9 +23,10 @@ RANK = {
     "calibrate": 5,
     "tuning": 5,
     "runtime": 6,
-    "cli": 7,
-    "__main__": 8,
-    "__init__": 8,
+    "fleet": 7,  # cluster integration (Slurm prolog/epilog) over runtime
+    "cli": 8,
+    "__main__": 9,
+    "__init__": 9,
 }
 # Allowed exceptions, each with its reason (none so far).
 ALLOWED: set = set()

@@ -27,6 +27,8 @@ COMMAND_MODULES = (
     "governor.cli.ros2",
     "governor.cli.simulate",
     "governor.cli.daemon",
+    "governor.cli.exporter",
+    "governor.cli.slurm",
 )
 
 

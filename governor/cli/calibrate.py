@@ -48,9 +48,44 @@ def calibrate_command(
         Optional[Path],
         typer.Option("--plot", help="Draw points, fits, ridge and optimum to this PNG."),
     ] = None,
+    if_missing: Annotated[
+        bool,
+        typer.Option(
+            "--if-missing",
+            help="Skip a device whose board already has a calibrated profile in the data "
+            "directory (GOVERNOR_DATA_DIR): run it at every boot, it calibrates each new board once.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Find the clock with the most work per joule: probe a few clocks, fit, refine, save."""
+    """Find the clock with the most work per joule: probe a few clocks, fit, refine, save.
+
+    --device all (or URI,URI) calibrates each device in turn; with --if-missing, a board
+    calibrated before (or earlier in the same run) is skipped."""
+    from governor.devices.registry import resolve_uris
+
+    uris = ["auto"] if device == "auto" else resolve_uris(device)
+    docs = [
+        _calibrate_one(uri, load, max_probes, window_s, save, plot, if_missing, json_out)
+        for uri in uris
+    ]
+    if json_out:
+        emit_json(docs[0] if len(docs) == 1 else {"devices": docs})
+
+
+def _user_profile(dev) -> Optional[Path]:
+    """The data directory's calibrated profile of ``dev``'s board, if there is one."""
+    from governor.profiles.profile import board_key
+    from governor.profiles.store import profile_paths, read_profile_file
+
+    path = profile_paths(board_key(dev))[0]
+    if not path.exists():
+        return None
+    doc = read_profile_file(path)  # a malformed one: ProfileError, as when merging into it
+    return path if "power_model" in doc else None
+
+
+def _calibrate_one(device, load, max_probes, window_s, save, plot, if_missing, json_out):
     from governor.calibrate.loads import CommandLoad, make_load
     from governor.calibrate.procedure import DeviceProber, ReplayProber, calibrate
     from governor.devices.registry import last_auto_note, open_device
@@ -64,6 +99,16 @@ def calibrate_command(
     elif device == "auto":
         typer.echo(f"governor: calibrating {dev.uri} ({dev.identity.name})", err=True)
     with dev:
+        found = _user_profile(dev) if if_missing else None
+        if found is not None:
+            if not json_out:
+                typer.echo(f"{dev.uri}: calibrated before ({found}); skipped")
+            return {
+                "device": dev.uri,
+                "device_name": dev.identity.name,
+                "skipped": True,
+                "profile_path": str(found),
+            }
         if save:
             existing_profile(dev)  # a malformed profile to merge into: refused before probing
         if dev.identity.kind == "replay":
@@ -98,10 +143,9 @@ def calibrate_command(
                 result, plot, title=f"{dev.identity.name}: {load_info['name']}"
             )
         doc = _document(dev, result, load_info, profile_path, plot_path, note)
-    if json_out:
-        emit_json(doc)
-    else:
+    if not json_out:
         _print(doc, result)
+    return doc
 
 
 def _keep_raw(dev, data) -> str:
@@ -150,6 +194,7 @@ def _document(dev, result, load_info, profile_path, plot_path, note) -> Dict[str
         "notes": result.notes,
         "profile_path": str(profile_path) if profile_path else None,
         "plot_path": str(plot_path) if plot_path else None,
+        "skipped": False,
     }
 
 

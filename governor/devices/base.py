@@ -417,10 +417,12 @@ class Device:
         self._ownership.push(command)
         return self
 
-    def release(self, *, keep: bool = False) -> Dict[str, Any]:
+    def release(self, *, keep: bool = False, merge: bool = True) -> Dict[str, Any]:
         """Undo the top layer of changes and let the device go once no layer is left.
 
-        With ``keep`` (``governor apply``) the changes stay, journaled for ``governor reset``.
+        With ``keep`` (``governor apply``) the changes stay, journaled for ``governor reset``;
+        ``merge=False`` keeps them in a layer of their own instead of merging them into a
+        persistent layer below (see :func:`~governor.devices.ownership.restore_layers_down_to`).
         Returns field -> value restored.
 
         Raises:
@@ -434,7 +436,7 @@ class Device:
         restored: Dict[str, Any] = {}
         try:
             if keep:
-                own.keep_top()
+                own.keep_top(merge=merge)
             else:
                 restored = own.restore_top()
                 own.journal.layers.pop()

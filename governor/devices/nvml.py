@@ -53,7 +53,7 @@ from governor.errors import (
 )
 from governor.timebase import Clock
 
-__all__ = ["NvmlDevice", "discover_nvml", "open_nvml", "parse_pci_bus_id"]
+__all__ = ["NvmlDevice", "discover_nvml", "inventory_nvml", "open_nvml", "parse_pci_bus_id"]
 
 log = logging.getLogger("governor.devices.nvml")
 
@@ -697,6 +697,57 @@ def discover_nvml() -> List[str]:
                 found.append(f"nvml:{index}")
     except nv.NVMLError as err:
         log.debug("NVML discovery: %s", err)
+    finally:
+        try:
+            nv.nvmlShutdown()
+        except Exception:  # pragma: no cover
+            pass
+    return found
+
+
+def inventory_nvml() -> List[Dict[str, Any]]:
+    """Every GPU NVML lists, in NVML index order: ``{"index", "uuid", "minor", "name",
+    "model", "pci_bus_id"}``. ``minor`` is the N of ``/dev/nvidiaN`` (what Slurm's gres.conf
+    names and what ``SLURM_JOB_GPUS`` counts by), None where NVML does not report it (Jetson).
+
+    Raises:
+        DeviceNotFoundError: nvidia-ml-py missing or no driver.
+    """
+    try:
+        nv = _import_pynvml()
+    except ImportError as err:
+        raise DeviceNotFoundError("the nvml backend needs nvidia-ml-py") from err
+    _init(nv)
+    found: List[Dict[str, Any]] = []
+    try:
+        for index in range(int(nv.nvmlDeviceGetCount())):
+            try:
+                handle = nv.nvmlDeviceGetHandleByIndex(index)
+                uuid = _text(nv.nvmlDeviceGetUUID(handle))
+            except nv.NVMLError as err:
+                log.debug("NVML GPU %d: %s", index, err)
+                continue
+            row: Dict[str, Any] = {"index": index, "uuid": uuid, "minor": None}
+            getter = getattr(nv, "nvmlDeviceGetMinorNumber", None)
+            if getter is not None:
+                try:
+                    row["minor"] = int(getter(handle))
+                except nv.NVMLError as err:
+                    log.debug("NVML GPU %d has no minor number: %s", index, err)
+            try:
+                name = _text(nv.nvmlDeviceGetName(handle))
+            except nv.NVMLError:
+                name = "NVIDIA GPU"
+            row["name"] = name
+            row["model"] = catalog_model(name)
+            try:
+                parsed = parse_pci_bus_id(_text(nv.nvmlDeviceGetPciInfo(handle).busId))
+                row["pci_bus_id"] = _nvml_pci_text(parsed) if parsed else None
+            except nv.NVMLError:
+                row["pci_bus_id"] = None
+            found.append(row)
+    except nv.NVMLError as err:
+        raise DeviceNotFoundError(f"NVML could not list its GPUs: {err}") from err
     finally:
         try:
             nv.nvmlShutdown()

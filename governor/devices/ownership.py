@@ -50,6 +50,7 @@ __all__ = [
     "journals_on_disk",
     "reset_all",
     "reset_device",
+    "restore_layers_down_to",
 ]
 
 log = logging.getLogger("governor.devices")
@@ -162,9 +163,11 @@ class Ownership:
             Layer(owner=owner_record(command or self.command), persistent=persistent)
         )
 
-    def keep_top(self) -> None:
+    def keep_top(self, merge: bool = True) -> None:
         """Leave this owner's only layer for ``reset`` (``governor apply``), merged into a
-        persistent layer right below it so that repeated applies do not pile up layers."""
+        persistent layer right below it so that repeated applies do not pile up layers
+        (``merge=False`` keeps it a layer of its own, which its owner's successor can find
+        and undo alone: a Slurm job's)."""
         if self.own_depth != 1:
             raise GovernorError(
                 f"{self.device.uri}: only an owner with one journal layer can keep its changes"
@@ -172,7 +175,7 @@ class Ownership:
         top = self.journal.layers[-1]
         top.persistent = True
         below = self.journal.layers[-2] if len(self.journal.layers) >= 2 else None
-        if below is not None and below.persistent:
+        if merge and below is not None and below.persistent:
             for name, value in top.original.items():
                 below.original.setdefault(name, value)
             self.journal.layers.pop()
@@ -314,6 +317,64 @@ def reset_device(device: Device, *, command: Optional[str] = None) -> ResetRepor
             for layer in failed_layers:
                 layer.persistent = True
             own.journal.layers = failed_layers
+        own.save()
+        return report
+    finally:
+        own.let_go()
+
+
+def restore_layers_down_to(
+    device: Device, marker: str, *, command: Optional[str] = None
+) -> Optional[ResetReport]:
+    """Undo the journal layers of ``device`` from the top down to, and including, the topmost
+    layer whose owner command contains ``marker`` (a Slurm job's layer, kept apart by
+    ``release(keep=True, merge=False)``); the layers below it (a site's ``governor apply``)
+    stay. None when no layer carries ``marker``: nothing was changed.
+
+    Takes the device's lock for the duration. Fields that fail are reported and stay
+    journaled in a persistent layer, for ``governor reset``.
+
+    Raises:
+        DeviceBusyError: a live process owns the device.
+        GovernorError: the journal belongs to another device, or cannot be read.
+    """
+    if device._ownership is not None:
+        raise GovernorError(f"{device.uri}: release the device before restoring it")
+    own = Ownership(device, command)
+    if own.path is None:
+        return None
+    if own.lock is not None:
+        own.lock.acquire()
+    try:
+        found = read_journal(own.path)
+        if found is None:
+            return None
+        _check_identity(found, own.key, own.path)
+        layers = found.layers
+        depth = None
+        for i in range(len(layers) - 1, -1, -1):
+            if marker in str(layers[i].owner.get("command", "")):
+                depth = i
+                break
+        if depth is None:
+            return None
+        report = ResetReport(device=device.uri, restored={}, failed={}, notes=[])
+        own.journal.layers = layers
+        failed_layers: List[Layer] = []
+        while len(own.journal.layers) > depth:
+            try:
+                restored = own.restore_top()
+            except RestoreError as err:
+                restored = err.restored
+                for name, why in err.failed.items():
+                    report["failed"].setdefault(name, why)
+                failed_layers.insert(0, own.journal.layers[-1])
+            for name, value in restored.items():
+                report["restored"][name] = value
+            own.journal.layers.pop()
+        for layer in failed_layers:
+            layer.persistent = True
+        own.journal.layers.extend(failed_layers)
         own.save()
         return report
     finally:

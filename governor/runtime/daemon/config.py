@@ -115,6 +115,7 @@ class DaemonConfig:
     workers: int = 4
     test_mode: bool = False
     source: str = "<config>"
+    metrics_listen: Optional[str] = None  # ADDR:PORT of Prometheus metrics, None: off
 
     def device(self, uri: str) -> Optional[DeviceConfig]:
         for dev in self.devices:
@@ -137,6 +138,7 @@ class DaemonConfig:
             "workers": self.workers,
             "devices": [d.to_dict() for d in self.devices],
             "test_mode": self.test_mode,
+            "metrics_listen": self.metrics_listen,
         }
 
 
@@ -313,6 +315,7 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
             "idle_timeout_s",
             "workers",
             "test_mode",
+            "metrics_listen",
             *_RENAMED,
         ),
     )
@@ -382,6 +385,14 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
         policy = check.policy(raw["policy"], f"{where}.policy") if "policy" in raw else site_policy
         devices.append(DeviceConfig(uri=uri, min_mhz=lo, max_mhz=hi, policy=policy))
 
+    metrics_listen = check.string(daemon, "metrics_listen", "daemon", None)
+    if metrics_listen is not None:
+        from governor.runtime.exporter import parse_listen
+
+        try:
+            parse_listen(metrics_listen)
+        except ValueError as err:
+            raise check.fail("daemon.metrics_listen", str(err)) from None
     test_mode = check.boolean(daemon, "test_mode", "daemon", False)
     if test_mode and not _under_temp_dir(socket):
         raise check.fail(
@@ -407,6 +418,7 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
         workers=check.integer(daemon, "workers", "daemon", 4, _WORKERS),
         test_mode=test_mode,
         source=source,
+        metrics_listen=metrics_listen,
     )
 
 

@@ -29,6 +29,7 @@ every device and removes its socket.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -277,6 +278,7 @@ class DaemonServer:
         self._cleaned = False
         self._serving = False
         self._serving_thread: Optional[threading.Thread] = None
+        self._metrics: Any = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -307,6 +309,19 @@ class DaemonServer:
             self._listener.setblocking(False)
             for slot in self._slots.values():
                 self._enforce(slot)
+            if self.config.metrics_listen:
+                from governor.runtime.exporter import serve_metrics
+
+                self._metrics = serve_metrics(
+                    [slot.device for slot in self._slots.values()],
+                    self.config.metrics_listen,
+                    policy_of=self._policy_of,
+                )
+                log.info(
+                    "serving metrics on http://%s:%d/metrics",
+                    self._metrics.addr,
+                    self._metrics.port,
+                )
         except BaseException:
             self._cleanup()
             raise
@@ -330,7 +345,7 @@ class DaemonServer:
             def opener(uri: str) -> Device:  # a daemon lives in real time, simulated or not
                 return open_device(uri, clock=WallClock())
 
-        for dev_config in self.config.devices:
+        for dev_config in self._expanded_devices():
             device = opener(dev_config.uri)
             slot = _Slot(dev_config, device)
             self._slots[dev_config.uri] = slot
@@ -345,6 +360,21 @@ class DaemonServer:
                     lo,
                     hi,
                 )
+
+    def _expanded_devices(self) -> List[DeviceConfig]:
+        """The configured devices, with ``uri = "all"`` standing for every GPU of this host
+        that no other table names (found at start: a node's GPUs, however many)."""
+        out: List[DeviceConfig] = []
+        for dev_config in self.config.devices:
+            if dev_config.uri != "all":
+                out.append(dev_config)
+                continue
+            from governor.devices.registry import resolve_uris
+
+            for uri in resolve_uris("all"):
+                if self.config.device(uri) is None:
+                    out.append(dataclasses.replace(dev_config, uri=uri))
+        return out
 
     @staticmethod
     def _recover(device: Device, uri: str) -> None:
@@ -414,6 +444,8 @@ class DaemonServer:
                 return
             self._cleaned = True
         self._stop.set()
+        if self._metrics is not None:
+            self._metrics.close()
         if self._listener is not None:
             try:
                 self._listener.close()
@@ -650,6 +682,23 @@ class DaemonServer:
                 log.warning("%s: stopping the policy: %s", slot.device.uri, err)
 
     # -- status --------------------------------------------------------------------------------
+    def _policy_of(self, device: Device) -> Dict[str, Any]:
+        """What the metrics show for ``device``: the policy in force and the budget left."""
+        for slot in self._slots.values():
+            if slot.device is device:
+                governor = slot.governor
+                budget = None
+                if governor is not None:
+                    try:
+                        budget = governor.controller.status().get("remaining_j")
+                    except Exception:  # a controller without a budget
+                        budget = None
+                if slot.override:
+                    return {"policy": slot.override.get("policy", "lock"), "source": "client"}
+                name = (slot.enforced or {}).get("policy") or "none"
+                return {"policy": name, "source": "daemon", "budget_remaining_j": budget}
+        return {}
+
     def _status(self, slots: List[_Slot], peer: PeerCredentials) -> Dict[str, Any]:
         pid, uid, _ = peer
         return {

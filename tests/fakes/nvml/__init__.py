@@ -129,6 +129,7 @@ class Gpu:
     uuid: Optional[str] = None
     serial: Optional[str] = None
     pci: Optional[str] = None  # domain:bus:device.function
+    minor: Optional[int] = None  # /dev/nvidia<minor> (default: the index)
     clocks: Optional[Mapping[int, Tuple[int, int, int]]] = None  # mem MHz -> (lo, hi, step)
     power_mw: Optional[int] = None
     instant_mw: Optional[int] = None  # -1: NVML_FI_DEV_POWER_INSTANT not available
@@ -151,6 +152,7 @@ class Gpu:
             "uuid",
             "serial",
             "pci",
+            "minor",
             "power_mw",
             "instant_mw",
             "average_mw",
@@ -246,8 +248,15 @@ class FakeNvml:
         """The fake driver's state file, GPU by GPU in NVML index order ([] before any init)."""
         if not self.state_path.exists():
             return []
+        import fcntl
+
+        # under the driver's flock: it truncates, then writes, so an unlocked read can see
+        # an empty file while another process (a Slurm prolog) changes a clock
+        with open(self.state_path, encoding="utf-8") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH)
+            text = f.read()
         out = []
-        for line in self.state_path.read_text(encoding="utf-8").splitlines():
+        for line in text.splitlines():
             words = line.split()
             if not words or words[0] != "gpu":
                 continue

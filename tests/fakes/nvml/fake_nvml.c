@@ -15,6 +15,7 @@
  *       unprivileged = 1               setters return NVML_ERROR_NO_PERMISSION (non-root)
  *       not_supported = nvmlX,nvmlY    functions returning NVML_ERROR_NOT_SUPPORTED (all GPUs)
  *       gpu.N.name / uuid / serial / pci (domain:bus:device.function) / pci_device_id
+ *       gpu.N.minor                    the /dev/nvidia<minor> number (default: N)
  *       gpu.N.clocks.<mem MHz> = lo:hi:step   one line per memory clock (first line replaces
  *                                             the built-in table)
  *       gpu.N.power_mw, gpu.N.instant_mw, gpu.N.average_mw (-1: field not available)
@@ -112,6 +113,7 @@ typedef struct {
 struct fake_gpu {
     char name[TEXT], uuid[TEXT], serial[30];
     unsigned int domain, bus, dev, pci_device_id, pci_subsystem_id;
+    unsigned int minor; /* /dev/nvidia<minor>: what Slurm's gres.conf File= names */
     int n_mem;
     unsigned int mem[MAX_MEM], gfx_lo[MAX_MEM], gfx_hi[MAX_MEM], gfx_step[MAX_MEM];
     int clocks_from_config;
@@ -179,6 +181,7 @@ static void default_gpu(int i, struct fake_gpu *g) {
     g->temperature_c = 33 + i;
     g->util_pct = 5;
     g->energy_mj = 123456789ULL + 1000000ULL * i;
+    g->minor = (unsigned)i;
     snprintf(g->serial, sizeof g->serial, "13200000000%02d", i + 1);
     if (i % 2 == 0) {
         snprintf(g->name, TEXT, "NVIDIA A100-SXM4-80GB");
@@ -265,7 +268,8 @@ static void config_line(char *key, char *value) {
         g->domain = a;
         g->bus = b;
         g->dev = c;
-    } else if (strcmp(k, "pci_device_id") == 0) g->pci_device_id = (unsigned)strtoul(value, NULL, 0);
+    } else if (strcmp(k, "minor") == 0) g->minor = (unsigned)strtoul(value, NULL, 0);
+    else if (strcmp(k, "pci_device_id") == 0) g->pci_device_id = (unsigned)strtoul(value, NULL, 0);
     else if (strncmp(k, "clocks.", 7) == 0) {
         unsigned mem = (unsigned)strtoul(k + 7, NULL, 10);
         if (!g->clocks_from_config) {
@@ -617,6 +621,17 @@ EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
     if (index == NULL) RETURN(NVML_ERROR_INVALID_ARGUMENT);
     if (mig >= 0) RETURN(NVML_ERROR_NOT_SUPPORTED);
     *index = (unsigned)gpu;
+    RETURN(NVML_SUCCESS);
+}
+
+/* nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber) */
+EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber) {
+    LOCK();
+    int gpu;
+    nvmlReturn_t r = check_gpu(device, "nvmlDeviceGetMinorNumber", &gpu);
+    if (r != NVML_SUCCESS) RETURN(r);
+    if (minorNumber == NULL) RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    *minorNumber = g_gpu[gpu].minor;
     RETURN(NVML_SUCCESS);
 }
 

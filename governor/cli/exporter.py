@@ -1,0 +1,75 @@
+"""``governor exporter``: Prometheus metrics of every GPU on this host.
+
+Serves ``/metrics`` until SIGTERM or Ctrl-C; see :mod:`governor.runtime.exporter` for the
+series. Needs the ``metrics`` extra (``pip install 'gpu-governor[metrics]'``).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+import typer
+
+from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
+
+
+def register(app: typer.Typer) -> None:
+    app.command("exporter")(exporter_command)
+
+
+def exporter_command(
+    device: DeviceOpt = "all",
+    listen: Annotated[
+        str,
+        typer.Option(
+            "--listen",
+            envvar="GOVERNOR_METRICS_LISTEN",
+            help="ADDR:PORT to serve /metrics on (port 0: any free port).",
+        ),
+    ] = "127.0.0.1:9400",
+    json_out: JsonOpt = False,
+) -> None:
+    """Serve Prometheus metrics (power per rail, energy, clocks, temperature, policy) of every
+    device (--device all, the default) until stopped."""
+    from governor.devices.registry import open_device, resolve_uris
+    from governor.errors import InvalidRequestError
+    from governor.fleet.slurm import running_policies
+    from governor.runtime.exporter import import_prometheus, parse_listen, serve_metrics
+
+    import_prometheus()  # before opening anything: a missing extra is a one-line error
+    try:
+        parse_listen(listen)
+    except ValueError as err:
+        raise InvalidRequestError(f"--listen: {err}") from None
+    devices = []
+    try:
+        for uri in resolve_uris(device):
+            devices.append(open_device(uri))
+        server = serve_metrics(devices, listen, policy_of=running_policies())
+        url = f"http://{server.addr}:{server.port}/metrics"
+        if json_out:
+            emit_json(
+                {
+                    "listen": f"{server.addr}:{server.port}",
+                    "url": url,
+                    "devices": [d.uri for d in devices],
+                }
+            )
+        typer.echo(f"governor: serving metrics of {len(devices)} device(s) on {url}", err=True)
+        stop = threading.Event()
+        previous = {}
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous[signum] = signal.signal(signum, lambda *_: stop.set())
+        try:
+            while not stop.wait(1.0):
+                pass
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            server.close()
+        sys.stderr.write("governor: exporter stopped\n")
+    finally:
+        for dev in devices:
+            dev.close()

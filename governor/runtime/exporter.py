@@ -1,0 +1,220 @@
+"""Prometheus metrics of every device on the host: power per rail, energy, clocks, temperature,
+the policy in force and the energy budget left.
+
+Served by ``governor exporter`` and, with ``daemon.metrics_listen`` set, by the daemon. Each
+scrape reads every device once (reading never takes a lock or writes anything). Names follow
+Prometheus' conventions: base units in the name (``_watts``, ``_joules_total``, ``_hertz``,
+``_celsius``, ``_ratio``); MHz become Hz here, at the edge. Every series carries ``uuid`` (the
+GPU's UUID, or the device's identity key where it has no UUID), ``board`` (the catalog model)
+and ``device`` (the URI it was opened by); power also ``rail`` and ``scope`` (what the figure
+covers: ``gpu``, ``gpu+soc``, ``board input``...).
+
+``prometheus-client`` is imported only here, when metrics are served (``pip install
+'gpu-governor[metrics]'``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from governor.devices.base import Device
+from governor.errors import GovernorError
+
+__all__ = ["DeviceCollector", "MetricsServer", "import_prometheus", "parse_listen", "serve_metrics"]
+
+log = logging.getLogger("governor.runtime.exporter")
+
+#: what a policy provider returns for a device: {"policy", "source", "budget_remaining_j"}
+PolicyOf = Callable[[Device], Mapping[str, Any]]
+
+_INSTALL = "the metrics exporter needs prometheus-client: pip install 'gpu-governor[metrics]'"
+
+
+def import_prometheus() -> Any:
+    """The ``prometheus_client`` module.
+
+    Raises:
+        GovernorError: it is not installed (the message says what to install).
+    """
+    try:
+        import prometheus_client
+    except ImportError:
+        raise GovernorError(_INSTALL) from None
+    return prometheus_client
+
+
+def parse_listen(text: str, default_port: int = 9400) -> Tuple[str, int]:
+    """``(address, port)`` from ``ADDR:PORT``, ``:PORT`` or ``PORT``.
+
+    Raises:
+        ValueError: not one of those, or a port outside 0-65535.
+    """
+    text = str(text).strip()
+    addr, sep, port_text = text.rpartition(":")
+    if not sep:
+        addr, port_text = "", text
+    addr = addr.strip("[]") or "0.0.0.0"
+    try:
+        port = int(port_text) if port_text else default_port
+    except ValueError:
+        raise ValueError(
+            f"bad listen address {text!r}: use ADDR:PORT, e.g. 127.0.0.1:9400"
+        ) from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} is outside 0-65535")
+    return addr, port
+
+
+def _labels(device: Device) -> List[str]:
+    ident = device.identity
+    return [ident.uuid or ident.key or ident.uri, ident.model, ident.uri]
+
+
+class DeviceCollector:
+    """A prometheus-client collector that reads ``devices`` at each scrape."""
+
+    BASE = ("uuid", "board", "device")
+
+    def __init__(self, devices: Sequence[Device], policy_of: Optional[PolicyOf] = None) -> None:
+        self.devices = list(devices)
+        self.policy_of = policy_of
+        self._lock = threading.Lock()
+
+    def describe(self) -> List[Any]:
+        return []  # no reading of the devices when the collector is registered
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        base = list(self.BASE)
+        up = GaugeMetricFamily(
+            "governor_device_up", "1 when the device answered this scrape, 0 when not.", labels=base
+        )
+        power = GaugeMetricFamily(
+            "governor_power_watts",
+            "Power now, per rail; scope says what the rail covers (gpu, gpu+soc, board input...).",
+            labels=base + ["rail", "scope"],
+        )
+        energy = CounterMetricFamily(
+            "governor_energy_joules",
+            "The device's energy counter (J since an arbitrary origin, e.g. the driver load).",
+            labels=base,
+        )
+        clock = GaugeMetricFamily(
+            "governor_clock_hertz",
+            "Clock now, by domain (graphics, memory).",
+            labels=base + ["domain"],
+        )
+        temperature = GaugeMetricFamily(
+            "governor_temperature_celsius", "GPU temperature.", labels=base
+        )
+        utilisation = GaugeMetricFamily(
+            "governor_utilisation_ratio", "GPU utilisation (0-1).", labels=base
+        )
+        policy = GaugeMetricFamily(
+            "governor_policy_info",
+            "The policy in force on the device (1), with who set it (a Slurm job, the daemon).",
+            labels=base + ["policy", "source"],
+        )
+        budget = GaugeMetricFamily(
+            "governor_budget_remaining_joules",
+            "Energy left of the budget an energy/battery policy enforces.",
+            labels=base,
+        )
+        with self._lock:
+            for device in self.devices:
+                labels = _labels(device)
+                try:
+                    sample = device.sample()
+                except GovernorError as err:
+                    log.warning("%s: not read for this scrape: %s", device.uri, err)
+                    up.add_metric(labels, 0.0)
+                    continue
+                up.add_metric(labels, 1.0)
+                if sample.rails:
+                    for rail in sample.rails:
+                        power.add_metric(labels + [rail.name, rail.scope], rail.power_w)
+                elif sample.power_w is not None:
+                    scope = sample.power_scope or "gpu"
+                    power.add_metric(labels + [scope, scope], sample.power_w)
+                if sample.energy_j is not None:
+                    energy.add_metric(labels, sample.energy_j)
+                if sample.gpu_clock_mhz is not None:
+                    clock.add_metric(labels + ["graphics"], sample.gpu_clock_mhz * 1e6)
+                if sample.mem_clock_mhz is not None:
+                    clock.add_metric(labels + ["memory"], sample.mem_clock_mhz * 1e6)
+                if sample.temperature_c is not None:
+                    temperature.add_metric(labels, sample.temperature_c)
+                if sample.utilisation_pct is not None:
+                    utilisation.add_metric(labels, sample.utilisation_pct / 100.0)
+                info: Mapping[str, Any] = {}
+                if self.policy_of is not None:
+                    try:
+                        info = self.policy_of(device) or {}
+                    except Exception as err:  # a provider's bug must not break the scrape
+                        log.warning("%s: policy unknown: %s", device.uri, err)
+                policy.add_metric(
+                    labels + [str(info.get("policy") or "none"), str(info.get("source") or "")],
+                    1.0,
+                )
+                left = info.get("budget_remaining_j")
+                if left is not None:
+                    budget.add_metric(labels, float(left))
+        yield from (up, power, energy, clock, temperature, utilisation, policy, budget)
+
+
+class MetricsServer:
+    """The HTTP endpoint serving a :class:`DeviceCollector` (``/metrics``) in a thread."""
+
+    def __init__(self, collector: DeviceCollector, addr: str, port: int) -> None:
+        prom = import_prometheus()
+        from prometheus_client import CollectorRegistry
+
+        self.collector = collector
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(collector)  # type: ignore[arg-type]
+        started = prom.start_http_server(port, addr=addr, registry=self.registry)
+        self._httpd = started[0] if isinstance(started, tuple) else None
+        self.addr = addr
+        self.port = int(self._httpd.server_port) if self._httpd is not None else port
+
+    def close(self) -> None:
+        """Stop serving (safe to repeat)."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+
+
+def serve_metrics(
+    devices: Sequence[Device],
+    listen: str = "127.0.0.1:9400",
+    *,
+    policy_of: Optional[PolicyOf] = None,
+) -> MetricsServer:
+    """Serve metrics of ``devices`` on ``listen`` (``ADDR:PORT``; port 0 picks a free one).
+
+    Raises:
+        GovernorError: prometheus-client is missing, or the address cannot be bound.
+    """
+    addr, port = parse_listen(listen)
+    try:
+        return MetricsServer(DeviceCollector(devices, policy_of), addr, port)
+    except OSError as err:
+        raise GovernorError(
+            f"cannot serve metrics on {addr}:{port}: {err.strerror or err}"
+        ) from err
+
+
+def policies_from_records(records: Mapping[str, Mapping[str, Any]]) -> PolicyOf:
+    """A provider for devices whose policy is set from outside (a Slurm job): ``records``
+    maps a GPU UUID (any case) to ``{"policy", "source"}``."""
+    lowered: Dict[str, Mapping[str, Any]] = {k.lower(): v for k, v in records.items()}
+
+    def policy_of(device: Device) -> Mapping[str, Any]:
+        uuid = (device.identity.uuid or "").lower()
+        return lowered.get(uuid, {})
+
+    return policy_of
