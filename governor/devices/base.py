@@ -336,20 +336,20 @@ class Device:
         hi = lo if max_mhz is None else self.snap_clock_mhz(max_mhz, strict=strict)
         if lo > hi:
             raise InvalidRequestError(f"minimum clock {lo:g} MHz is above maximum {hi:g} MHz")
-        self._change("gpu_clocks", lambda: self._write_gpu_clocks(lo, hi))
+        self._change("gpu_clocks", lambda: self._write_gpu_clocks(lo, hi), [lo, hi])
         log.info("%s: GPU clock locked to %g-%g MHz", self.uri, lo, hi)
         return (lo, hi)
 
     def reset_gpu_clocks(self) -> None:
         """Let the driver choose the GPU clock again."""
         self._require("lock_gpu_clocks", "resetting the GPU clock")
-        self._change("gpu_clocks", self._reset_gpu_clocks)
+        self._change("gpu_clocks", self._reset_gpu_clocks, None)
 
     def lock_mem_clock(self, clock_mhz: Optional[float]) -> Optional[float]:
         """Lock the memory clock (MHz; None unlocks). Returns the clock applied."""
         self._require("lock_mem_clock", "locking the memory clock")
         value = None if clock_mhz is None else self.snap_clock_mhz(clock_mhz, mem=True)
-        self._change("mem_clock", lambda: self._write_mem_clock(value))
+        self._change("mem_clock", lambda: self._write_mem_clock(value), value)
         return value
 
     def set_power_limit(self, power_w: float) -> float:
@@ -368,7 +368,7 @@ class Device:
                 f"power limit {value:g} W is outside {limits.min_w:g}-{limits.max_w:g} W "
                 f"for {self.identity.name}"
             )
-        self._change("power_limit", lambda: self._write_power_limit(value))
+        self._change("power_limit", lambda: self._write_power_limit(value), value)
         return value
 
     def set_power_mode(self, mode: str) -> str:
@@ -379,7 +379,7 @@ class Device:
             raise InvalidRequestError(
                 f"unknown power mode {mode!r} for {self.identity.name}; known: {', '.join(modes)}"
             )
-        self._change("power_mode", lambda: self._write_power_mode(mode))
+        self._change("power_mode", lambda: self._write_power_mode(mode), mode)
         return mode
 
     # -- ownership and restore ---------------------------------------------------------
@@ -519,7 +519,15 @@ class Device:
         if not getattr(self.capabilities, capability):
             raise UnsupportedError(f"{self.identity.name} ({self.uri}) does not support {doing}")
 
+    #: fields the hardware cannot report back (NVML has no getter for locked clocks): their
+    #: current value is what the nearest journal layer below set, if one did
+    READ_BLIND: FrozenSet[str] = frozenset()
+
     def _current(self, name: str) -> Any:
+        if name in self.READ_BLIND and self._ownership is not None:
+            found, value = self._ownership.applied_below_top(name)
+            if found:
+                return value
         state = self._read_state()
         if name == "gpu_clocks":
             return list(state.gpu_clocks_mhz) if state.gpu_clocks_mhz else None
@@ -529,7 +537,7 @@ class Device:
             "power_mode": state.power_mode,
         }[name]
 
-    def _change(self, name: str, write: Callable[[], None]) -> None:
+    def _change(self, name: str, write: Callable[[], None], applied: Any = None) -> None:
         """Take the device if not yet owned, journal the original of ``name`` (first change in
         this layer only), then write. A write that fails leaves nothing to undo, so an entry
         this call made is dropped again."""
@@ -555,6 +563,8 @@ class Device:
             if recorded:
                 own.forget(name)
             raise
+        if name in self.READ_BLIND:
+            own.note_applied(name, applied)
 
     def _check_original(self, name: str, value: Any) -> None:
         """A journaled value must be one this device can take back."""

@@ -134,6 +134,9 @@ class Layer:
     owner: Dict[str, Any]
     persistent: bool = False
     original: Dict[str, Any] = field(default_factory=dict)
+    #: what this layer set, for fields the hardware cannot report back (NVML's locked clocks):
+    #: the next layer's original is read from here
+    applied: Dict[str, Any] = field(default_factory=dict)
 
     def fields(self) -> List[str]:
         """Changed fields in restore order."""
@@ -145,11 +148,14 @@ class Layer:
         return f"pid {pid} ({command})"
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        doc = {
             "owner": dict(self.owner),
             "persistent": self.persistent,
             "original": {f: self.original[f] for f in self.fields()},
         }
+        if self.applied:
+            doc["applied"] = {f: self.applied[f] for f in FIELDS if f in self.applied}
+        return doc
 
 
 class Journal:
@@ -273,13 +279,19 @@ def _parse(raw: bytes) -> Journal:
             raise ValueError(f"layer {i}: owner must be an object and persistent a boolean")
         if not isinstance(original, dict):
             raise ValueError(f"layer {i}: original must be an object")
-        checked = {}
-        for name, value in original.items():
-            try:
-                checked[name] = check_value(name, value)
-            except ValueError as err:
-                raise ValueError(f"layer {i}: {err}") from None
-        layers.append(Layer(owner=owner, persistent=persistent, original=checked))
+        applied = item.get("applied", {})
+        if not isinstance(applied, dict):
+            raise ValueError(f"layer {i}: applied must be an object")
+        checked: List[Dict[str, Any]] = [{}, {}]
+        for slot, values in enumerate((original, applied)):
+            for name, value in values.items():
+                try:
+                    checked[slot][name] = check_value(name, value)
+                except ValueError as err:
+                    raise ValueError(f"layer {i}: {err}") from None
+        layers.append(
+            Layer(owner=owner, persistent=persistent, original=checked[0], applied=checked[1])
+        )
     return Journal(doc["key"], doc["uri"], doc["kind"], layers)
 
 

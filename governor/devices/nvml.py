@@ -163,6 +163,8 @@ def _nvml_pci_text(pci: Tuple[int, int, int, int]) -> str:
 class NvmlDevice(Device):
     """One NVIDIA GPU (or MIG instance) through NVML. See the module docstring."""
 
+    READ_BLIND = frozenset({"gpu_clocks", "mem_clock"})  # NVML has no getter for the locks
+
     def __init__(
         self,
         nv: Any,

@@ -31,6 +31,7 @@ from governor.devices.journal import (
     Journal,
     JournalCorruptError,
     Layer,
+    check_value,
     owner_record,
     read_journal,
     write_journal,
@@ -178,6 +179,7 @@ class Ownership:
         if merge and below is not None and below.persistent:
             for name, value in top.original.items():
                 below.original.setdefault(name, value)
+            below.applied.update(top.applied)  # the newer setting is what is in force
             self.journal.layers.pop()
         self.base_depth = len(self.journal.layers)
         self.save()
@@ -195,6 +197,20 @@ class Ownership:
     def forget(self, name: str) -> None:
         self.journal.forget(name)
         self.save()
+
+    def note_applied(self, name: str, value: Any) -> None:
+        """Remember what the top layer set ``name`` to (see ``Layer.applied``)."""
+        top = self.journal.top
+        if top is not None:
+            top.applied[name] = check_value(name, value)
+            self.save()
+
+    def applied_below_top(self, name: str) -> Tuple[bool, Any]:
+        """(found, value): what the nearest layer under the top one set ``name`` to."""
+        for layer in reversed(self.journal.layers[:-1]):
+            if name in layer.applied:
+                return True, layer.applied[name]
+        return False, None
 
     def restore_top(self) -> Dict[str, Any]:
         """Put back every field of the top layer, trying them all; each one restored is
@@ -219,6 +235,7 @@ class Ownership:
                 )
                 continue
             layer.original.pop(name, None)
+            layer.applied.pop(name, None)
             self.save()
             restored[name] = original
             log.info("%s: restored %s to %r", self.device.uri, name, original)

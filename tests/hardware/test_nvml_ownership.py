@@ -190,3 +190,26 @@ def test_mig_instances_are_listed_under_their_gpu_with_whole_gpu_power(nvml, cap
     code, out, err = run_cli(capsys, "monitor", "--device", "nvml:" + mig, "-n", "1", "--json")
     assert code == 0, err
     assert json.loads(out)["scope"] == "whole GPU"
+
+
+def test_run_over_apply_gives_back_the_applied_clock_although_nvml_cannot_read_it(nvml, capsys):
+    assert run_cli(capsys, "apply", "--device", "nvml:1", "--clock", "1005")[0] == 0
+    assert nvml.gpu(1).gpu_locked == (1005, 1005)
+    seen = []
+    cmd = [sys.executable, "-m", "governor", "run", "--device", "nvml:1", "--policy", "max", "--"]
+    probe = f"print(open({str(nvml.state_path)!r}).read())"
+    done = subprocess.run(
+        [*cmd, sys.executable, "-c", probe],
+        env=nvml.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    seen.append(done.stdout)
+    assert "1590" in seen[0]  # the run held the T4 at its top clock
+    assert nvml.gpu(1).gpu_locked == (1005, 1005)  # and gave the applied clock back
+    (doc,) = journals()
+    assert [layer["original"] for layer in doc["layers"]] == [{"gpu_clocks": None}]
+    assert run_cli(capsys, "reset", "--device", "nvml:1")[0] == 0
+    assert nvml.gpu(1).gpu_locked is None and journals() == []
