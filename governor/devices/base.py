@@ -290,6 +290,29 @@ class Device:
         """The current settings (what a restore would bring back to)."""
         return self._read_state()
 
+    def energy_counter_j(self) -> Optional[float]:
+        """The hardware energy counter of the GPU figure (J, arbitrary origin) read on its own,
+        cheaper than a whole :meth:`sample`; None on a device without one.
+
+        Raises:
+            TelemetryError: the counter could not be read.
+        """
+        if not self.capabilities.energy_counter:
+            return None
+        return self._read_energy_counter_j()
+
+    def board_input_rail(self) -> Optional[str]:
+        """The name of the rail that measures the whole board's input (``VDD_IN``...), or
+        None when the device reports none."""
+        try:
+            rails = self.sample().rails
+        except TelemetryError:
+            return None
+        for rail in rails:
+            if rail.scope == "board input":
+                return rail.name
+        return None
+
     # -- clocks ----------------------------------------------------------------------
     def snap_clock_mhz(self, clock_mhz: float, *, strict: bool = False, mem: bool = False) -> float:
         """The supported clock nearest ``clock_mhz`` (MHz).
@@ -595,6 +618,9 @@ class Device:
 
     def _read_sample(self) -> Sample:  # pragma: no cover - every backend overrides
         raise NotImplementedError
+
+    def _read_energy_counter_j(self) -> Optional[float]:
+        return self._read_sample().energy_j
 
     def _read_state(self) -> DeviceState:
         return DeviceState()

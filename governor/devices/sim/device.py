@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import math
 import random
+import threading
 from typing import Dict, List, Optional, Tuple, Union
 from urllib.parse import parse_qsl
 
@@ -44,6 +45,8 @@ __all__ = ["SimDevice", "open_sim"]
 
 _FINE_STEP_S = 0.02  # integration step over the last seconds (sensor windows)
 _COARSE_STEP_S = 0.5  # before that (thermal time constants are >= 10 s)
+_OP_REUSE_S = 0.002  # reads closer than this reuse the operating point (temperature moves
+# with a time constant >= 10 s, so 2 ms of it changes power by far less than sensor noise)
 _HISTORY_S = 2.5  # how much fine history the averaging sensors may need
 
 _OPTIONS = {"seed", "realtime", "noise", "fail_rate", "stuck_after_s", "power_mode", "mem_clock"}
@@ -162,6 +165,9 @@ class SimDevice(Device):
         self._hist_p: List[float] = []
         self._hist_e: List[float] = []
         self._hist_dt: List[float] = []
+        self._rate = 0.0  # units of work per second at the present operating point
+        self._op_until_s = -math.inf  # until when _step may reuse the operating point
+        self._io_lock = threading.RLock()  # a governor and an energy meter may read at once
 
     # -- the load (used by calibration and the runtime) ---------------------------------
     @property
@@ -231,7 +237,12 @@ class SimDevice(Device):
             return (self._locked[0] if self._locked else board.clocks_mhz[0]), False
         wanted = min(self._locked[1], top) if self._locked else top
         return board.throttled_clock_mhz(
-            wanted, self._temperature_c, self._workload, self._power_limit_w, self._mem_clock
+            wanted,
+            self._temperature_c,
+            self._workload,
+            self._power_limit_w,
+            self._mem_clock,
+            hint_mhz=self._clock_mhz if self._throttled else None,
         )
 
     def _refresh_operating_point(self) -> None:
@@ -239,15 +250,25 @@ class SimDevice(Device):
         clock, throttled = self._target_clock()
         power = self.board.gpu_power_w(clock, self._temperature_c, self._workload, self._mem_clock)
         self._clock_mhz, self._throttled, self._power_w = clock, throttled, power
+        self._op_until_s = -math.inf  # the next step evaluates the point again
 
     def _step(self, dt: float) -> None:
         board = self.board
-        clock, throttled = self._target_clock()
-        power = board.gpu_power_w(clock, self._temperature_c, self._workload, self._mem_clock)
-        self._clock_mhz, self._throttled, self._power_w = clock, throttled, power
+        if self._t_s < self._op_until_s:  # reads microseconds apart: the point still holds
+            clock, power, rate = self._clock_mhz, self._power_w, self._rate
+        else:
+            clock, throttled = self._target_clock()
+            power = board.gpu_power_w(clock, self._temperature_c, self._workload, self._mem_clock)
+            rate = (
+                1.0 / self._workload.time_per_unit_s(clock, self._mem_clock)
+                if self._workload is not None
+                else 0.0
+            )
+            self._clock_mhz, self._throttled, self._power_w = clock, throttled, power
+            self._rate = rate
+            self._op_until_s = self._t_s + _OP_REUSE_S
         self._energy_j += power * dt
-        if self._workload is not None:
-            self._work += dt / self._workload.time_per_unit_s(clock, self._mem_clock)
+        self._work += dt * rate
         target = board.steady_temperature_c(power)
         self._temperature_c += (target - self._temperature_c) * (
             1.0 - math.exp(-dt / board.thermal_tau_s)
@@ -259,6 +280,10 @@ class SimDevice(Device):
         self._hist_dt.append(dt)
 
     def _advance(self) -> None:
+        with self._io_lock:
+            self._advance_locked()
+
+    def _advance_locked(self) -> None:
         now = self.clock.now_s()
         remaining = now - self._t_s
         while remaining > 1e-12:
@@ -296,6 +321,10 @@ class SimDevice(Device):
 
     # -- telemetry ----------------------------------------------------------------------------
     def _read_sample(self) -> Sample:
+        with self._io_lock:
+            return self._read_sample_locked()
+
+    def _read_sample_locked(self) -> Sample:
         self._advance()
         board = self.board
         if self._fail_rate and self._fail_rng.random() < self._fail_rate:
@@ -348,6 +377,12 @@ class SimDevice(Device):
             utilisation_pct=100.0 if self._workload is not None else 0.0,
             throttle_reasons=frozenset(reasons),
         )
+
+    def _read_energy_counter_j(self) -> Optional[float]:
+        self._advance()
+        if self._fail_rate and self._fail_rng.random() < self._fail_rate:
+            raise TelemetryError(f"{self.uri}: simulated sensor read failure")
+        return math.floor(self._energy_j * 1000.0) / 1000.0
 
     def _best_rail(self, rails) -> Optional[Rail]:
         """The narrowest rail that includes the GPU, else the board input."""

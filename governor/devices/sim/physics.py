@@ -22,6 +22,7 @@ limit, firmware picks the highest clock that fits.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Sequence, Tuple
@@ -238,15 +239,35 @@ class BoardSpec:
         workload: Optional[Workload],
         power_limit_w: float,
         mem_clock_mhz: Optional[float] = None,
+        hint_mhz: Optional[float] = None,
     ) -> Tuple[float, bool]:
         """The highest table clock ≤ ``wanted_mhz`` whose power fits the limit, and whether
-        that is below what was wanted (throttled). Never below the lowest clock."""
-        candidates = [c for c in self.clocks_mhz if c <= wanted_mhz + 1e-9] or [self.clocks_mhz[0]]
-        for clock in reversed(candidates):
-            power = self.gpu_power_w(clock, temperature_c, workload, mem_clock_mhz)
-            if self.limited_power_w(power) <= power_limit_w:
-                return clock, clock < candidates[-1]
-        return candidates[0], candidates[0] < wanted_mhz
+        that is below what was wanted (throttled). Never below the lowest clock.
+        ``hint_mhz`` (the last answer) is checked first: two evaluations when it still holds."""
+        table = self.clocks_mhz
+        n = bisect.bisect_right(table, wanted_mhz + 1e-9) or 1  # candidates: table[:n]
+
+        def fits(i: int) -> bool:
+            power = self.gpu_power_w(table[i], temperature_c, workload, mem_clock_mhz)
+            return self.limited_power_w(power) <= power_limit_w
+
+        if fits(n - 1):
+            return table[n - 1], False
+        if hint_mhz is not None:
+            i = bisect.bisect_left(table, hint_mhz - 1e-9)
+            if i < n - 1 and table[i] == hint_mhz and fits(i) and not fits(i + 1):
+                return table[i], True
+        # power rises with the clock (f·u(f) = c/t(f) grows), so bisect for the last fit
+        lo, hi = 0, n - 1  # fits(hi) is False
+        if not fits(0):
+            return table[0], table[0] < wanted_mhz
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid
+        return table[lo], True
 
     # -- the truth, for tests and benches ---------------------------------------------
     def steady_energy_per_unit_j(
@@ -260,9 +281,13 @@ class BoardSpec:
         )
 
     def max_clock_mhz(self, power_mode: Optional[str] = None) -> float:
-        cap = self.power_modes.get(power_mode, math.inf) if power_mode else math.inf
-        allowed = [c for c in self.clocks_mhz if c <= cap + 1e-9]
-        return allowed[-1] if allowed else self.clocks_mhz[0]
+        cache = self.__dict__.setdefault("_max_clock_cache", {})  # not a field: eq/hash unchanged
+        top = cache.get(power_mode)
+        if top is None:
+            cap = self.power_modes.get(power_mode, math.inf) if power_mode else math.inf
+            allowed = [c for c in self.clocks_mhz if c <= cap + 1e-9]
+            top = cache[power_mode] = allowed[-1] if allowed else self.clocks_mhz[0]
+        return top
 
 
 def clock_table(spec: object) -> Tuple[float, ...]:
