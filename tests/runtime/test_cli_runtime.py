@@ -4,6 +4,7 @@ errors with exit 1 (2 for usage), and no device left changed."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -163,6 +164,8 @@ def test_run_reports_energy_and_exits_with_the_commands_code(capsys):
         "--policy",
         "ppw",
         "--json",
+        "--stdout",
+        os.devnull,
         "--",
         sys.executable,
         "-c",
@@ -194,6 +197,8 @@ def test_run_on_the_default_simulated_board_runs_in_real_time_and_says_so(capsys
         "--policy",
         "max",
         "--json",
+        "--stdout",
+        os.devnull,
         "--",
         sys.executable,
         "-c",
