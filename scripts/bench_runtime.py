@@ -237,7 +237,7 @@ def bench_overhead(seconds):
         med = statistics.median(times) * 1e6
         dev_med = statistics.median(sample_t) * 1e6
         print(
-            f"| control step, sim:{board} (median, incl. device read {dev_med:.0f} µs) | {med:.0f} µs | ≤ 200 µs |"
+            f"| control step, sim:{board} (median, incl. device read {dev_med:.0f} µs) | {med:.0f} µs | ≤ 100 µs |"
         )
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     out = subprocess.run(

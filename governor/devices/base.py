@@ -10,6 +10,7 @@ time in s, temperature in °C. Backends convert from mW/mJ/Hz/kHz where they rea
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 from dataclasses import asdict, dataclass, field
@@ -331,7 +332,9 @@ class Device:
             raise InvalidRequestError(
                 f"{what} {value:g} MHz is outside the range {lo:g}-{hi:g} MHz of {self.identity.name}"
             )
-        nearest = min(table, key=lambda c: (abs(c - value), c))
+        i = bisect.bisect_left(table, value)  # the table is ascending: two neighbours
+        below, above = table[max(i - 1, 0)], table[min(i, len(table) - 1)]
+        nearest = below if abs(below - value) <= abs(above - value) else above
         if abs(nearest - value) > tol:
             if strict:
                 below = max((c for c in table if c < value), default=lo)

@@ -45,8 +45,11 @@ __all__ = ["SimDevice", "open_sim"]
 
 _FINE_STEP_S = 0.02  # integration step over the last seconds (sensor windows)
 _COARSE_STEP_S = 0.5  # before that (thermal time constants are >= 10 s)
-_OP_REUSE_S = 0.002  # reads closer than this reuse the operating point (temperature moves
-# with a time constant >= 10 s, so 2 ms of it changes power by far less than sensor noise)
+# How long an operating point (clock, power, rate) holds while nothing is changed. Only the
+# temperature moves it, with a time constant >= 15 s on every board: in 0.1 s the die moves by
+# < 0.7 % of its distance to steady state, which changes power by < 0.1 W (leakage S·λ <=
+# 0.45 W/°C), below sensor noise. Settings and load changes re-evaluate at once.
+_OP_REUSE_S = 0.1
 _HISTORY_S = 2.5  # how much fine history the averaging sensors may need
 
 _OPTIONS = {"seed", "realtime", "noise", "fail_rate", "stuck_after_s", "power_mode", "mem_clock"}
@@ -123,6 +126,7 @@ class SimDevice(Device):
         )
         super().__init__(identity, caps, clock=clock or VirtualClock(), journal=journal)
         self._rng_seed = int(seed)
+        self._noise_table: List[float] = []
         self._noise = bool(noise) and board.noise_rel > 0
         self._fail_rate = float(fail_rate)
         self._fail_rng = random.Random(seed * 7919 + 1)
@@ -165,6 +169,7 @@ class SimDevice(Device):
         self._hist_p: List[float] = []
         self._hist_e: List[float] = []
         self._hist_dt: List[float] = []
+        self._clock_tables: Dict[Optional[str], List[float]] = {}  # power mode -> clocks
         self._rate = 0.0  # units of work per second at the present operating point
         self._op_until_s = -math.inf  # until when _step may reuse the operating point
         self._io_lock = threading.RLock()  # a governor and an energy meter may read at once
@@ -214,8 +219,12 @@ class SimDevice(Device):
 
     # -- description ----------------------------------------------------------------------
     def _supported_clocks_mhz(self):
-        cap = self.board.max_clock_mhz(self._power_mode)
-        return [c for c in self.board.clocks_mhz if c <= cap + 1e-9]
+        cache = self._clock_tables
+        table = cache.get(self._power_mode)
+        if table is None:
+            cap = self.board.max_clock_mhz(self._power_mode)
+            table = cache[self._power_mode] = [c for c in self.board.clocks_mhz if c <= cap + 1e-9]
+        return table
 
     def _supported_mem_clocks_mhz(self):
         return self.board.mem_clocks_mhz
@@ -316,8 +325,13 @@ class SimDevice(Device):
     def _noisy(self, value: float, key: int) -> float:
         if not self._noise:
             return value
-        rng = random.Random(hash((self._rng_seed, key)))
-        return value * (1.0 + rng.gauss(0.0, self.board.noise_rel))
+        # one Gaussian draw per sensor refresh, fixed by (seed, refresh): a table drawn once
+        # per device and indexed by a hash, instead of seeding a generator on every read
+        table = self._noise_table
+        if not table:
+            rng = random.Random(self._rng_seed)
+            table.extend(rng.gauss(0.0, self.board.noise_rel) for _ in range(4099))
+        return value * (1.0 + table[hash((self._rng_seed, key)) % 4099])
 
     # -- telemetry ----------------------------------------------------------------------------
     def _read_sample(self) -> Sample:

@@ -184,6 +184,21 @@ class BoardSpec:
         mem_clock_mhz: Optional[float] = None,
     ) -> float:
         """Instantaneous power of the GPU domain (W); ``workload`` None means idle."""
+        key = (clock_mhz, temperature_c, mem_clock_mhz)
+        last = self.__dict__.get("_last_power")  # not a field: the simulator asks twice in a row
+        if last is not None and last[1] is workload and last[0] == key:
+            return last[2]
+        power = self._gpu_power_w(clock_mhz, temperature_c, workload, mem_clock_mhz)
+        self.__dict__["_last_power"] = (key, workload, power)
+        return power
+
+    def _gpu_power_w(
+        self,
+        clock_mhz: float,
+        temperature_c: float,
+        workload: Optional[Workload],
+        mem_clock_mhz: Optional[float],
+    ) -> float:
         mem_clock = mem_clock_mhz if mem_clock_mhz is not None else self.default_mem_clock_mhz
         static = self.static_w * (1.0 + self.leakage_per_c * (temperature_c - self.ambient_c))
         power = max(0.0, static) + self.mem_background_w(mem_clock)
