@@ -64,6 +64,14 @@ IntervalOpt = Annotated[
 ]
 
 
+ScopeOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--scope",
+        metavar="board|gpu",
+        help="battery: meter the budget at the board's input (default) or on the GPU figure.",
+    ),
+]
 JsonOutOpt = Annotated[
     Optional[str],
     typer.Option(
@@ -101,8 +109,11 @@ def policy_spec(
     hours: Optional[float],
     rate_hz: Optional[float],
     clock_mhz: Optional[float] = None,
+    scope: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """The policy dictionary of the common CLI options."""
+    """The policy dictionary of the common CLI options (``scope`` is the battery's)."""
+    if scope is not None and scope not in ("board", "gpu"):
+        raise typer.BadParameter(f"choose board or gpu, not {scope!r}", param_hint="--scope")
     return {
         "policy": policy,
         "cap_w": cap_w,
@@ -110,6 +121,7 @@ def policy_spec(
         "hours": hours,
         "rate_hz": rate_hz,
         "clock_mhz": clock_mhz,
+        "scope": scope if policy == "battery" else None,
     }
 
 
@@ -123,6 +135,7 @@ def run_command(
     rate_hz: RateOpt = None,
     clock: ClockOpt = None,
     interval_s: IntervalOpt = 0.1,
+    scope: ScopeOpt = None,
     json_out: RunJsonOpt = False,
     json_file: JsonOutOpt = None,
     job_stdout: JobStdoutOpt = None,
@@ -141,7 +154,22 @@ def run_command(
 
     quiet_runtime_log()
 
-    pol = policies.from_spec(policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock))
+    pol = policies.from_spec(policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope))
+    battery = None
+    if isinstance(pol, policies.Battery):
+        from governor.runtime.battery import find_battery
+
+        battery = find_battery()  # the real battery, when the machine has one
+        if battery is None and pol.budget_j is None:
+            raise InvalidRequestError(
+                "the battery policy needs --battery-wh: no battery found under "
+                "/sys/class/power_supply"
+            )
+        if battery is not None:
+            sys.stderr.write(
+                f"governor: reading battery {battery.name} "
+                f"({battery.remaining_j() / 3600.0:.1f} Wh left)\n"
+            )
     if isinstance(pol, policies.Throughput):
         raise InvalidRequestError(
             "the throughput policy needs the app to report progress with gov.tick(); use the Python API"
@@ -169,7 +197,7 @@ def run_command(
             sys.stderr.write(f"governor: {note}; its compute load runs in real time\n")
         govs = []
         for dev in devs:
-            gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False)
+            gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False, battery=battery)
             for text in gov.notes:
                 typer.echo(f"governor: {text}", err=True)
             govs.append((gov, len(gov.notes)))
@@ -194,6 +222,7 @@ def run_command(
             "policy": pol.name,
             "mean_clock_mhz": report["mean_clock_mhz"],
             "max_power_w": report["max_power_w"],
+            "board_energy_j": report["board_energy_j"],
             "device": dev.uri,
             "simulated": dev.identity.kind == "sim",
             "notes": gov.notes,
@@ -214,6 +243,7 @@ def run_command(
             "policy": pol.name,
             "mean_clock_mhz": None,
             "max_power_w": None,
+            "board_energy_j": None,
             "device": ",".join(d["device"] for d in docs),
             "simulated": any(d["simulated"] for d in docs),
             "notes": [n for d in docs for n in d["notes"]],

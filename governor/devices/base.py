@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "SCOPES",
     "THROTTLE_REASONS",
+    "board_power_w",
     "Capabilities",
     "Device",
     "DeviceState",
@@ -154,6 +155,9 @@ class Sample:
     temperature_c: Optional[float] = None
     utilisation_pct: Optional[float] = None
     throttle_reasons: FrozenSet[str] = field(default_factory=frozenset)
+    #: the whole board's input power (W) where the backend knows it beyond a "board input"
+    #: rail (the sum of an AGX module's rails through its regulators, a card's NVML power)
+    board_power_w: Optional[float] = None
 
     def rail(self, name: str) -> Optional[Rail]:
         for rail in self.rails:
@@ -174,7 +178,19 @@ class Sample:
             "temperature_c": self.temperature_c,
             "utilisation_pct": self.utilisation_pct,
             "throttle_reasons": sorted(self.throttle_reasons),
+            "board_power_w": board_power_w(self),
         }
+
+
+def board_power_w(sample: Sample) -> Optional[float]:
+    """The whole board's input power (W) in ``sample``: the backend's figure, else a rail
+    labelled "board input" (``VDD_IN``, ``POM_5V_IN``); None when neither is there."""
+    if sample.board_power_w is not None:
+        return sample.board_power_w
+    for rail in sample.rails:
+        if rail.scope == "board input":
+            return rail.power_w
+    return None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
+from governor.errors import InvalidRequestError
 from governor.runtime.model import ClockModel
 from governor.runtime.policies import (
     Battery,
@@ -48,6 +49,12 @@ class Observation:
     applied_mhz: float
     energy_used_j: float
     elapsed_s: float
+    #: whether the GPU computed during the period (utilisation); None when unknown
+    busy: Optional[bool] = None
+    #: mean whole-board power over the period (W), where the device meters the board
+    board_power_w: Optional[float] = None
+    #: whole-board energy used since the start (J), where metered
+    board_energy_used_j: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -257,7 +264,26 @@ class PowerCapController(Controller):
 
 
 class BatteryController(Controller):
-    """Spend what is left evenly over the time left: a power target that follows the budget."""
+    """Make the budget last the mission doing the most work: a busy-power target planned from
+    what is left, the time left and the load's duty cycle as it unfolds.
+
+    The budget is metered on the policy's scope: the board input (``scope="board"``, the
+    rail a robot's battery feeds) or the GPU figure. Each period the plan is::
+
+        usable  = remaining − reserve
+        P_busy  = (usable − P_idle · idle_left) / busy_left
+
+    with ``busy_left = d · time_left`` for the share ``d`` of time the GPU has computed so far
+    (idle periods are measured, not assumed), and ``P_idle`` the measured idle power. Spending
+    slack only while the GPU computes is what buys work: a plan that assumed the rest of the
+    mission busy under-spends on bursty loads. The busy target is met like a cap (per-clock
+    corrected model, error diffusion between neighbouring clocks); on the board scope the
+    rest of the board (measured board − GPU figure) is taken off the target first, so the
+    GPU model is corrected on the GPU figure and the budget is held on the board. Below the
+    PPW clock a joule buys less work, but the mission must last, so the plan may go there.
+    """
+
+    PRIOR_BUSY_S = 5.0  # a new mission counts as busy until idle periods are seen
 
     def __init__(
         self, model: ClockModel, policy: Battery, reader: Optional[Callable[[], float]] = None
@@ -265,29 +291,117 @@ class BatteryController(Controller):
         super().__init__(model)
         self.policy = policy
         self.reader = reader
+        budget = policy.budget_j
+        capacity: Optional[float] = None
+        if reader is not None:
+            full = getattr(reader, "capacity_j", None)
+            capacity = float(full()) if callable(full) else None
+            if budget is None:
+                budget = float(reader())
+        if budget is None:
+            raise InvalidRequestError(
+                "the battery policy needs battery_wh (Wh) or energy_j (J) when no battery is read"
+            )
+        self.budget_j = budget
         self.tracker = PowerTracker(model, dither=True)
         self.target_w: Optional[float] = None
-        self.remaining_j: float = policy.budget_j
+        self.busy_target_w: Optional[float] = None
+        self.remaining_j: float = budget
         self.exhausted_at_s: Optional[float] = None
         self.read_error: Optional[str] = None
+        self.busy_s = 0.0
+        self.idle_s = 0.0
+        self.idle_w: Optional[float] = None  # on the budget's scope
+        self.rest_w: Optional[float] = None  # board − GPU figure while busy (board scope)
+        share = policy.reserve if policy.reserve is not None else (0.01 if reader else 0.0)
+        self.reserve_j = share * (capacity if capacity else budget)
+        self.measured_j = 0.0  # busy GPU energy measured, and what the model predicted for it
+        self.model_j = 0.0
+        self.level: Optional[float] = None  # the planned clock, a fractional table index
+        self.carry = 0.0
 
-    def _target(self, remaining_j: float, elapsed_s: float) -> float:
+    def _plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
+        """(mean power target, busy power target) on the budget's scope."""
         left_s = self.policy.target_s - elapsed_s
-        usable = remaining_j - self.policy.reserve * self.policy.budget_j
+        usable = max(0.0, remaining_j - self.reserve_j)
         if left_s <= 0:
-            return math.inf if usable > 0 else 0.0
-        return max(0.0, usable) / left_s
+            return (math.inf, math.inf) if usable > 0 else (0.0, 0.0)
+        mean_w = usable / left_s
+        duty = (self.busy_s + self.PRIOR_BUSY_S) / (self.busy_s + self.idle_s + self.PRIOR_BUSY_S)
+        idle_w = self.idle_w if self.idle_w is not None else 0.0
+        busy_left = duty * left_s
+        busy_w = (usable - idle_w * (left_s - busy_left)) / busy_left
+        return mean_w, max(busy_w, 0.0)
+
+    def _gpu_target(self, busy_w: float) -> float:
+        if self.policy.scope == "board":
+            return busy_w - (self.rest_w or 0.0)
+        return busy_w
+
+    def _ratio(self) -> float:
+        """Measured over modelled GPU power while busy, over the whole mission so far: the
+        load's mean, not the latest phase's (the plan is for the rest of the mission)."""
+        if self.model_j > 0:
+            return self.measured_j / self.model_j
+        return self.tracker.scale
+
+    def _level(self, gpu_w: float) -> float:
+        """Fractional index into the clock table whose corrected power is ``gpu_w``."""
+        model_w = self.model.power_w
+        want = gpu_w / max(self._ratio(), 1e-9)
+        top = len(model_w) - 1
+        i = bisect.bisect_right(model_w, want) - 1
+        if i < 0:
+            return 0.0
+        if i >= top:
+            return float(top)
+        lo, hi = model_w[i], model_w[i + 1]
+        return i + ((want - lo) / (hi - lo) if hi > lo else 0.0)
+
+    def _pick(self, level: float) -> float:
+        """One clock of the two around ``level``, the upper one as often as its fraction
+        (error diffusion over busy periods): the mean clock is the plan's."""
+        clocks = self.model.clocks_mhz
+        i = int(math.floor(level))
+        frac = level - i
+        if i >= len(clocks) - 1:
+            return clocks[-1]
+        self.carry += frac
+        if self.carry >= 1.0 - 1e-9:
+            self.carry -= 1.0
+            return clocks[i + 1]
+        return clocks[i]
 
     def initial_mhz(self) -> float:
-        self.target_w = self._target(self.policy.budget_j, 0.0)
+        self.target_w, self.busy_target_w = self._plan(self.budget_j, 0.0)
         if not self.model.fitted:
             return self.model.clocks_mhz[0]
-        return self.tracker.clock_for(self.target_w, carry=False)
+        return self.tracker.clock_for(self._gpu_target(self.busy_target_w), carry=False)
 
     def decide(self, obs, ticks, current_mhz):
-        if obs.power_w is not None:
-            self.tracker.learn(obs.power_w, obs.applied_mhz)
-        remaining = self.policy.budget_j - obs.energy_used_j
+        board = self.policy.scope == "board"
+        scoped_w = obs.board_power_w if board else obs.power_w
+        if obs.busy is False:
+            self.idle_s += obs.dt_s
+            if scoped_w is not None:
+                self.idle_w = (
+                    scoped_w
+                    if self.idle_w is None
+                    else self.idle_w + 0.2 * (scoped_w - self.idle_w)
+                )
+        else:
+            self.busy_s += obs.dt_s
+            if obs.power_w is not None:
+                self.tracker.learn(obs.power_w, obs.applied_mhz)
+                self.measured_j += obs.power_w * obs.dt_s
+                self.model_j += self.model.power_at(obs.applied_mhz) * obs.dt_s
+                if board and obs.board_power_w is not None:
+                    rest = obs.board_power_w - obs.power_w
+                    self.rest_w = (
+                        rest if self.rest_w is None else self.rest_w + 0.2 * (rest - self.rest_w)
+                    )
+        used = obs.board_energy_used_j if board else obs.energy_used_j
+        remaining = self.budget_j - (used if used is not None else obs.energy_used_j)
         if self.reader is not None:
             try:
                 remaining = min(float(self.reader()), remaining)
@@ -297,23 +411,31 @@ class BatteryController(Controller):
         self.remaining_j = remaining
         if remaining <= 0 and self.exhausted_at_s is None:
             self.exhausted_at_s = obs.elapsed_s
-        self.target_w = self._target(remaining, obs.elapsed_s + obs.dt_s)
-        clock = self.tracker.clock_for(self.target_w)
-        return clock, False
+        self.target_w, self.busy_target_w = self._plan(remaining, obs.elapsed_s + obs.dt_s)
+        if obs.busy is False:  # idle: keep the clock the next burst starts at
+            return current_mhz, False
+        self.level = self._level(self._gpu_target(self.busy_target_w))
+        return self._pick(self.level), False
 
     def safe_mhz(self, current_mhz: float) -> float:
-        if self.target_w is None:
+        if self.level is None:
             return self.model.clocks_mhz[0]
-        return self.tracker.clock_for(self.target_w, carry=False)
+        return self.model.clocks_mhz[int(math.floor(self.level))]
 
     def status(self) -> Dict[str, Any]:
+        total = self.busy_s + self.idle_s
         return {
-            "budget_j": self.policy.budget_j,
+            "budget_j": self.budget_j,
+            "scope": self.policy.scope,
             "remaining_j": self.remaining_j,
             "target_s": self.policy.target_s,
             "target_power_w": self.target_w
             if self.target_w is not None and math.isfinite(self.target_w)
             else None,
+            "busy_power_target_w": self.busy_target_w
+            if self.busy_target_w is not None and math.isfinite(self.busy_target_w)
+            else None,
+            "duty_cycle": self.busy_s / total if total > 0 else None,
             "exhausted_at_s": self.exhausted_at_s,
             "battery_read_error": self.read_error,
             "model_correction": self.tracker.r,

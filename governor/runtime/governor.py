@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
-from governor.devices.base import Device
+from governor.devices.base import Device, board_power_w
 from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 from governor.runtime import policies as _policies
 from governor.runtime.controllers import Observation, Tick, make_controller
@@ -78,6 +78,8 @@ class _Meter:
         self.clock_s = 0.0  # ∫ clock dt (MHz·s)
         self.estimated_s = 0.0  # time whose power was not measured
         self.max_power_w: Optional[float] = None
+        self.board_energy_j: Optional[float] = None  # where the device reports board power
+        self.board_last_w: Optional[float] = None
 
     def add(
         self, dt: float, power_w: Optional[float], last_w: Optional[float], clock_mhz: float
@@ -95,6 +97,17 @@ class _Meter:
             )
         self.energy_j += power_w * dt
 
+    def add_board(self, dt: float, board_w: Optional[float]) -> None:
+        if dt <= 0:
+            return
+        if board_w is None:
+            board_w = self.board_last_w
+            if board_w is None:
+                return
+        else:
+            self.board_last_w = board_w
+        self.board_energy_j = (self.board_energy_j or 0.0) + board_w * dt
+
     def to_dict(self) -> Dict[str, Any]:
         d = self.duration_s
         return {
@@ -104,6 +117,7 @@ class _Meter:
             "mean_clock_mhz": self.clock_s / d if d > 0 else None,
             "max_power_w": self.max_power_w,
             "unmeasured_s": self.estimated_s,
+            "board_energy_j": self.board_energy_j,
         }
 
 
@@ -170,6 +184,16 @@ class Governor:
         self.controller = make_controller(
             self.policy, self.model, interval_s=interval, battery=battery
         )
+        if getattr(self.policy, "scope", None) == "board" and battery is None:
+            try:
+                has_board = board_power_w(device.sample()) is not None
+            except (GovernorError, OSError):
+                has_board = True  # said by the telemetry checks once running
+            if not has_board:
+                self._note(
+                    "the device reports no whole-board power: the battery budget is metered "
+                    "on its GPU figure (scope gpu)"
+                )
         # run state
         self._owns = False  # whether start() took a layer of the device
         self._ticks: List[Tick] = []
@@ -425,6 +449,8 @@ class Governor:
         if dt <= 0 and self._steps > 0:
             return None
         power: Optional[float] = None
+        board_w: Optional[float] = None
+        busy: Optional[bool] = None
         measured_clock: Optional[float] = None
         problem: Optional[str] = None
         try:
@@ -434,6 +460,11 @@ class Governor:
             problem = f"telemetry failed: {err}"
         if sample is not None:
             measured_clock = sample.gpu_clock_mhz
+            board_w = board_power_w(sample)
+            if sample.utilisation_pct is not None:
+                busy = sample.utilisation_pct >= 50.0
+            elif "idle" in sample.throttle_reasons:
+                busy = False
             energy = sample.energy_j
             if (
                 energy is not None
@@ -461,6 +492,7 @@ class Governor:
         self._changes_since_reading = False
         applied = self._applied if self._applied is not None else self.model.top_mhz
         self._meter.add(dt, power, self._power_last, measured_clock or applied)
+        self._meter.add_board(dt, board_w)
         if power is not None:
             self._power_last = power
         self._clock_measured = measured_clock
@@ -474,6 +506,9 @@ class Governor:
             applied_mhz=applied,
             energy_used_j=self._meter.energy_j,
             elapsed_s=now - (self._t_start if self._t_start is not None else now),
+            busy=busy,
+            board_power_w=board_w,
+            board_energy_used_j=self._meter.board_energy_j,
         )
 
     def _health(self, problem: Optional[str]) -> None:

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 JOB = "import sys; print('job says hi'); print('job warns', file=sys.stderr); sys.exit(4)"
 
 
@@ -74,3 +76,44 @@ def test_the_jobs_own_json_flag_is_not_governors(tmp_path):
         "--", sys.executable, "-c", "import sys; print(sys.argv[1:])", "--json", tmp_path=tmp_path
     )
     assert p.returncode == 0 and p.stdout == "['--json']\n"
+
+
+def test_battery_run_reads_the_real_battery_when_there_is_one(tmp_path, capsys, monkeypatch):
+    from cli_helpers import run_cli
+
+    bat = tmp_path / "root/sys/class/power_supply/BAT0"
+    bat.mkdir(parents=True)
+    (bat / "type").write_text("Battery\n")
+    (bat / "energy_now").write_text("20000000\n")  # 20 Wh
+    (bat / "energy_full").write_text("50000000\n")
+    monkeypatch.setenv("GOVERNOR_SYSFS_ROOT", str(tmp_path / "root"))
+    args = ["run", "--device", "sim:orin-nano", "--policy", "battery", "--hours", "1"]
+    code, _, err = run_cli(capsys, *args, "--", "true")
+    assert code == 0, err
+    assert "reading battery BAT0 (20.0 Wh left)" in err
+    monkeypatch.setenv("GOVERNOR_SYSFS_ROOT", str(tmp_path / "nothing"))
+    code, _, err = run_cli(capsys, *args, "--", "true")
+    assert code == 1 and "needs --battery-wh" in err and err.count("\n") == 1
+
+
+def test_simulate_scope_reports_board_and_gpu_figures(capsys):
+    from cli_helpers import run_cli
+
+    base = ["simulate", "--board", "agx-orin", "--duration-s", "30", "--json"]
+    code, out, _ = run_cli(capsys, *base, "--policy", "clock", "--clock", "900")
+    fixed = json.loads(out)
+    assert code == 0 and fixed["board_energy_j"] > fixed["energy_j"] > fixed["gpu_energy_j"]
+    code, out, _ = run_cli(capsys, *base, "--policy", "battery", "--battery-wh", "0.15")
+    board = json.loads(out)
+    assert board["scope"] == "board input" and board["energy_j"] == board["board_energy_j"]
+    assert board["board_energy_j"] <= 1.01 * 540 and board["budget_j"] == pytest.approx(540)
+    code, out, _ = run_cli(
+        capsys, *base, "--policy", "battery", "--battery-wh", "0.15", "--scope", "gpu"
+    )
+    gpu = json.loads(out)
+    assert gpu["scope"] == "gpu+soc" and gpu["energy_j"] <= 1.01 * 540
+    assert gpu["board_energy_j"] > 1.2 * 540  # the GPU figure's budget lets the board overspend
+    code, _, err = run_cli(
+        capsys, *base, "--policy", "battery", "--battery-wh", "1", "--scope", "x"
+    )
+    assert code == 2 and "board or gpu" in err

@@ -169,6 +169,7 @@ class SimDevice(Device):
         self._hist_p: List[float] = []
         self._hist_e: List[float] = []
         self._hist_dt: List[float] = []
+        self._module_rails = frozenset(board.module_rails())
         self._clock_tables: Dict[Optional[str], List[float]] = {}  # power mode -> clocks
         self._rate = 0.0  # units of work per second at the present operating point
         self._op_until_s = -math.inf  # until when _step may reuse the operating point
@@ -367,6 +368,12 @@ class SimDevice(Device):
             else:
                 rails.append(Rail(spec.name, power, spec.scope))
         best = self._best_rail(rails)
+        board_w: Optional[float] = None
+        if board.kind == "datacenter":  # the card is the board (NVML's power)
+            board_w = best.power_w if best else None
+        elif not any(spec.input for spec in board.rails):  # AGX: the rails through regulators
+            module = self._module_rails
+            board_w = sum(r.power_w for r in rails if r.name in module) / board.regulator_efficiency
         reasons = set()
         if self._workload is None:
             reasons.add("idle")
@@ -390,6 +397,7 @@ class SimDevice(Device):
             temperature_c=float(temperature),
             utilisation_pct=100.0 if self._workload is not None else 0.0,
             throttle_reasons=frozenset(reasons),
+            board_power_w=board_w,
         )
 
     def _read_energy_counter_j(self) -> Optional[float]:

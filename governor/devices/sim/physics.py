@@ -240,6 +240,25 @@ class BoardSpec:
                 out[rail.name] = sum(domains.get(d, 0.0) for d in rail.domains)
         return out
 
+    def board_power_w(self, gpu_power_w: float) -> float:
+        """The whole board's input power (W): every domain through the regulators on a Jetson
+        (what ``VDD_IN`` reads where the board has it), the card itself on a datacenter GPU."""
+        if self.kind == "jetson" or any(r.input for r in self.rails):
+            return sum(self.domain_powers_w(gpu_power_w).values()) / self.regulator_efficiency
+        return gpu_power_w
+
+    def module_rails(self) -> Tuple[str, ...]:
+        """Rails that together cover every domain once (for a board without an input rail,
+        whose input is their sum through the regulators)."""
+        seen: set = set()
+        out = []
+        for rail in sorted(self.rails, key=lambda r: -len(r.domains)):
+            if rail.input or not rail.domains or seen.intersection(rail.domains):
+                continue
+            seen.update(rail.domains)
+            out.append(rail.name)
+        return tuple(out)
+
     def limited_power_w(self, gpu_power_w: float) -> float:
         """The figure the power limit applies to: the card on datacenter boards, the whole
         module on Jetson boards (its rating)."""
