@@ -29,7 +29,13 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 from governor.devices.base import Device, board_power_w
 from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 from governor.runtime import policies as _policies
-from governor.runtime.controllers import Observation, Tick, make_controller
+from governor.runtime.controllers import (
+    Observation,
+    OnlinePpwController,
+    StaticController,
+    Tick,
+    make_controller,
+)
 from governor.runtime.model import ClockModel, fallback_model, model_from_profile
 
 __all__ = ["Cached", "Governor"]
@@ -128,7 +134,7 @@ class Governor:
         device: an open :class:`~governor.devices.base.Device` that can lock GPU clocks.
         policy: a :mod:`~governor.runtime.policies` object or a spec dictionary.
         profile: the board profile (a dict or a path); None looks it up for the device; when
-            there is none (or it was made on another board) the governor says so
+            there is none (or it was made on another board; or ``profile=False``) the governor says so
             (``status()["notes"]``) and falls back to a generic model. A malformed profile, or
             one whose clocks lie outside the device's range, is an error, never a fallback.
         interval_s: the control period.
@@ -148,7 +154,7 @@ class Governor:
         self,
         device: Device,
         policy: PolicyLike,
-        profile: Union[None, Mapping[str, Any], str, Path] = None,
+        profile: Union[None, bool, Mapping[str, Any], str, Path] = None,
         interval_s: float = 0.1,
         *,
         background: bool = True,
@@ -181,9 +187,28 @@ class Governor:
         self.notes: List[str] = []
         self.profile_path: Optional[str] = None
         self.model = self._load_model(profile)
-        self.controller = make_controller(
-            self.policy, self.model, interval_s=interval, battery=battery
-        )
+        self._online_saved = False
+        known = None
+        if isinstance(self.policy, _policies.MaxEfficiency) and not self.model.fitted:
+            known = load_online_ppw(device, self.policy.workload)
+        if known is not None:
+            self.controller = StaticController(self.model, float(known["clock_mhz"]))
+            self._online_saved = True
+            self._note(
+                f"PPW clock {known['clock_mhz']:g} MHz found online by an earlier run "
+                f"({known.get('probes', '?')} probes, {known.get('date', '?')}); "
+                "governor calibrate makes it exact"
+            )
+        else:
+            self.controller = make_controller(
+                self.policy,
+                self.model,
+                interval_s=interval,
+                battery=battery,
+                settle_s=0.3 if device.capabilities.energy_counter else 1.3,
+            )
+            if isinstance(self.controller, OnlinePpwController):
+                self._note("finding the PPW clock online: a few probes of the running load")
         if getattr(self.policy, "scope", None) == "board" and battery is None:
             try:
                 has_board = board_power_w(device.sample()) is not None
@@ -225,7 +250,7 @@ class Governor:
         self._atexit = False
 
     # -- profile and model ---------------------------------------------------------------
-    def _load_model(self, profile: Union[None, Mapping[str, Any], str, Path]) -> ClockModel:
+    def _load_model(self, profile: Union[None, bool, Mapping[str, Any], str, Path]) -> ClockModel:
         """The clock model: from the profile given or found; the generic one when there is
         none for this board (or it is another board's), said in the notes.
 
@@ -242,7 +267,9 @@ class Governor:
             )
         doc: Optional[Mapping[str, Any]] = None
         reason = "no profile"
-        if profile is None:
+        if profile is False:  # asked to use none (to find the PPW clock online, say)
+            reason = "profile not used"
+        elif profile is None:
             path, doc, found_notes = lookup_profile_for(self.device)
             if doc is None:
                 reason = found_notes[0]
@@ -267,6 +294,17 @@ class Governor:
         model = fallback_model(clocks, reason)
         self._note(model.source)
         return model
+
+    def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
+        try:
+            path = save_online_ppw(self.device, getattr(self.policy, "workload", None), result)
+        except OSError as err:
+            self._note(f"PPW clock {result['clock_mhz']:g} MHz found online; not kept: {err}")
+            return
+        self._note(
+            f"PPW clock {result['clock_mhz']:g} MHz found online after "
+            f"{result['found_after_s']:.0f} s ({result['probes']} probes); kept in {path}"
+        )
 
     def _note(self, text: str) -> None:
         self.notes.append(text)
@@ -433,6 +471,10 @@ class Governor:
                 self._set_clock(target, urgent=urgent)
             except GovernorError as err:
                 self._error(f"setting {target:g} MHz failed: {err}")
+            result = getattr(self.controller, "result", None)
+            if result is not None and not self._online_saved:
+                self._online_saved = True
+                self._keep_online_ppw(result)
 
     def _read_energy_baseline(self) -> None:
         if self.device.capabilities.energy_counter:
@@ -626,6 +668,52 @@ class Governor:
         clock = entry.get("clock_mhz")
         note = f" at {clock:g} MHz" if isinstance(clock, (int, float)) else ""
         return Cached(value, f"cached for {board}{note}")
+
+
+def _online_path(device: Device) -> Path:
+    from governor.paths import data_dir
+    from governor.profiles.profile import board_key
+
+    return data_dir() / "online-ppw" / f"{board_key(device)}.json"
+
+
+def load_online_ppw(device: Device, workload: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The PPW clock an earlier run found online for this board and workload, if it is one of
+    the device's clocks; None otherwise (a damaged file is ignored: it is only a cache)."""
+    import json
+
+    try:
+        doc = json.loads(_online_path(device).read_text(encoding="utf-8"))
+        entry = doc["workloads"][workload or "builtin"]
+        clock = float(entry["clock_mhz"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    clocks = device.supported_clocks_mhz()
+    if not any(abs(c - clock) <= 0.5 for c in clocks):
+        return None
+    return dict(entry)
+
+
+def save_online_ppw(device: Device, workload: Optional[str], result: Mapping[str, Any]) -> Path:
+    """Keep an online PPW result for the next run on this board (atomically replaced)."""
+    import datetime
+    import json
+
+    path = _online_path(device)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc.get("workloads"), dict):
+            raise ValueError
+    except (OSError, ValueError, AttributeError):
+        doc = {"format": "governor-online-ppw", "board": device.identity.model, "workloads": {}}
+    entry = dict(result)
+    entry["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    doc["workloads"][workload or "builtin"] = entry
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
 
 
 def _finite_at_least(value: Any, low: float) -> bool:

@@ -237,6 +237,7 @@ def simulate(
         "clock_changes": status["clock_changes"],
         "safe_hold": status["safe_hold"],
         "model": status["model"],
+        "online_ppw": status.get("online_ppw"),
         "notes": status["notes"],
         "measured": measured,
     }

@@ -10,6 +10,7 @@ import sys
 import pytest
 from cli_helpers import run_cli
 
+import governor
 from governor.paths import state_dir
 
 _run = run_cli
@@ -176,8 +177,9 @@ def test_run_reports_energy_and_exits_with_the_commands_code(capsys):
     assert doc["exit_code"] == 3 and doc["policy"] == "ppw"
     assert doc["duration_s"] >= 0.3 and doc["energy_j"] > 0
     assert doc["mean_power_w"] == pytest.approx(doc["energy_j"] / doc["duration_s"])
-    assert doc["mean_clock_mhz"] == pytest.approx(1020.0)  # the fallback PPW guess, said on stderr
-    assert "no calibrated model" in err
+    # no profile: the PPW clock is searched for online (the first probe is a table clock)
+    assert "no calibrated model" in err and "finding the PPW clock online" in err
+    assert doc["mean_clock_mhz"] in governor.open_device("sim:agx-orin").supported_clocks_mhz()
     assert no_journals()
 
 
