@@ -284,6 +284,7 @@ class BatteryController(Controller):
     """
 
     PRIOR_BUSY_S = 5.0  # a new mission counts as busy until idle periods are seen
+    PRIOR_RATIO_S = 100.0
 
     def __init__(
         self, model: ClockModel, policy: Battery, reader: Optional[Callable[[], float]] = None
@@ -315,10 +316,15 @@ class BatteryController(Controller):
         self.rest_w: Optional[float] = None  # board − GPU figure while busy (board scope)
         share = policy.reserve if policy.reserve is not None else (0.01 if reader else 0.0)
         self.reserve_j = share * (capacity if capacity else budget)
-        self.measured_j = 0.0  # busy GPU energy measured, and what the model predicted for it
-        self.model_j = 0.0
+        # busy GPU energy measured, and what the model predicted for it; a calibrated model
+        # starts with PRIOR_RATIO_S seconds of its own load (ratio 1), so a mission that
+        # opens on a light phase does not spend as if the whole mission were light
+        prior = self.PRIOR_RATIO_S * model.power_at(model.ppw_clock_mhz) if model.fitted else 0.0
+        self.measured_j = prior
+        self.model_j = prior
         self.level: Optional[float] = None  # the planned clock, a fractional table index
         self.carry = 0.0
+        self.was_busy: Optional[bool] = None
 
     def _plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
         """(mean power target, busy power target) on the budget's scope."""
@@ -381,9 +387,11 @@ class BatteryController(Controller):
     def decide(self, obs, ticks, current_mhz):
         board = self.policy.scope == "board"
         scoped_w = obs.board_power_w if board else obs.power_w
+        steady = obs.busy == self.was_busy  # a period that straddles a change mixes both
+        self.was_busy = obs.busy
         if obs.busy is False:
             self.idle_s += obs.dt_s
-            if scoped_w is not None:
+            if scoped_w is not None and steady:
                 self.idle_w = (
                     scoped_w
                     if self.idle_w is None
@@ -391,7 +399,7 @@ class BatteryController(Controller):
                 )
         else:
             self.busy_s += obs.dt_s
-            if obs.power_w is not None:
+            if obs.power_w is not None and steady:
                 self.tracker.learn(obs.power_w, obs.applied_mhz)
                 self.measured_j += obs.power_w * obs.dt_s
                 self.model_j += self.model.power_at(obs.applied_mhz) * obs.dt_s
