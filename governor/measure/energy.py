@@ -233,6 +233,8 @@ class EnergyMeter:
     # -- sampling -------------------------------------------------------------------------
     def _poll_loop(self) -> None:
         while not self._stop.wait(self.poll_s):
+            if any(getattr(ch.device, "_closed", False) for ch in self._channels):
+                return  # a closed device is not read again
             self.poll()
 
     def poll(self) -> None:
@@ -240,8 +242,8 @@ class EnergyMeter:
         for ch in self._channels:
             try:
                 ch.read()
-            except (GovernorError, OSError):
-                pass  # a failed read: the integral carries the last power on
+            except Exception:  # a failed read: the integral carries the last power on
+                pass
 
     def close(self) -> None:
         """Stop the sampler thread (windows still open can no longer be closed)."""

@@ -154,3 +154,13 @@ def test_wall_clock_board_is_sampled_by_a_thread():
         )["VDD_CPU_GPU_CV"],
         rel=0.1,
     )
+
+
+def test_sampler_thread_stops_when_the_device_closes():
+    dev = _loaded("sim:orin-nano?realtime=1")
+    meter = governor.energy_meter(dev, poll_s=0.01)
+    thread = meter._thread
+    assert thread is not None and thread.is_alive()
+    dev.close()
+    thread.join(1.0)
+    assert not thread.is_alive()
