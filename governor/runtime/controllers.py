@@ -463,8 +463,12 @@ class ThroughputController(Controller):
 
     WINDOW = 90  # frames remembered for the deadline check
     HOLD_DOWN_S = 1.0
+    SETTLE_S = 0.3  # local search (energy counter only): after a change, then measure
+    MEASURE_S = 2.0
+    STALE_S = 20.0  # a neighbour's measured power is trusted this long
+    HOLD_S = 10.0  # at a local minimum, hold this long before probing again
 
-    def __init__(self, model: ClockModel, policy: Throughput) -> None:
+    def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
         super().__init__(model)
         self.policy = policy
         self.per_unit_top: Deque[float] = collections.deque(maxlen=self.WINDOW)
@@ -473,6 +477,13 @@ class ThroughputController(Controller):
         self.below_since_s: Optional[float] = None
         self.choice_mhz: Optional[float] = None
         self.rate_hz: Optional[float] = None
+        self.search = search
+        self.floor_idx = 0
+        self.target: Optional[int] = None
+        self.costs: Dict[int, Tuple[float, float]] = {}  # index -> (mean power W, when)
+        self.held_s = self.energy_j = self.measured_s = 0.0
+        self.hold_until_s = -math.inf
+        self.step = max(1, int(round(0.02 * len(model.clocks_mhz))))
 
     def initial_mhz(self) -> float:
         return self.model.top_mhz
@@ -512,14 +523,56 @@ class ThroughputController(Controller):
             worst = mean = 1.0 / self.capacity_top
         else:
             return None
-        for f, p, rel in zip(model.clocks_mhz, model.power_w, model.time_rel):
+        self.floor_idx = len(model.clocks_mhz) - 1
+        for i, (f, p, rel) in enumerate(zip(model.clocks_mhz, model.power_w, model.time_rel)):
             if worst * rel > budget_s:
                 continue
+            self.floor_idx = min(self.floor_idx, i)
             busy = min(1.0, rate * mean * rel)
             cost = busy * p + (1.0 - busy) * model.idle_w
             if best is None or cost < best[0] - 1e-12:
                 best = (cost, f)
         return best[1] if best else model.top_mhz
+
+    def _search(self, obs: Observation, choice: float, current_mhz: float) -> Tuple[float, bool]:
+        """Local search on measured power among the clocks that keep the rate: the model's
+        pick is where it starts, the energy counter says which neighbour is cheaper."""
+        clocks = self.model.clocks_mhz
+        top = len(clocks) - 1
+        floor = self.floor_idx
+        if self.target is None:
+            self.target = self.model.index(choice)
+        if self.target < floor:  # the deadline, not the search, decides: up at once
+            self.target, self.held_s, self.energy_j, self.measured_s = floor, 0.0, 0.0, 0.0
+            self.costs.clear()
+            return clocks[floor], True
+        now = obs.t_s
+        if (
+            obs.power_w is not None
+            and obs.applied_mhz == clocks[self.target]
+            and now >= self.hold_until_s
+        ):
+            self.held_s += obs.dt_s
+            if self.held_s > self.SETTLE_S:
+                self.energy_j += obs.power_w * obs.dt_s
+                self.measured_s += obs.dt_s
+            if self.measured_s >= self.MEASURE_S:
+                self.costs[self.target] = (self.energy_j / self.measured_s, now)
+                self.held_s = self.energy_j = self.measured_s = 0.0
+                step = self.step
+                near = [i for i in (self.target - step, self.target + step) if floor <= i <= top]
+                fresh = {i: c for i, (c, t) in self.costs.items() if now - t <= self.STALE_S}
+                known = [i for i in near if i in fresh]
+                unknown = [i for i in near if i not in fresh]
+                cheaper = [i for i in known if fresh[i] < fresh[self.target]]
+                if cheaper:  # descend
+                    self.target = min(cheaper, key=lambda i: fresh[i])
+                elif unknown:  # look on the side not seen yet
+                    self.target = unknown[0]
+                else:  # a local minimum: stay a while
+                    self.hold_until_s = now + self.HOLD_S
+        target = clocks[self.target]
+        return target, target > current_mhz
 
     def decide(self, obs, ticks, current_mhz):
         self._learn(obs, ticks)
@@ -527,6 +580,8 @@ class ThroughputController(Controller):
         self.choice_mhz = choice
         if choice is None:
             return current_mhz, False
+        if self.search:
+            return self._search(obs, choice, current_mhz)
         if choice > current_mhz:
             self.below_since_s = None
             return choice, True
@@ -658,5 +713,5 @@ def make_controller(
     if isinstance(policy, Battery):
         return BatteryController(model, policy, battery)
     if isinstance(policy, Throughput):
-        return ThroughputController(model, policy)
+        return ThroughputController(model, policy, search=settle_s < 1.0)
     raise TypeError(f"no controller for {policy!r}")
