@@ -532,6 +532,9 @@ class Governor:
             if energy is not None:
                 self._energy_last = energy
         self._changes_since_reading = False
+        if board_w is not None and power is not None and sample is not None:
+            if sample.power_w is not None:  # the rest of the board + the GPU's period mean
+                board_w = board_w - sample.power_w + power
         applied = self._applied if self._applied is not None else self.model.top_mhz
         self._meter.add(dt, power, self._power_last, measured_clock or applied)
         self._meter.add_board(dt, board_w)
