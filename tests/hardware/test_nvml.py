@@ -436,7 +436,7 @@ def test_missing_driver_and_missing_bindings(nvml, monkeypatch):
 
     monkeypatch.setattr(backend, "_import_pynvml", no_module)
     assert backend.discover_nvml() == []
-    with pytest.raises(DeviceNotFoundError, match=r"governor\[nvml\]"):
+    with pytest.raises(DeviceNotFoundError, match=r"pip install --upgrade gpu-governor"):
         governor.open_device("nvml:0")
 
 
