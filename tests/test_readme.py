@@ -68,3 +68,13 @@ def test_readme_python_examples_run():
     assert out.returncode == 0, out.stderr
     clock, power, scope = out.stdout.split()
     assert float(clock) == 918.0 and scope == "gpu+soc" and float(power) > 10
+
+
+def test_readme_energy_window_example_prints_what_it_says():
+    code = next(body for lang, body in BLOCKS if lang == "python" and "measure_energy" in body)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    said = code.split("print(", 1)[1].split("# ", 1)[1].strip()
+    assert out.stdout.strip() == said

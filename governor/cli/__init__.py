@@ -27,7 +27,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     from governor.errors import GovernorError
 
     args = list(sys.argv[1:] if argv is None else argv)
-    wants_json = "--json" in args
+    own = args[: args.index("--")] if "--" in args else args  # not the job's own --json
+    wants_json = "--json" in own
     app = build_app()
     try:
         result = app(args=args, prog_name="governor", standalone_mode=False)

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 import typer
 
 from governor.cli import values
-from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
+from governor.cli.common import Annotated, DeviceOpt, emit_json
 
 PolicyOpt = Annotated[str, typer.Option("--policy", help="ppw, max, power-cap, battery or clock.")]
 CapOpt = Annotated[
@@ -64,6 +64,40 @@ IntervalOpt = Annotated[
 ]
 
 
+ScopeOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--scope",
+        metavar="board|gpu",
+        help="battery: meter the budget at the board's input (default) or on the GPU figure.",
+    ),
+]
+JsonOutOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--json-out",
+        metavar="FILE",
+        help="Write the JSON report to FILE (the job's output stays on the terminal).",
+    ),
+]
+JobStdoutOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--stdout",
+        metavar="FILE",
+        help="Send the job's standard output to FILE (then --json may use stdout).",
+    ),
+]
+RunJsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print the JSON report on stdout; needs the job's stdout elsewhere (--stdout FILE). "
+        "See --json-out.",
+    ),
+]
+
+
 def register(app: typer.Typer) -> None:
     app.command("run", context_settings={"allow_interspersed_args": False})(run_command)
 
@@ -75,8 +109,11 @@ def policy_spec(
     hours: Optional[float],
     rate_hz: Optional[float],
     clock_mhz: Optional[float] = None,
+    scope: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """The policy dictionary of the common CLI options."""
+    """The policy dictionary of the common CLI options (``scope`` is the battery's)."""
+    if scope is not None and scope not in ("board", "gpu"):
+        raise typer.BadParameter(f"choose board or gpu, not {scope!r}", param_hint="--scope")
     return {
         "policy": policy,
         "cap_w": cap_w,
@@ -84,6 +121,7 @@ def policy_spec(
         "hours": hours,
         "rate_hz": rate_hz,
         "clock_mhz": clock_mhz,
+        "scope": scope if policy == "battery" else None,
     }
 
 
@@ -97,9 +135,16 @@ def run_command(
     rate_hz: RateOpt = None,
     clock: ClockOpt = None,
     interval_s: IntervalOpt = 0.1,
-    json_out: JsonOpt = False,
+    scope: ScopeOpt = None,
+    json_out: RunJsonOpt = False,
+    json_file: JsonOutOpt = None,
+    job_stdout: JobStdoutOpt = None,
 ) -> int:
-    """Apply a policy, run CMD, restore the device, print an energy report."""
+    """Apply a policy, run CMD, restore the device, print an energy report.
+
+    The job's stdout and stderr pass through untouched; the report goes to stderr, to a
+    file (--json-out FILE), or to stdout (--json) when the job's stdout goes to a file
+    (--stdout FILE): never mixed with the job's output."""
     import contextlib
 
     from governor.devices.registry import last_auto_note, open_device, resolve_uris
@@ -109,13 +154,37 @@ def run_command(
 
     quiet_runtime_log()
 
-    pol = policies.from_spec(policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock))
+    pol = policies.from_spec(policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope))
+    battery = None
+    if isinstance(pol, policies.Battery):
+        from governor.runtime.battery import find_battery
+
+        battery = find_battery()  # the real battery, when the machine has one
+        if battery is None and pol.budget_j is None:
+            raise InvalidRequestError(
+                "the battery policy needs --battery-wh: no battery found under "
+                "/sys/class/power_supply"
+            )
+        if battery is not None:
+            sys.stderr.write(
+                f"governor: reading battery {battery.name} "
+                f"({battery.remaining_j() / 3600.0:.1f} Wh left)\n"
+            )
     if isinstance(pol, policies.Throughput):
         raise InvalidRequestError(
             "the throughput policy needs the app to report progress with gov.tick(); use the Python API"
         )
     if not command:
         raise InvalidRequestError("no command to run: governor run [options] -- CMD ...")
+    if json_out and job_stdout is None:
+        raise typer.BadParameter(
+            "--json would mix the report with the job's output on stdout; write it to a file "
+            "with --json-out FILE, or send the job's output elsewhere with --stdout FILE",
+            param_hint="--json",
+        )
+    out_stream = _open_output(job_stdout, "--stdout") if job_stdout is not None else None
+    if json_file is not None:  # writable? the report is written there once the job ends
+        _open_output(json_file, "--json-out").close()
     uris = resolve_uris(device)
     with contextlib.ExitStack() as stack:
         devs = []
@@ -128,7 +197,7 @@ def run_command(
             sys.stderr.write(f"governor: {note}; its compute load runs in real time\n")
         govs = []
         for dev in devs:
-            gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False)
+            gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False, battery=battery)
             for text in gov.notes:
                 typer.echo(f"governor: {text}", err=True)
             govs.append((gov, len(gov.notes)))
@@ -140,7 +209,9 @@ def run_command(
             stack.enter_context(gov)  # each takes its device; all are restored on the way out
             for text in gov.notes[printed:]:  # found when it took the device
                 typer.echo(f"governor: {text}", err=True)
-        code = _run_child(command)
+        if out_stream is not None:
+            stack.callback(out_stream.close)
+        code = _run_child(command, stdout=out_stream)
         reports = [(gov.device, gov.report()) for gov, _ in govs]
     docs = [
         {
@@ -151,6 +222,7 @@ def run_command(
             "policy": pol.name,
             "mean_clock_mhz": report["mean_clock_mhz"],
             "max_power_w": report["max_power_w"],
+            "board_energy_j": report["board_energy_j"],
             "device": dev.uri,
             "simulated": dev.identity.kind == "sim",
             "notes": gov.notes,
@@ -171,14 +243,22 @@ def run_command(
             "policy": pol.name,
             "mean_clock_mhz": None,
             "max_power_w": None,
+            "board_energy_j": None,
             "device": ",".join(d["device"] for d in docs),
             "simulated": any(d["simulated"] for d in docs),
             "notes": [n for d in docs for n in d["notes"]],
             "devices": docs,
         }
+    if json_file is not None:
+        import json
+
+        from governor.cli.common import to_jsonable
+
+        with open(json_file, "w", encoding="utf-8") as f:
+            f.write(json.dumps(to_jsonable(doc)) + "\n")
     if json_out:
         emit_json(doc)
-    else:
+    if not json_out and json_file is None:
 
         def show(value: Any, unit: str, spec: str) -> str:
             return "-" if value is None else f"{value:{spec}} {unit}"
@@ -201,10 +281,21 @@ def quiet_runtime_log() -> None:
         logger.addHandler(logging.NullHandler())
 
 
-def _run_child(command: List[str]) -> int:
-    """Run ``command``, forwarding SIGINT/SIGTERM to it; its exit code (128+N if killed)."""
+def _open_output(path: str, option: str) -> Any:
+    """Open ``path`` for writing before the job starts, so a bad path fails first."""
     try:
-        child = subprocess.Popen(command)
+        return open(path, "wb")  # noqa: SIM115 - closed by the caller's exit stack
+    except OSError as err:
+        raise typer.BadParameter(
+            f"cannot write {path}: {err.strerror or err}", param_hint=option
+        ) from None
+
+
+def _run_child(command: List[str], stdout: Any = None) -> int:
+    """Run ``command``, forwarding SIGINT/SIGTERM to it; its exit code (128+N if killed).
+    Its stdout goes to ``stdout`` when given; stdin and stderr are inherited untouched."""
+    try:
+        child = subprocess.Popen(command, stdout=stdout)
     except FileNotFoundError:
         sys.stderr.write(f"governor: error: command not found: {command[0]}\n")
         return 127

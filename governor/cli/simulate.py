@@ -16,6 +16,7 @@ from governor.cli.run import (
     IntervalOpt,
     PolicyOpt,
     RateOpt,
+    ScopeOpt,
     policy_spec,
     quiet_runtime_log,
 )
@@ -55,6 +56,7 @@ def simulate_command(
             help="Noise and trace seed.",
         ),
     ] = 0,
+    scope: ScopeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run a policy on a simulated board over a trace; report energy, power, cap, work, misses."""
@@ -71,10 +73,10 @@ def simulate_command(
             "raise --interval-s or shorten --duration-s"
         )
 
-    spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock)
+    spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope)
     if policy == "battery" and battery_wh is not None and hours is None:
         spec["duration_s"] = duration_s  # the mission is the simulated run
-    doc = simulate(board, spec, trace, duration_s, interval_s=interval_s, seed=seed)
+    doc = simulate(board, spec, trace, duration_s, interval_s=interval_s, seed=seed, scope=scope)
     if json_out:
         for note in doc["notes"]:
             typer.echo(f"governor: {note}", err=True)
@@ -82,7 +84,8 @@ def simulate_command(
         return
     lines = [
         f"{board}: {doc['policy']} over {trace} for {doc['duration_s']:.0f} s ({doc['scope']} power)",
-        f"energy            {doc['energy_j']:.1f} J",
+        f"energy            {doc['energy_j']:.1f} J "
+        f"(board input {doc['board_energy_j']:.1f} J, GPU {doc['gpu_energy_j']:.1f} J)",
         f"mean / max power  {doc['mean_power_w']:.2f} / {doc['max_power_w']:.2f} W",
         f"mean clock        {doc['mean_clock_mhz']:.0f} MHz",
         f"work done         {doc['work_done']:.1f} units",

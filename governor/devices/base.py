@@ -10,6 +10,7 @@ time in s, temperature in °C. Backends convert from mW/mJ/Hz/kHz where they rea
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 from dataclasses import asdict, dataclass, field
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "SCOPES",
     "THROTTLE_REASONS",
+    "board_power_w",
     "Capabilities",
     "Device",
     "DeviceState",
@@ -153,6 +155,9 @@ class Sample:
     temperature_c: Optional[float] = None
     utilisation_pct: Optional[float] = None
     throttle_reasons: FrozenSet[str] = field(default_factory=frozenset)
+    #: the whole board's input power (W) where the backend knows it beyond a "board input"
+    #: rail (the sum of an AGX module's rails through its regulators, a card's NVML power)
+    board_power_w: Optional[float] = None
 
     def rail(self, name: str) -> Optional[Rail]:
         for rail in self.rails:
@@ -173,7 +178,19 @@ class Sample:
             "temperature_c": self.temperature_c,
             "utilisation_pct": self.utilisation_pct,
             "throttle_reasons": sorted(self.throttle_reasons),
+            "board_power_w": board_power_w(self),
         }
+
+
+def board_power_w(sample: Sample) -> Optional[float]:
+    """The whole board's input power (W) in ``sample``: the backend's figure, else a rail
+    labelled "board input" (``VDD_IN``, ``POM_5V_IN``); None when neither is there."""
+    if sample.board_power_w is not None:
+        return sample.board_power_w
+    for rail in sample.rails:
+        if rail.scope == "board input":
+            return rail.power_w
+    return None
 
 
 @dataclass(frozen=True)
@@ -290,6 +307,29 @@ class Device:
         """The current settings (what a restore would bring back to)."""
         return self._read_state()
 
+    def energy_counter_j(self) -> Optional[float]:
+        """The hardware energy counter of the GPU figure (J, arbitrary origin) read on its own,
+        cheaper than a whole :meth:`sample`; None on a device without one.
+
+        Raises:
+            TelemetryError: the counter could not be read.
+        """
+        if not self.capabilities.energy_counter:
+            return None
+        return self._read_energy_counter_j()
+
+    def board_input_rail(self) -> Optional[str]:
+        """The name of the rail that measures the whole board's input (``VDD_IN``...), or
+        None when the device reports none."""
+        try:
+            rails = self.sample().rails
+        except TelemetryError:
+            return None
+        for rail in rails:
+            if rail.scope == "board input":
+                return rail.name
+        return None
+
     # -- clocks ----------------------------------------------------------------------
     def snap_clock_mhz(self, clock_mhz: float, *, strict: bool = False, mem: bool = False) -> float:
         """The supported clock nearest ``clock_mhz`` (MHz).
@@ -308,7 +348,9 @@ class Device:
             raise InvalidRequestError(
                 f"{what} {value:g} MHz is outside the range {lo:g}-{hi:g} MHz of {self.identity.name}"
             )
-        nearest = min(table, key=lambda c: (abs(c - value), c))
+        i = bisect.bisect_left(table, value)  # the table is ascending: two neighbours
+        below, above = table[max(i - 1, 0)], table[min(i, len(table) - 1)]
+        nearest = below if abs(below - value) <= abs(above - value) else above
         if abs(nearest - value) > tol:
             if strict:
                 below = max((c for c in table if c < value), default=lo)
@@ -609,6 +651,9 @@ class Device:
 
     def _read_sample(self) -> Sample:  # pragma: no cover - every backend overrides
         raise NotImplementedError
+
+    def _read_energy_counter_j(self) -> Optional[float]:
+        return self._read_sample().energy_j
 
     def _read_state(self) -> DeviceState:
         return DeviceState()

@@ -455,6 +455,10 @@ class NvmlDevice(Device):
                 names.add(reason)
         return frozenset(names)
 
+    def _read_energy_counter_j(self) -> Optional[float]:
+        nv = self._nv
+        return float(self._read(nv.nvmlDeviceGetTotalEnergyConsumption, self._handle)) / 1000.0
+
     def _read_sample(self) -> Sample:
         nv, h, caps = self._nv, self._handle, self.capabilities
         t_s = self.clock.now_s()

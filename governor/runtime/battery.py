@@ -3,7 +3,8 @@
 The root directory follows ``GOVERNOR_SYSFS_ROOT`` (default ``/``) like the Jetson backend,
 so tests build a real file tree. Kernel units: ``energy_now`` µWh; ``charge_now`` µAh with
 ``voltage_now`` µV (or ``voltage_min_design``). The first supply whose ``type`` is
-``Battery`` is used unless a name is given.
+``Battery`` is used unless a name is given. ``energy_full`` / ``charge_full`` give the full
+capacity (a battery policy's reserve is a share of it).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Optional
 
 from governor.errors import DeviceNotFoundError, TelemetryError
 
-__all__ = ["SysfsBattery"]
+__all__ = ["SysfsBattery", "find_battery"]
 
 
 def _root() -> Path:
@@ -66,4 +67,27 @@ class SysfsBattery:
             f"battery {self.path} reports neither energy_now nor charge_now with a voltage"
         )
 
+    def capacity_j(self) -> Optional[float]:
+        """The full charge in J (``energy_full``, or ``charge_full`` × voltage); None when
+        the battery does not say."""
+        energy = self._read("energy_full")
+        if energy is not None:
+            return energy * 1e-6 * 3600.0
+        charge = self._read("charge_full")
+        volts = self._read("voltage_now") or self._read("voltage_min_design")
+        if charge is not None and volts:
+            return charge * 1e-6 * volts * 1e-6 * 3600.0
+        return None
+
     __call__ = remaining_j
+
+
+def find_battery() -> Optional[SysfsBattery]:
+    """The system's battery under ``/sys/class/power_supply`` (root from
+    ``GOVERNOR_SYSFS_ROOT``), or None when there is none or it reports no energy."""
+    try:
+        battery = SysfsBattery()
+        battery.remaining_j()
+    except (DeviceNotFoundError, TelemetryError):
+        return None
+    return battery

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
+from governor.errors import InvalidRequestError
 from governor.runtime.model import ClockModel
 from governor.runtime.policies import (
     Battery,
@@ -48,6 +49,12 @@ class Observation:
     applied_mhz: float
     energy_used_j: float
     elapsed_s: float
+    #: whether the GPU computed during the period (utilisation); None when unknown
+    busy: Optional[bool] = None
+    #: mean whole-board power over the period (W), where the device meters the board
+    board_power_w: Optional[float] = None
+    #: whole-board energy used since the start (J), where metered
+    board_energy_used_j: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -257,7 +264,27 @@ class PowerCapController(Controller):
 
 
 class BatteryController(Controller):
-    """Spend what is left evenly over the time left: a power target that follows the budget."""
+    """Make the budget last the mission doing the most work: a busy-power target planned from
+    what is left, the time left and the load's duty cycle as it unfolds.
+
+    The budget is metered on the policy's scope: the board input (``scope="board"``, the
+    rail a robot's battery feeds) or the GPU figure. Each period the plan is::
+
+        usable  = remaining − reserve
+        P_busy  = (usable − P_idle · idle_left) / busy_left
+
+    with ``busy_left = d · time_left`` for the share ``d`` of time the GPU has computed so far
+    (idle periods are measured, not assumed), and ``P_idle`` the measured idle power. Spending
+    slack only while the GPU computes is what buys work: a plan that assumed the rest of the
+    mission busy under-spends on bursty loads. The busy target is met like a cap (per-clock
+    corrected model, error diffusion between neighbouring clocks); on the board scope the
+    rest of the board (measured board − GPU figure) is taken off the target first, so the
+    GPU model is corrected on the GPU figure and the budget is held on the board. Below the
+    PPW clock a joule buys less work, but the mission must last, so the plan may go there.
+    """
+
+    PRIOR_BUSY_S = 5.0  # a new mission counts as busy until idle periods are seen
+    PRIOR_RATIO_S = 100.0
 
     def __init__(
         self, model: ClockModel, policy: Battery, reader: Optional[Callable[[], float]] = None
@@ -265,29 +292,124 @@ class BatteryController(Controller):
         super().__init__(model)
         self.policy = policy
         self.reader = reader
+        budget = policy.budget_j
+        capacity: Optional[float] = None
+        if reader is not None:
+            full = getattr(reader, "capacity_j", None)
+            capacity = float(full()) if callable(full) else None
+            if budget is None:
+                budget = float(reader())
+        if budget is None:
+            raise InvalidRequestError(
+                "the battery policy needs battery_wh (Wh) or energy_j (J) when no battery is read"
+            )
+        self.budget_j = budget
         self.tracker = PowerTracker(model, dither=True)
         self.target_w: Optional[float] = None
-        self.remaining_j: float = policy.budget_j
+        self.busy_target_w: Optional[float] = None
+        self.remaining_j: float = budget
         self.exhausted_at_s: Optional[float] = None
         self.read_error: Optional[str] = None
+        self.busy_s = 0.0
+        self.idle_s = 0.0
+        self.idle_w: Optional[float] = None  # on the budget's scope
+        self.rest_w: Optional[float] = None  # board − GPU figure while busy (board scope)
+        share = policy.reserve if policy.reserve is not None else (0.01 if reader else 0.0)
+        self.reserve_j = share * (capacity if capacity else budget)
+        # busy GPU energy measured, and what the model predicted for it; a calibrated model
+        # starts with PRIOR_RATIO_S seconds of its own load (ratio 1), so a mission that
+        # opens on a light phase does not spend as if the whole mission were light
+        prior = self.PRIOR_RATIO_S * model.power_at(model.ppw_clock_mhz) if model.fitted else 0.0
+        self.measured_j = prior
+        self.model_j = prior
+        self.level: Optional[float] = None  # the planned clock, a fractional table index
+        self.carry = 0.0
+        self.was_busy: Optional[bool] = None
 
-    def _target(self, remaining_j: float, elapsed_s: float) -> float:
+    def _plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
+        """(mean power target, busy power target) on the budget's scope."""
         left_s = self.policy.target_s - elapsed_s
-        usable = remaining_j - self.policy.reserve * self.policy.budget_j
+        usable = max(0.0, remaining_j - self.reserve_j)
         if left_s <= 0:
-            return math.inf if usable > 0 else 0.0
-        return max(0.0, usable) / left_s
+            return (math.inf, math.inf) if usable > 0 else (0.0, 0.0)
+        mean_w = usable / left_s
+        duty = (self.busy_s + self.PRIOR_BUSY_S) / (self.busy_s + self.idle_s + self.PRIOR_BUSY_S)
+        idle_w = self.idle_w if self.idle_w is not None else 0.0
+        busy_left = duty * left_s
+        busy_w = (usable - idle_w * (left_s - busy_left)) / busy_left
+        return mean_w, max(busy_w, 0.0)
+
+    def _gpu_target(self, busy_w: float) -> float:
+        if self.policy.scope == "board":
+            return busy_w - (self.rest_w or 0.0)
+        return busy_w
+
+    def _ratio(self) -> float:
+        """Measured over modelled GPU power while busy, over the whole mission so far: the
+        load's mean, not the latest phase's (the plan is for the rest of the mission)."""
+        if self.model_j > 0:
+            return self.measured_j / self.model_j
+        return self.tracker.scale
+
+    def _level(self, gpu_w: float) -> float:
+        """Fractional index into the clock table whose corrected power is ``gpu_w``."""
+        model_w = self.model.power_w
+        want = gpu_w / max(self._ratio(), 1e-9)
+        top = len(model_w) - 1
+        i = bisect.bisect_right(model_w, want) - 1
+        if i < 0:
+            return 0.0
+        if i >= top:
+            return float(top)
+        lo, hi = model_w[i], model_w[i + 1]
+        return i + ((want - lo) / (hi - lo) if hi > lo else 0.0)
+
+    def _pick(self, level: float) -> float:
+        """One clock of the two around ``level``, the upper one as often as its fraction
+        (error diffusion over busy periods): the mean clock is the plan's."""
+        clocks = self.model.clocks_mhz
+        i = int(math.floor(level))
+        frac = level - i
+        if i >= len(clocks) - 1:
+            return clocks[-1]
+        self.carry += frac
+        if self.carry >= 1.0 - 1e-9:
+            self.carry -= 1.0
+            return clocks[i + 1]
+        return clocks[i]
 
     def initial_mhz(self) -> float:
-        self.target_w = self._target(self.policy.budget_j, 0.0)
+        self.target_w, self.busy_target_w = self._plan(self.budget_j, 0.0)
         if not self.model.fitted:
             return self.model.clocks_mhz[0]
-        return self.tracker.clock_for(self.target_w, carry=False)
+        return self.tracker.clock_for(self._gpu_target(self.busy_target_w), carry=False)
 
     def decide(self, obs, ticks, current_mhz):
-        if obs.power_w is not None:
-            self.tracker.learn(obs.power_w, obs.applied_mhz)
-        remaining = self.policy.budget_j - obs.energy_used_j
+        board = self.policy.scope == "board"
+        scoped_w = obs.board_power_w if board else obs.power_w
+        steady = obs.busy == self.was_busy  # a period that straddles a change mixes both
+        self.was_busy = obs.busy
+        if obs.busy is False:
+            self.idle_s += obs.dt_s
+            if scoped_w is not None and steady:
+                self.idle_w = (
+                    scoped_w
+                    if self.idle_w is None
+                    else self.idle_w + 0.2 * (scoped_w - self.idle_w)
+                )
+        else:
+            self.busy_s += obs.dt_s
+            if obs.power_w is not None and steady:
+                self.tracker.learn(obs.power_w, obs.applied_mhz)
+                self.measured_j += obs.power_w * obs.dt_s
+                self.model_j += self.model.power_at(obs.applied_mhz) * obs.dt_s
+                if board and obs.board_power_w is not None:
+                    rest = obs.board_power_w - obs.power_w
+                    self.rest_w = (
+                        rest if self.rest_w is None else self.rest_w + 0.2 * (rest - self.rest_w)
+                    )
+        used = obs.board_energy_used_j if board else obs.energy_used_j
+        remaining = self.budget_j - (used if used is not None else obs.energy_used_j)
         if self.reader is not None:
             try:
                 remaining = min(float(self.reader()), remaining)
@@ -297,23 +419,31 @@ class BatteryController(Controller):
         self.remaining_j = remaining
         if remaining <= 0 and self.exhausted_at_s is None:
             self.exhausted_at_s = obs.elapsed_s
-        self.target_w = self._target(remaining, obs.elapsed_s + obs.dt_s)
-        clock = self.tracker.clock_for(self.target_w)
-        return clock, False
+        self.target_w, self.busy_target_w = self._plan(remaining, obs.elapsed_s + obs.dt_s)
+        if obs.busy is False:  # idle: keep the clock the next burst starts at
+            return current_mhz, False
+        self.level = self._level(self._gpu_target(self.busy_target_w))
+        return self._pick(self.level), False
 
     def safe_mhz(self, current_mhz: float) -> float:
-        if self.target_w is None:
+        if self.level is None:
             return self.model.clocks_mhz[0]
-        return self.tracker.clock_for(self.target_w, carry=False)
+        return self.model.clocks_mhz[int(math.floor(self.level))]
 
     def status(self) -> Dict[str, Any]:
+        total = self.busy_s + self.idle_s
         return {
-            "budget_j": self.policy.budget_j,
+            "budget_j": self.budget_j,
+            "scope": self.policy.scope,
             "remaining_j": self.remaining_j,
             "target_s": self.policy.target_s,
             "target_power_w": self.target_w
             if self.target_w is not None and math.isfinite(self.target_w)
             else None,
+            "busy_power_target_w": self.busy_target_w
+            if self.busy_target_w is not None and math.isfinite(self.busy_target_w)
+            else None,
+            "duty_cycle": self.busy_s / total if total > 0 else None,
             "exhausted_at_s": self.exhausted_at_s,
             "battery_read_error": self.read_error,
             "model_correction": self.tracker.r,
@@ -333,8 +463,12 @@ class ThroughputController(Controller):
 
     WINDOW = 90  # frames remembered for the deadline check
     HOLD_DOWN_S = 1.0
+    SETTLE_S = 0.3  # local search (energy counter only): after a change, then measure
+    MEASURE_S = 2.0
+    STALE_S = 20.0  # a neighbour's measured power is trusted this long
+    HOLD_S = 10.0  # at a local minimum, hold this long before probing again
 
-    def __init__(self, model: ClockModel, policy: Throughput) -> None:
+    def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
         super().__init__(model)
         self.policy = policy
         self.per_unit_top: Deque[float] = collections.deque(maxlen=self.WINDOW)
@@ -343,6 +477,13 @@ class ThroughputController(Controller):
         self.below_since_s: Optional[float] = None
         self.choice_mhz: Optional[float] = None
         self.rate_hz: Optional[float] = None
+        self.search = search
+        self.floor_idx = 0
+        self.target: Optional[int] = None
+        self.costs: Dict[int, Tuple[float, float]] = {}  # index -> (mean power W, when)
+        self.held_s = self.energy_j = self.measured_s = 0.0
+        self.hold_until_s = -math.inf
+        self.step = max(1, int(round(0.02 * len(model.clocks_mhz))))
 
     def initial_mhz(self) -> float:
         return self.model.top_mhz
@@ -382,14 +523,56 @@ class ThroughputController(Controller):
             worst = mean = 1.0 / self.capacity_top
         else:
             return None
-        for f, p, rel in zip(model.clocks_mhz, model.power_w, model.time_rel):
+        self.floor_idx = len(model.clocks_mhz) - 1
+        for i, (f, p, rel) in enumerate(zip(model.clocks_mhz, model.power_w, model.time_rel)):
             if worst * rel > budget_s:
                 continue
+            self.floor_idx = min(self.floor_idx, i)
             busy = min(1.0, rate * mean * rel)
             cost = busy * p + (1.0 - busy) * model.idle_w
             if best is None or cost < best[0] - 1e-12:
                 best = (cost, f)
         return best[1] if best else model.top_mhz
+
+    def _search(self, obs: Observation, choice: float, current_mhz: float) -> Tuple[float, bool]:
+        """Local search on measured power among the clocks that keep the rate: the model's
+        pick is where it starts, the energy counter says which neighbour is cheaper."""
+        clocks = self.model.clocks_mhz
+        top = len(clocks) - 1
+        floor = self.floor_idx
+        if self.target is None:
+            self.target = self.model.index(choice)
+        if self.target < floor:  # the deadline, not the search, decides: up at once
+            self.target, self.held_s, self.energy_j, self.measured_s = floor, 0.0, 0.0, 0.0
+            self.costs.clear()
+            return clocks[floor], True
+        now = obs.t_s
+        if (
+            obs.power_w is not None
+            and obs.applied_mhz == clocks[self.target]
+            and now >= self.hold_until_s
+        ):
+            self.held_s += obs.dt_s
+            if self.held_s > self.SETTLE_S:
+                self.energy_j += obs.power_w * obs.dt_s
+                self.measured_s += obs.dt_s
+            if self.measured_s >= self.MEASURE_S:
+                self.costs[self.target] = (self.energy_j / self.measured_s, now)
+                self.held_s = self.energy_j = self.measured_s = 0.0
+                step = self.step
+                near = [i for i in (self.target - step, self.target + step) if floor <= i <= top]
+                fresh = {i: c for i, (c, t) in self.costs.items() if now - t <= self.STALE_S}
+                known = [i for i in near if i in fresh]
+                unknown = [i for i in near if i not in fresh]
+                cheaper = [i for i in known if fresh[i] < fresh[self.target]]
+                if cheaper:  # descend
+                    self.target = min(cheaper, key=lambda i: fresh[i])
+                elif unknown:  # look on the side not seen yet
+                    self.target = unknown[0]
+                else:  # a local minimum: stay a while
+                    self.hold_until_s = now + self.HOLD_S
+        target = clocks[self.target]
+        return target, target > current_mhz
 
     def decide(self, obs, ticks, current_mhz):
         self._learn(obs, ticks)
@@ -397,6 +580,8 @@ class ThroughputController(Controller):
         self.choice_mhz = choice
         if choice is None:
             return current_mhz, False
+        if self.search:
+            return self._search(obs, choice, current_mhz)
         if choice > current_mhz:
             self.below_since_s = None
             return choice, True
@@ -418,14 +603,106 @@ class ThroughputController(Controller):
         }
 
 
+class OnlinePpwController(Controller):
+    """The PPW clock found during the job, for a device with no calibrated model.
+
+    A golden-section search over the clock table: each probe holds one clock for
+    ``settle_s`` (the power average settles, NVML's over ~1 s) and then measures energy over
+    ``measure_s`` of busy time; idle periods pause the probe. The cost of a clock is the energy
+    per unit of work where the app reports it (``gov.tick(units)``), else mean power / clock
+    (energy per cycle: a compute-bound load's energy per unit of work). Energy per unit of work
+    has one minimum over the clock (the ridge), so the search needs about ``log(n)/log(1.6)``
+    probes: 11 on a 190-clock table, 5 on a 12-clock Jetson table. Then it holds the best
+    clock; ``result`` is set for the governor to keep.
+    """
+
+    def __init__(self, model: ClockModel, *, settle_s: float = 1.3, measure_s: float = 1.0) -> None:
+        super().__init__(model)
+        self.settle_s = settle_s
+        self.measure_s = measure_s
+        self.lo, self.hi = 0, len(model.clocks_mhz) - 1
+        self.costs: Dict[int, float] = {}
+        self.probe: Optional[int] = None
+        self.held_s = 0.0
+        self.energy_j = 0.0
+        self.busy_s = 0.0
+        self.units = 0.0
+        self.result: Optional[Dict[str, Any]] = None
+        self.elapsed_s = 0.0
+        self.probe = self._next()
+
+    def _next(self) -> Optional[int]:
+        costs = self.costs
+        while self.hi - self.lo > 2:
+            span = self.hi - self.lo
+            m1 = self.lo + int(round(0.382 * span))
+            m2 = self.lo + int(round(0.618 * span))
+            if m2 <= m1:
+                m2 = m1 + 1
+            for m in (m1, m2):
+                if m not in costs:
+                    return m
+            if costs[m1] <= costs[m2]:
+                self.hi = m2
+            else:
+                self.lo = m1
+        for m in range(self.lo, self.hi + 1):
+            if m not in costs:
+                return m
+        return None
+
+    def initial_mhz(self) -> float:
+        return self.model.clocks_mhz[self.probe if self.probe is not None else -1]
+
+    def decide(self, obs, ticks, current_mhz):
+        self.elapsed_s = obs.elapsed_s + obs.dt_s
+        clocks = self.model.clocks_mhz
+        if self.probe is None:
+            return current_mhz, False
+        units = sum(t.units for t in ticks)
+        if obs.busy is False or obs.power_w is None or obs.applied_mhz != clocks[self.probe]:
+            return clocks[self.probe], False
+        self.held_s += obs.dt_s
+        if self.held_s <= self.settle_s + 1e-9:
+            return clocks[self.probe], False
+        self.energy_j += obs.power_w * obs.dt_s
+        self.busy_s += obs.dt_s
+        self.units += units
+        if self.busy_s < self.measure_s - 1e-9:
+            return clocks[self.probe], False
+        if self.units > 0:
+            cost = self.energy_j / self.units
+        else:
+            cost = self.energy_j / (self.busy_s * clocks[self.probe])
+        self.costs[self.probe] = cost
+        self.held_s = self.energy_j = self.busy_s = self.units = 0.0
+        self.probe = self._next()
+        if self.probe is None:
+            best = min(self.costs, key=lambda i: (self.costs[i], i))
+            self.result = {
+                "clock_mhz": clocks[best],
+                "probes": len(self.costs),
+                "found_after_s": self.elapsed_s,
+                "cost": "energy per unit of work" if units > 0 else "energy per cycle",
+            }
+            return clocks[best], True
+        return clocks[self.probe], True
+
+    def status(self) -> Dict[str, Any]:
+        return {"online_ppw": self.result, "probes_done": len(self.costs)}
+
+
 def make_controller(
     policy: Policy,
     model: ClockModel,
     *,
     interval_s: float,
     battery: Optional[Callable[[], float]] = None,
+    settle_s: float = 1.3,
 ) -> Controller:
     if isinstance(policy, MaxEfficiency):
+        if not model.fitted:
+            return OnlinePpwController(model, settle_s=settle_s)
         return StaticController(model, model.ppw_clock_mhz)
     if isinstance(policy, Performance):
         return StaticController(model, model.top_mhz)
@@ -436,5 +713,5 @@ def make_controller(
     if isinstance(policy, Battery):
         return BatteryController(model, policy, battery)
     if isinstance(policy, Throughput):
-        return ThroughputController(model, policy)
+        return ThroughputController(model, policy, search=settle_s < 1.0)
     raise TypeError(f"no controller for {policy!r}")

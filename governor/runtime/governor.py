@@ -26,10 +26,16 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
-from governor.devices.base import Device
+from governor.devices.base import Device, board_power_w
 from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 from governor.runtime import policies as _policies
-from governor.runtime.controllers import Observation, Tick, make_controller
+from governor.runtime.controllers import (
+    Observation,
+    OnlinePpwController,
+    StaticController,
+    Tick,
+    make_controller,
+)
 from governor.runtime.model import ClockModel, fallback_model, model_from_profile
 
 __all__ = ["Cached", "Governor"]
@@ -78,6 +84,8 @@ class _Meter:
         self.clock_s = 0.0  # ∫ clock dt (MHz·s)
         self.estimated_s = 0.0  # time whose power was not measured
         self.max_power_w: Optional[float] = None
+        self.board_energy_j: Optional[float] = None  # where the device reports board power
+        self.board_last_w: Optional[float] = None
 
     def add(
         self, dt: float, power_w: Optional[float], last_w: Optional[float], clock_mhz: float
@@ -95,6 +103,17 @@ class _Meter:
             )
         self.energy_j += power_w * dt
 
+    def add_board(self, dt: float, board_w: Optional[float]) -> None:
+        if dt <= 0:
+            return
+        if board_w is None:
+            board_w = self.board_last_w
+            if board_w is None:
+                return
+        else:
+            self.board_last_w = board_w
+        self.board_energy_j = (self.board_energy_j or 0.0) + board_w * dt
+
     def to_dict(self) -> Dict[str, Any]:
         d = self.duration_s
         return {
@@ -104,6 +123,7 @@ class _Meter:
             "mean_clock_mhz": self.clock_s / d if d > 0 else None,
             "max_power_w": self.max_power_w,
             "unmeasured_s": self.estimated_s,
+            "board_energy_j": self.board_energy_j,
         }
 
 
@@ -114,7 +134,7 @@ class Governor:
         device: an open :class:`~governor.devices.base.Device` that can lock GPU clocks.
         policy: a :mod:`~governor.runtime.policies` object or a spec dictionary.
         profile: the board profile (a dict or a path); None looks it up for the device; when
-            there is none (or it was made on another board) the governor says so
+            there is none (or it was made on another board; or ``profile=False``) the governor says so
             (``status()["notes"]``) and falls back to a generic model. A malformed profile, or
             one whose clocks lie outside the device's range, is an error, never a fallback.
         interval_s: the control period.
@@ -134,7 +154,7 @@ class Governor:
         self,
         device: Device,
         policy: PolicyLike,
-        profile: Union[None, Mapping[str, Any], str, Path] = None,
+        profile: Union[None, bool, Mapping[str, Any], str, Path] = None,
         interval_s: float = 0.1,
         *,
         background: bool = True,
@@ -167,9 +187,38 @@ class Governor:
         self.notes: List[str] = []
         self.profile_path: Optional[str] = None
         self.model = self._load_model(profile)
-        self.controller = make_controller(
-            self.policy, self.model, interval_s=interval, battery=battery
-        )
+        self._online_saved = False
+        known = None
+        if isinstance(self.policy, _policies.MaxEfficiency) and not self.model.fitted:
+            known = load_online_ppw(device, self.policy.workload)
+        if known is not None:
+            self.controller = StaticController(self.model, float(known["clock_mhz"]))
+            self._online_saved = True
+            self._note(
+                f"PPW clock {known['clock_mhz']:g} MHz found online by an earlier run "
+                f"({known.get('probes', '?')} probes, {known.get('date', '?')}); "
+                "governor calibrate makes it exact"
+            )
+        else:
+            self.controller = make_controller(
+                self.policy,
+                self.model,
+                interval_s=interval,
+                battery=battery,
+                settle_s=0.3 if device.capabilities.energy_counter else 1.3,
+            )
+            if isinstance(self.controller, OnlinePpwController):
+                self._note("finding the PPW clock online: a few probes of the running load")
+        if getattr(self.policy, "scope", None) == "board" and battery is None:
+            try:
+                has_board = board_power_w(device.sample()) is not None
+            except (GovernorError, OSError):
+                has_board = True  # said by the telemetry checks once running
+            if not has_board:
+                self._note(
+                    "the device reports no whole-board power: the battery budget is metered "
+                    "on its GPU figure (scope gpu)"
+                )
         # run state
         self._owns = False  # whether start() took a layer of the device
         self._ticks: List[Tick] = []
@@ -201,7 +250,7 @@ class Governor:
         self._atexit = False
 
     # -- profile and model ---------------------------------------------------------------
-    def _load_model(self, profile: Union[None, Mapping[str, Any], str, Path]) -> ClockModel:
+    def _load_model(self, profile: Union[None, bool, Mapping[str, Any], str, Path]) -> ClockModel:
         """The clock model: from the profile given or found; the generic one when there is
         none for this board (or it is another board's), said in the notes.
 
@@ -218,7 +267,9 @@ class Governor:
             )
         doc: Optional[Mapping[str, Any]] = None
         reason = "no profile"
-        if profile is None:
+        if profile is False:  # asked to use none (to find the PPW clock online, say)
+            reason = "profile not used"
+        elif profile is None:
             path, doc, found_notes = lookup_profile_for(self.device)
             if doc is None:
                 reason = found_notes[0]
@@ -243,6 +294,17 @@ class Governor:
         model = fallback_model(clocks, reason)
         self._note(model.source)
         return model
+
+    def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
+        try:
+            path = save_online_ppw(self.device, getattr(self.policy, "workload", None), result)
+        except OSError as err:
+            self._note(f"PPW clock {result['clock_mhz']:g} MHz found online; not kept: {err}")
+            return
+        self._note(
+            f"PPW clock {result['clock_mhz']:g} MHz found online after "
+            f"{result['found_after_s']:.0f} s ({result['probes']} probes); kept in {path}"
+        )
 
     def _note(self, text: str) -> None:
         self.notes.append(text)
@@ -409,6 +471,10 @@ class Governor:
                 self._set_clock(target, urgent=urgent)
             except GovernorError as err:
                 self._error(f"setting {target:g} MHz failed: {err}")
+            result = getattr(self.controller, "result", None)
+            if result is not None and not self._online_saved:
+                self._online_saved = True
+                self._keep_online_ppw(result)
 
     def _read_energy_baseline(self) -> None:
         if self.device.capabilities.energy_counter:
@@ -425,6 +491,8 @@ class Governor:
         if dt <= 0 and self._steps > 0:
             return None
         power: Optional[float] = None
+        board_w: Optional[float] = None
+        busy: Optional[bool] = None
         measured_clock: Optional[float] = None
         problem: Optional[str] = None
         try:
@@ -434,6 +502,11 @@ class Governor:
             problem = f"telemetry failed: {err}"
         if sample is not None:
             measured_clock = sample.gpu_clock_mhz
+            board_w = board_power_w(sample)
+            if sample.utilisation_pct is not None:
+                busy = sample.utilisation_pct >= 50.0
+            elif "idle" in sample.throttle_reasons:
+                busy = False
             energy = sample.energy_j
             if (
                 energy is not None
@@ -459,8 +532,12 @@ class Governor:
             if energy is not None:
                 self._energy_last = energy
         self._changes_since_reading = False
+        if board_w is not None and power is not None and sample is not None:
+            if sample.power_w is not None:  # the rest of the board + the GPU's period mean
+                board_w = board_w - sample.power_w + power
         applied = self._applied if self._applied is not None else self.model.top_mhz
         self._meter.add(dt, power, self._power_last, measured_clock or applied)
+        self._meter.add_board(dt, board_w)
         if power is not None:
             self._power_last = power
         self._clock_measured = measured_clock
@@ -474,6 +551,9 @@ class Governor:
             applied_mhz=applied,
             energy_used_j=self._meter.energy_j,
             elapsed_s=now - (self._t_start if self._t_start is not None else now),
+            busy=busy,
+            board_power_w=board_w,
+            board_energy_used_j=self._meter.board_energy_j,
         )
 
     def _health(self, problem: Optional[str]) -> None:
@@ -591,6 +671,52 @@ class Governor:
         clock = entry.get("clock_mhz")
         note = f" at {clock:g} MHz" if isinstance(clock, (int, float)) else ""
         return Cached(value, f"cached for {board}{note}")
+
+
+def _online_path(device: Device) -> Path:
+    from governor.paths import data_dir
+    from governor.profiles.profile import board_key
+
+    return data_dir() / "online-ppw" / f"{board_key(device)}.json"
+
+
+def load_online_ppw(device: Device, workload: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The PPW clock an earlier run found online for this board and workload, if it is one of
+    the device's clocks; None otherwise (a damaged file is ignored: it is only a cache)."""
+    import json
+
+    try:
+        doc = json.loads(_online_path(device).read_text(encoding="utf-8"))
+        entry = doc["workloads"][workload or "builtin"]
+        clock = float(entry["clock_mhz"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    clocks = device.supported_clocks_mhz()
+    if not any(abs(c - clock) <= 0.5 for c in clocks):
+        return None
+    return dict(entry)
+
+
+def save_online_ppw(device: Device, workload: Optional[str], result: Mapping[str, Any]) -> Path:
+    """Keep an online PPW result for the next run on this board (atomically replaced)."""
+    import datetime
+    import json
+
+    path = _online_path(device)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc.get("workloads"), dict):
+            raise ValueError
+    except (OSError, ValueError, AttributeError):
+        doc = {"format": "governor-online-ppw", "board": device.identity.model, "workloads": {}}
+    entry = dict(result)
+    entry["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    doc["workloads"][workload or "builtin"] = entry
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
 
 
 def _finite_at_least(value: Any, low: float) -> bool:

@@ -26,6 +26,7 @@ from governor.errors import InvalidRequestError
 __all__ = [
     "LIMITS",
     "NAMES",
+    "SCOPES",
     "Battery",
     "FixedClock",
     "MaxEfficiency",
@@ -36,6 +37,9 @@ __all__ = [
     "check_number",
     "from_spec",
 ]
+
+#: where a battery budget is metered: the board's input rail, or the device's GPU figure
+SCOPES = ("board", "gpu")
 
 #: policy names accepted by :func:`from_spec` (and ``--policy``)
 NAMES = ("ppw", "max", "power-cap", "battery", "throughput", "clock")
@@ -51,6 +55,7 @@ _SPEC_KEYS = {
     "clock_mhz",
     "workload",
     "margin",
+    "scope",
 }
 
 
@@ -187,23 +192,32 @@ class PowerCap(Policy):
 class Battery(Policy):
     """Make an energy budget last ``hours`` (or ``duration_s``) doing as much work as possible.
 
-    The budget is ``battery_wh`` (Wh) or ``energy_j`` (J). The remaining energy is metered
-    from the device's power figure unless the governor is given a battery reader (a callable
-    returning the remaining J, or :class:`governor.runtime.battery.SysfsBattery`).
-    ``reserve`` is the share of the budget kept back so the mission surely lasts.
+    The budget is ``battery_wh`` (Wh) or ``energy_j`` (J), metered on ``scope``: ``"board"``
+    (the default: the board's input, which is what a robot's battery feeds) or ``"gpu"`` (the
+    device's GPU figure). With neither, the governor needs a battery reader (a callable
+    returning the remaining J, or :class:`governor.runtime.battery.SysfsBattery`, which the
+    CLI uses when ``/sys/class/power_supply`` has a battery) and the budget is what it holds.
+    ``reserve`` is the share kept back so the mission surely lasts: of the battery's full
+    capacity when a battery is read (default 1 %), else of the budget (default none: the
+    budget is what may be spent, and the governor meters it itself).
     """
 
     battery_wh: Optional[float] = None
     hours: Optional[float] = None
     energy_j: Optional[float] = None
     duration_s: Optional[float] = None
-    reserve: float = 0.01
+    reserve: Optional[float] = None
+    scope: str = "board"
     name = "battery"
 
     def __post_init__(self) -> None:
-        if (self.battery_wh is None) == (self.energy_j is None):
+        if self.battery_wh is not None and self.energy_j is not None:
             raise InvalidRequestError(
-                "the battery policy needs exactly one of battery_wh (Wh) or energy_j (J)"
+                "the battery policy takes exactly one of battery_wh (Wh) or energy_j (J), not both"
+            )
+        if self.scope not in SCOPES:
+            raise InvalidRequestError(
+                f"scope must be one of {', '.join(SCOPES)}, not {self.scope!r}"
             )
         if (self.hours is None) == (self.duration_s is None):
             raise InvalidRequestError("the battery policy needs exactly one of hours or duration_s")
@@ -215,12 +229,15 @@ class Battery(Policy):
             object.__setattr__(self, "hours", check_number("hours", self.hours))
         if self.duration_s is not None:
             object.__setattr__(self, "duration_s", check_number("duration_s", self.duration_s))
-        object.__setattr__(self, "reserve", _fraction(self.reserve, "reserve", 0.0, 0.5))
+        if self.reserve is not None:
+            object.__setattr__(self, "reserve", _fraction(self.reserve, "reserve", 0.0, 0.5))
 
     @property
-    def budget_j(self) -> float:
-        """The energy budget in J."""
-        return self.energy_j if self.energy_j is not None else float(self.battery_wh) * 3600.0  # type: ignore[arg-type]
+    def budget_j(self) -> Optional[float]:
+        """The energy budget in J; None when the battery itself is the budget."""
+        if self.energy_j is not None:
+            return self.energy_j
+        return float(self.battery_wh) * 3600.0 if self.battery_wh is not None else None
 
     @property
     def target_s(self) -> float:
@@ -228,7 +245,9 @@ class Battery(Policy):
         return self.duration_s if self.duration_s is not None else float(self.hours) * 3600.0  # type: ignore[arg-type]
 
     def describe(self) -> str:
-        return f"battery {self.budget_j / 3600.0:g} Wh over {self.target_s / 3600.0:g} h"
+        budget = self.budget_j
+        what = "the battery" if budget is None else f"{budget / 3600.0:g} Wh"
+        return f"battery {what} over {self.target_s / 3600.0:g} h ({self.scope})"
 
 
 @dataclass(frozen=True)
@@ -278,7 +297,7 @@ def from_spec(spec: Union[Mapping[str, Any], Policy]) -> Policy:
         "max": set(),
         "clock": {"clock_mhz"},
         "power-cap": {"cap_w", "margin"},
-        "battery": {"battery_wh", "energy_j", "hours", "duration_s"},
+        "battery": {"battery_wh", "energy_j", "hours", "duration_s", "scope"},
         "throughput": {"rate_hz", "margin"},
     }[name]
     extra = sorted(set(given) - allowed)

@@ -61,7 +61,12 @@ class _Recorder:
     """Per-period truth: power of the reported figure, cap windows, demand."""
 
     def __init__(
-        self, dev: Any, cap_w: Optional[float], window_s: float, budget_j: Optional[float]
+        self,
+        dev: Any,
+        cap_w: Optional[float],
+        window_s: float,
+        budget_j: Optional[float],
+        board_scope: bool = False,
     ) -> None:
         self.dev = dev
         board = dev.board
@@ -77,7 +82,10 @@ class _Recorder:
         self.e_gpu_last = dev.true_energy_j()
         self.t_last = dev.clock.now_s()
         self.t0 = self.t_last
-        self.energy_j = 0.0
+        self.board_scope = board_scope
+        self.energy_j = 0.0  # on the recorded scope: the device's figure, or the board
+        self.figure_energy_j = 0.0
+        self.board_energy_j = 0.0
         self.gpu_energy_j = 0.0
         self.max_power_w = 0.0
         self.above_s = 0.0
@@ -113,10 +121,14 @@ class _Recorder:
             return
         e_gpu = dev.true_energy_j()
         gpu_w = (e_gpu - self.e_gpu_last) / dt
-        power = self.figure_w(gpu_w)
+        figure_w = self.figure_w(gpu_w)
+        board_w = self.board.board_power_w(gpu_w)
+        power = board_w if self.board_scope else figure_w
         self.e_gpu_last, self.t_last = e_gpu, now
         before = self.energy_j
         self.energy_j += power * dt
+        self.figure_energy_j += figure_w * dt
+        self.board_energy_j += board_w * dt
         self.gpu_energy_j += gpu_w * dt
         self.clock_s += clock_mhz * dt
         self.max_power_w = max(self.max_power_w, power)
@@ -148,10 +160,16 @@ def simulate(
     profile: Any = None,
     battery: Optional[Callable[[], float]] = None,
     noise: bool = True,
+    scope: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Run ``policy`` on ``sim:<board>`` over ``trace`` for ``duration_s`` of virtual time.
 
     Returns the keys of ``governor simulate --json`` (see specs/cli-json.md) and more.
+    ``scope`` is the figure ``energy_j``, ``mean_power_w`` (and a battery's ``budget_j``,
+    ``energy_left_j``, ``lasted_s``) are given on: ``"board"`` (the board's input, the
+    default for the battery policy, which meters its budget there) or ``"gpu"`` (the figure
+    the device reports as ``power_w``, the default otherwise). ``board_energy_j`` and
+    ``gpu_energy_j`` (the GPU domain alone) are always there.
 
     Raises:
         InvalidRequestError: bad trace, duration or policy; DeviceNotFoundError: no such board.
@@ -168,6 +186,12 @@ def simulate(
     cap = pol.cap_w if isinstance(pol, _policies.PowerCap) else None
     window = pol.window_s if isinstance(pol, _policies.PowerCap) else 1.0
     budget = pol.budget_j if isinstance(pol, _policies.Battery) else None
+    if scope is None:
+        scope = getattr(pol, "scope", "gpu")
+    if scope not in _policies.SCOPES:
+        raise InvalidRequestError(
+            f"scope must be one of {', '.join(_policies.SCOPES)}, not {scope!r}"
+        )
     gov = Governor(
         dev,
         pol,
@@ -179,7 +203,7 @@ def simulate(
     )
     misses = frames = 0
     with dev:
-        rec = _Recorder(dev, cap, window, budget)
+        rec = _Recorder(dev, cap, window, budget, board_scope=scope == "board")
         with gov:
             if trace == "perception-30hz":
                 frames, misses = _run_frames(dev, gov, rec, duration_s, seed)
@@ -195,10 +219,13 @@ def simulate(
         "policy": pol.name,
         "policy_spec": pol.to_spec(),
         "trace": trace,
-        "scope": rec.scope,
+        "scope": "board input" if scope == "board" else rec.scope,
         "duration_s": d,
         "energy_j": rec.energy_j,
+        "board_energy_j": rec.board_energy_j,
         "gpu_energy_j": rec.gpu_energy_j,
+        "figure_energy_j": rec.figure_energy_j,
+        "figure_scope": rec.scope,
         "mean_power_w": rec.energy_j / d if d > 0 else 0.0,
         "max_power_w": rec.max_power_w,
         "mean_clock_mhz": rec.clock_s / d if d > 0 else None,
@@ -210,6 +237,7 @@ def simulate(
         "clock_changes": status["clock_changes"],
         "safe_hold": status["safe_hold"],
         "model": status["model"],
+        "online_ppw": status.get("online_ppw"),
         "notes": status["notes"],
         "measured": measured,
     }

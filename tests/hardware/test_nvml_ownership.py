@@ -6,6 +6,7 @@ the fake's state file; what is journaled, from the files in the state directory.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -155,6 +156,8 @@ def test_device_all_reaches_every_gpu(nvml, capsys, tmp_path):
         "--policy",
         "max",
         "--json",
+        "--stdout",
+        os.devnull,
         "--",
         sys.executable,
         "-c",

@@ -46,7 +46,7 @@ def test_unused_cli_options_are_ignored_when_none():
         ({"policy": "power-cap", "cap_w": "lots"}, "number"),
         ({"policy": "power-cap", "cap_w": float("nan")}, "> 0 and <= 100000, not nan"),
         ({"policy": "power-cap", "cap_w": True}, "number"),
-        ({"policy": "battery", "hours": 2}, "battery_wh"),
+        ({"policy": "battery", "hours": 2, "scope": "rail"}, "scope must be one of board, gpu"),
         ({"policy": "battery", "battery_wh": 10}, "hours"),
         ({"policy": "battery", "battery_wh": 10, "energy_j": 5, "hours": 1}, "exactly one"),
         ({"policy": "throughput", "rate_hz": 0}, "rate_hz must be a finite number of Hz > 0"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import math
 import random
+import threading
 from typing import Dict, List, Optional, Tuple, Union
 from urllib.parse import parse_qsl
 
@@ -44,6 +45,11 @@ __all__ = ["SimDevice", "open_sim"]
 
 _FINE_STEP_S = 0.02  # integration step over the last seconds (sensor windows)
 _COARSE_STEP_S = 0.5  # before that (thermal time constants are >= 10 s)
+# How long an operating point (clock, power, rate) holds while nothing is changed. Only the
+# temperature moves it, with a time constant >= 15 s on every board: in 0.1 s the die moves by
+# < 0.7 % of its distance to steady state, which changes power by < 0.1 W (leakage S·λ <=
+# 0.45 W/°C), below sensor noise. Settings and load changes re-evaluate at once.
+_OP_REUSE_S = 0.1
 _HISTORY_S = 2.5  # how much fine history the averaging sensors may need
 
 _OPTIONS = {"seed", "realtime", "noise", "fail_rate", "stuck_after_s", "power_mode", "mem_clock"}
@@ -120,6 +126,7 @@ class SimDevice(Device):
         )
         super().__init__(identity, caps, clock=clock or VirtualClock(), journal=journal)
         self._rng_seed = int(seed)
+        self._noise_table: List[float] = []
         self._noise = bool(noise) and board.noise_rel > 0
         self._fail_rate = float(fail_rate)
         self._fail_rng = random.Random(seed * 7919 + 1)
@@ -162,6 +169,11 @@ class SimDevice(Device):
         self._hist_p: List[float] = []
         self._hist_e: List[float] = []
         self._hist_dt: List[float] = []
+        self._module_rails = frozenset(board.module_rails())
+        self._clock_tables: Dict[Optional[str], List[float]] = {}  # power mode -> clocks
+        self._rate = 0.0  # units of work per second at the present operating point
+        self._op_until_s = -math.inf  # until when _step may reuse the operating point
+        self._io_lock = threading.RLock()  # a governor and an energy meter may read at once
 
     # -- the load (used by calibration and the runtime) ---------------------------------
     @property
@@ -208,8 +220,12 @@ class SimDevice(Device):
 
     # -- description ----------------------------------------------------------------------
     def _supported_clocks_mhz(self):
-        cap = self.board.max_clock_mhz(self._power_mode)
-        return [c for c in self.board.clocks_mhz if c <= cap + 1e-9]
+        cache = self._clock_tables
+        table = cache.get(self._power_mode)
+        if table is None:
+            cap = self.board.max_clock_mhz(self._power_mode)
+            table = cache[self._power_mode] = [c for c in self.board.clocks_mhz if c <= cap + 1e-9]
+        return table
 
     def _supported_mem_clocks_mhz(self):
         return self.board.mem_clocks_mhz
@@ -231,7 +247,12 @@ class SimDevice(Device):
             return (self._locked[0] if self._locked else board.clocks_mhz[0]), False
         wanted = min(self._locked[1], top) if self._locked else top
         return board.throttled_clock_mhz(
-            wanted, self._temperature_c, self._workload, self._power_limit_w, self._mem_clock
+            wanted,
+            self._temperature_c,
+            self._workload,
+            self._power_limit_w,
+            self._mem_clock,
+            hint_mhz=self._clock_mhz if self._throttled else None,
         )
 
     def _refresh_operating_point(self) -> None:
@@ -239,15 +260,25 @@ class SimDevice(Device):
         clock, throttled = self._target_clock()
         power = self.board.gpu_power_w(clock, self._temperature_c, self._workload, self._mem_clock)
         self._clock_mhz, self._throttled, self._power_w = clock, throttled, power
+        self._op_until_s = -math.inf  # the next step evaluates the point again
 
     def _step(self, dt: float) -> None:
         board = self.board
-        clock, throttled = self._target_clock()
-        power = board.gpu_power_w(clock, self._temperature_c, self._workload, self._mem_clock)
-        self._clock_mhz, self._throttled, self._power_w = clock, throttled, power
+        if self._t_s < self._op_until_s:  # reads microseconds apart: the point still holds
+            clock, power, rate = self._clock_mhz, self._power_w, self._rate
+        else:
+            clock, throttled = self._target_clock()
+            power = board.gpu_power_w(clock, self._temperature_c, self._workload, self._mem_clock)
+            rate = (
+                1.0 / self._workload.time_per_unit_s(clock, self._mem_clock)
+                if self._workload is not None
+                else 0.0
+            )
+            self._clock_mhz, self._throttled, self._power_w = clock, throttled, power
+            self._rate = rate
+            self._op_until_s = self._t_s + _OP_REUSE_S
         self._energy_j += power * dt
-        if self._workload is not None:
-            self._work += dt / self._workload.time_per_unit_s(clock, self._mem_clock)
+        self._work += dt * rate
         target = board.steady_temperature_c(power)
         self._temperature_c += (target - self._temperature_c) * (
             1.0 - math.exp(-dt / board.thermal_tau_s)
@@ -259,6 +290,10 @@ class SimDevice(Device):
         self._hist_dt.append(dt)
 
     def _advance(self) -> None:
+        with self._io_lock:
+            self._advance_locked()
+
+    def _advance_locked(self) -> None:
         now = self.clock.now_s()
         remaining = now - self._t_s
         while remaining > 1e-12:
@@ -291,11 +326,20 @@ class SimDevice(Device):
     def _noisy(self, value: float, key: int) -> float:
         if not self._noise:
             return value
-        rng = random.Random(hash((self._rng_seed, key)))
-        return value * (1.0 + rng.gauss(0.0, self.board.noise_rel))
+        # one Gaussian draw per sensor refresh, fixed by (seed, refresh): a table drawn once
+        # per device and indexed by a hash, instead of seeding a generator on every read
+        table = self._noise_table
+        if not table:
+            rng = random.Random(self._rng_seed)
+            table.extend(rng.gauss(0.0, self.board.noise_rel) for _ in range(4099))
+        return value * (1.0 + table[hash((self._rng_seed, key)) % 4099])
 
     # -- telemetry ----------------------------------------------------------------------------
     def _read_sample(self) -> Sample:
+        with self._io_lock:
+            return self._read_sample_locked()
+
+    def _read_sample_locked(self) -> Sample:
         self._advance()
         board = self.board
         if self._fail_rate and self._fail_rng.random() < self._fail_rate:
@@ -324,6 +368,12 @@ class SimDevice(Device):
             else:
                 rails.append(Rail(spec.name, power, spec.scope))
         best = self._best_rail(rails)
+        board_w: Optional[float] = None
+        if board.kind == "datacenter":  # the card is the board (NVML's power)
+            board_w = best.power_w if best else None
+        elif not any(spec.input for spec in board.rails):  # AGX: the rails through regulators
+            module = self._module_rails
+            board_w = sum(r.power_w for r in rails if r.name in module) / board.regulator_efficiency
         reasons = set()
         if self._workload is None:
             reasons.add("idle")
@@ -347,7 +397,14 @@ class SimDevice(Device):
             temperature_c=float(temperature),
             utilisation_pct=100.0 if self._workload is not None else 0.0,
             throttle_reasons=frozenset(reasons),
+            board_power_w=board_w,
         )
+
+    def _read_energy_counter_j(self) -> Optional[float]:
+        self._advance()
+        if self._fail_rate and self._fail_rng.random() < self._fail_rate:
+            raise TelemetryError(f"{self.uri}: simulated sensor read failure")
+        return math.floor(self._energy_j * 1000.0) / 1000.0
 
     def _best_rail(self, rails) -> Optional[Rail]:
         """The narrowest rail that includes the GPU, else the board input."""

@@ -22,6 +22,7 @@ limit, firmware picks the highest clock that fits.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Sequence, Tuple
@@ -183,6 +184,21 @@ class BoardSpec:
         mem_clock_mhz: Optional[float] = None,
     ) -> float:
         """Instantaneous power of the GPU domain (W); ``workload`` None means idle."""
+        key = (clock_mhz, temperature_c, mem_clock_mhz)
+        last = self.__dict__.get("_last_power")  # not a field: the simulator asks twice in a row
+        if last is not None and last[1] is workload and last[0] == key:
+            return last[2]
+        power = self._gpu_power_w(clock_mhz, temperature_c, workload, mem_clock_mhz)
+        self.__dict__["_last_power"] = (key, workload, power)
+        return power
+
+    def _gpu_power_w(
+        self,
+        clock_mhz: float,
+        temperature_c: float,
+        workload: Optional[Workload],
+        mem_clock_mhz: Optional[float],
+    ) -> float:
         mem_clock = mem_clock_mhz if mem_clock_mhz is not None else self.default_mem_clock_mhz
         static = self.static_w * (1.0 + self.leakage_per_c * (temperature_c - self.ambient_c))
         power = max(0.0, static) + self.mem_background_w(mem_clock)
@@ -224,6 +240,25 @@ class BoardSpec:
                 out[rail.name] = sum(domains.get(d, 0.0) for d in rail.domains)
         return out
 
+    def board_power_w(self, gpu_power_w: float) -> float:
+        """The whole board's input power (W): every domain through the regulators on a Jetson
+        (what ``VDD_IN`` reads where the board has it), the card itself on a datacenter GPU."""
+        if self.kind == "jetson" or any(r.input for r in self.rails):
+            return sum(self.domain_powers_w(gpu_power_w).values()) / self.regulator_efficiency
+        return gpu_power_w
+
+    def module_rails(self) -> Tuple[str, ...]:
+        """Rails that together cover every domain once (for a board without an input rail,
+        whose input is their sum through the regulators)."""
+        seen: set = set()
+        out = []
+        for rail in sorted(self.rails, key=lambda r: -len(r.domains)):
+            if rail.input or not rail.domains or seen.intersection(rail.domains):
+                continue
+            seen.update(rail.domains)
+            out.append(rail.name)
+        return tuple(out)
+
     def limited_power_w(self, gpu_power_w: float) -> float:
         """The figure the power limit applies to: the card on datacenter boards, the whole
         module on Jetson boards (its rating)."""
@@ -238,15 +273,35 @@ class BoardSpec:
         workload: Optional[Workload],
         power_limit_w: float,
         mem_clock_mhz: Optional[float] = None,
+        hint_mhz: Optional[float] = None,
     ) -> Tuple[float, bool]:
         """The highest table clock ≤ ``wanted_mhz`` whose power fits the limit, and whether
-        that is below what was wanted (throttled). Never below the lowest clock."""
-        candidates = [c for c in self.clocks_mhz if c <= wanted_mhz + 1e-9] or [self.clocks_mhz[0]]
-        for clock in reversed(candidates):
-            power = self.gpu_power_w(clock, temperature_c, workload, mem_clock_mhz)
-            if self.limited_power_w(power) <= power_limit_w:
-                return clock, clock < candidates[-1]
-        return candidates[0], candidates[0] < wanted_mhz
+        that is below what was wanted (throttled). Never below the lowest clock.
+        ``hint_mhz`` (the last answer) is checked first: two evaluations when it still holds."""
+        table = self.clocks_mhz
+        n = bisect.bisect_right(table, wanted_mhz + 1e-9) or 1  # candidates: table[:n]
+
+        def fits(i: int) -> bool:
+            power = self.gpu_power_w(table[i], temperature_c, workload, mem_clock_mhz)
+            return self.limited_power_w(power) <= power_limit_w
+
+        if fits(n - 1):
+            return table[n - 1], False
+        if hint_mhz is not None:
+            i = bisect.bisect_left(table, hint_mhz - 1e-9)
+            if i < n - 1 and table[i] == hint_mhz and fits(i) and not fits(i + 1):
+                return table[i], True
+        # power rises with the clock (f·u(f) = c/t(f) grows), so bisect for the last fit
+        lo, hi = 0, n - 1  # fits(hi) is False
+        if not fits(0):
+            return table[0], table[0] < wanted_mhz
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid
+        return table[lo], True
 
     # -- the truth, for tests and benches ---------------------------------------------
     def steady_energy_per_unit_j(
@@ -260,9 +315,13 @@ class BoardSpec:
         )
 
     def max_clock_mhz(self, power_mode: Optional[str] = None) -> float:
-        cap = self.power_modes.get(power_mode, math.inf) if power_mode else math.inf
-        allowed = [c for c in self.clocks_mhz if c <= cap + 1e-9]
-        return allowed[-1] if allowed else self.clocks_mhz[0]
+        cache = self.__dict__.setdefault("_max_clock_cache", {})  # not a field: eq/hash unchanged
+        top = cache.get(power_mode)
+        if top is None:
+            cap = self.power_modes.get(power_mode, math.inf) if power_mode else math.inf
+            allowed = [c for c in self.clocks_mhz if c <= cap + 1e-9]
+            top = cache[power_mode] = allowed[-1] if allowed else self.clocks_mhz[0]
+        return top
 
 
 def clock_table(spec: object) -> Tuple[float, ...]:
