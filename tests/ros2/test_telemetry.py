@@ -44,16 +44,14 @@ def test_unused_numbers_are_kept_and_ignored():
         params.make_policy(dict(params.DEFAULTS, policy="battery", battery_wh=5))
 
 
-def test_scope_is_passed_through_or_noted_as_not_supported_yet():
-    values = dict(params.DEFAULTS, policy="ppw", scope="board input")
+def test_scope_is_passed_to_the_battery_policy_and_noted_as_unused_elsewhere():
+    values = dict(params.DEFAULTS, policy="ppw", scope="board")
     policy, notes = params.make_policy(values)
     assert isinstance(policy, policies.MaxEfficiency)
-    try:
-        policies.from_spec({"policy": "ppw", "scope": "board input"})
-    except InvalidRequestError:  # this runtime has no scope option yet
-        assert notes and "not supported by this runtime yet" in notes[0]
-    else:  # pragma: no cover - once the runtime takes a scope, it is passed through
-        assert notes == [] or "not used" in notes[0]
+    assert len(notes) == 1 and "not used" in notes[0]  # kept, said, ignored
+    values = dict(params.DEFAULTS, policy="battery", battery_wh=10.0, hours=1.0, scope="gpu")
+    policy, notes = params.make_policy(values)
+    assert isinstance(policy, policies.Battery) and policy.scope == "gpu" and notes == []
 
 
 def test_from_policy_round_trips():
