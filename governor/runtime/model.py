@@ -103,6 +103,8 @@ def model_from_profile(
     entry: Mapping[str, Any] = doc
     if workload is not None:
         entry = (doc.get("workloads") or {})[workload]
+    if entry.get("method", "model") == "best-probe":
+        return _from_probes(clocks, entry, source)
     pm = entry["power_model"]
     tm = entry.get("time_model")
     power = tuple(_power(f, pm) for f in clocks)
@@ -120,6 +122,57 @@ def model_from_profile(
         ppw_clock_mhz=_snap(clocks, ppw),
         fitted=True,
         source=source,
+    )
+
+
+def _interp(xs: Sequence[float], ys: Sequence[float], x: float) -> float:
+    if x <= xs[0]:
+        return ys[0]
+    if x >= xs[-1]:
+        return ys[-1]
+    for i in range(1, len(xs)):
+        if x <= xs[i]:
+            w = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+            return ys[i - 1] + w * (ys[i] - ys[i - 1])
+    return ys[-1]  # pragma: no cover
+
+
+def _from_probes(clocks: Tuple[float, ...], entry: Mapping[str, Any], source: str) -> ClockModel:
+    """A best-probe profile (no model explained the data): its measured probes, interpolated
+    linearly over the clock table. Beyond the probed range, power is held at the nearest probe
+    and time scales as 1/f from it."""
+    rows = [
+        (float(p["requested_mhz"]), float(p["power_w"]), float(p["time_per_unit_s"]), p)
+        for p in entry["probes"]
+    ]
+    probes = sorted(r[:3] for r in rows if r[3].get("status", "ok") != "throttled") or sorted(
+        r[:3] for r in rows
+    )
+    if not probes:
+        raise ValueError("a best-probe profile without probes")
+    xs = [p[0] for p in probes]
+    power = tuple(_interp(xs, [p[1] for p in probes], f) for f in clocks)
+    times = []
+    for f in clocks:
+        if f < xs[0]:
+            times.append(probes[0][2] * xs[0] / f)
+        elif f > xs[-1]:
+            times.append(probes[-1][2] * xs[-1] / f)
+        else:
+            times.append(_interp(xs, [p[2] for p in probes], f))
+    if not all(math.isfinite(p) and p > 0 for p in power) or not all(
+        math.isfinite(t) and t > 0 for t in times
+    ):
+        raise ValueError("the profile's probes give non-positive power or time")
+    idle = entry.get("idle_power_w")
+    return ClockModel(
+        clocks_mhz=clocks,
+        power_w=power,
+        time_rel=tuple(t / times[-1] for t in times),
+        idle_w=max(0.0, float(idle)) if idle is not None else 0.3 * min(power),
+        ppw_clock_mhz=_snap(clocks, float(entry["ppw_optimal_clock_mhz"])),
+        fitted=True,
+        source=f"{source} (best-probe: measured probes interpolated, no model)",
     )
 
 

@@ -207,7 +207,42 @@ def test_bad_calibrate_inputs(capsys, args, code_expected, needle):
         assert needle in json.loads(out)["error"]
 
 
-def test_a_failed_fit_keeps_the_raw_points(capsys, tmp_path):
+def test_a_fit_that_explains_nothing_still_answers_with_the_best_probe(capsys, tmp_path):
+    """Zigzag power no CMOS law explains: exit 0, the best measured probe, one warning line,
+    a profile marked best-probe, and the raw points kept."""
+    powers = [50, 80, 55, 85, 60, 70, 65, 90, 58, 75, 62]
+    path = _write(
+        tmp_path,
+        "zigzag.csv",
+        "clock_mhz,power_w,time_s\n"
+        + "".join(f"{300 + 100 * i},{p},{1.0 / (1 + i)}\n" for i, p in enumerate(powers)),
+    )
+    code, out, err = run(["calibrate", "--device", f"replay:{path}", "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["method"] == "best-probe" and doc["warnings"] and doc["model"] is None
+    assert doc["probes"] <= 6
+    measured = {p["requested_mhz"]: p["energy_per_unit_j"] for p in doc["points"]}
+    assert measured[doc["ppw_optimal_clock_mhz"]] == min(measured.values())
+    warn = [line for line in err.splitlines() if "warning" in line]
+    assert len(warn) == 1 and "best measured probe" in warn[0]
+    kept = Path(warn[0].split("raw points kept in ")[1].split(")")[0])
+    assert json.loads(kept.read_text())["data"]["probes"][0]["power_w"] in powers
+    profile = json.loads(Path(doc["profile_path"]).read_text())
+    assert profile["method"] == "best-probe" and profile["power_model"] is None
+    assert profile["ppw_optimal_clock_mhz"] == doc["ppw_optimal_clock_mhz"]
+
+    # the runtime's clock model accepts it: measured probes stand in for the model
+    from governor.runtime.model import model_from_profile
+
+    clocks = profile["fingerprint"]["supported_clocks_mhz"]
+    model = model_from_profile(clocks, profile)
+    assert model.fitted and "best-probe" in model.source
+    assert model.ppw_clock_mhz == doc["ppw_optimal_clock_mhz"]
+    assert min(model.power_w) > 0 and model.time_rel[-1] == 1.0
+
+
+def test_plain_output_of_a_best_probe_calibration_says_so(capsys, tmp_path):
     path = _write(
         tmp_path,
         "zigzag.csv",
@@ -217,22 +252,9 @@ def test_a_failed_fit_keeps_the_raw_points(capsys, tmp_path):
             for i, p in enumerate([50, 80, 55, 85, 60, 70, 65, 90, 58, 75, 62])
         ),
     )
-    code, out, err = run(["calibrate", "--device", f"replay:{path}"], capsys)
-    assert code == 1 and "raw points kept in " in err and len(err.strip().splitlines()) == 1
-    kept = Path(err.strip().split("raw points kept in ")[1])
-    assert json.loads(kept.read_text())["data"]["probes"][0]["power_w"] in (
-        50,
-        80,
-        55,
-        85,
-        60,
-        70,
-        65,
-        90,
-        58,
-        75,
-        62,
-    )
+    code, out, err = run(["calibrate", "--device", f"replay:{path}", "--no-save"], capsys)
+    assert code == 0 and "best-probe" in out and "PPW-optimal clock" in out
+    assert "warning:" in err
 
 
 def test_a_simulated_calibration_is_not_taken_for_the_real_board(tmp_path):
