@@ -1,8 +1,9 @@
 """What the governor predicts per clock: power and time under load, from the board's profile.
 
-The profile's models (``power_model``: ``p_idle_w + alpha_w_per_mhz·f·V(f)²`` with
-``V = 1 + beta_per_mhz·max(0, f − ridge_clock_mhz)``; ``time_model``:
-``t = (t_mem_s^k + (c_s_mhz/f)^k)^(1/k)``) are evaluated once on the device's clock table,
+The profile's models (``power_model``: ``min(p_max_w, p_idle_w + alpha_w_per_mhz·f·V(f)²)``
+with ``V = 1 + beta_per_mhz·max(0, f − ridge_clock_mhz)``; ``time_model``: the roofline
+``(t_mem_s^k + (c_s_mhz/f)^k)^(1/k)`` plus the low-clock term; both evaluated by
+:mod:`governor.models.formulas`) are computed once on the device's clock table,
 so a control step is a table look-up. Without a profile a generic shape stands in (power
 rising with f², time with 1/f) and :attr:`ClockModel.fitted` is False; the controllers
 correct the level by measured power either way, so only the shape matters.
@@ -16,6 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+from governor.models import formulas
 
 __all__ = ["ClockModel", "fallback_model", "model_from_profile"]
 
@@ -66,21 +69,33 @@ class ClockModel:
 
 
 def _power(f: float, pm: Mapping[str, Any]) -> float:
-    volts = 1.0 + float(pm["beta_per_mhz"]) * max(0.0, f - float(pm["ridge_clock_mhz"]))
-    return float(pm["p_idle_w"]) + float(pm["alpha_w_per_mhz"]) * f * volts * volts
+    p_max = pm.get("p_max_w")
+    return float(
+        formulas.power_w(
+            f,
+            float(pm["p_idle_w"]),
+            float(pm["alpha_w_per_mhz"]),
+            float(pm["ridge_clock_mhz"]),
+            float(pm["beta_per_mhz"]),
+            math.inf if p_max is None else float(p_max),
+        )
+    )
 
 
 def _time(f: float, tm: Optional[Mapping[str, Any]]) -> float:
     if not tm:
         return 1.0 / f
-    c = float(tm.get("c_s_mhz", 1.0))
-    t_mem = float(tm.get("t_mem_s", 0.0))
-    k = max(1.0, float(tm.get("k", 1.0)))
-    t_c = c / f
-    if t_mem <= 0:
-        return t_c
-    top = max(t_c, t_mem)
-    return top * ((t_c / top) ** k + (t_mem / top) ** k) ** (1.0 / k)
+    return float(
+        formulas.time_s(
+            f,
+            max(0.0, float(tm.get("t_mem_s", 0.0))),
+            float(tm.get("c_s_mhz", 1.0)),
+            max(1.0, float(tm.get("k", 1.0))),
+            float(tm.get("low_s", 0.0)),
+            float(tm.get("low_ref_mhz", 1.0)),
+            float(tm.get("low_exp", 0.0)),
+        )
+    )
 
 
 def _snap(clocks: Sequence[float], value: float) -> float:
