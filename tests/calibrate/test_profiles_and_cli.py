@@ -286,3 +286,28 @@ def test_a_profile_with_only_tuning_caches_shows_them_and_says_it_is_not_calibra
     run(["calibrate", "--device", "sim:orin-nx", "--json"], capsys)  # keeps the cache
     _, doc = find_profile("orin-nx")
     assert doc["tuning"]["tiles"]["gemm"] == {"tiles": {"i": 16}}
+
+
+def test_a_v100_like_sweep_gets_a_clock_a_profile_and_says_how(capsys, tmp_path):
+    """SYNTHETIC sweep shaped like the issue's V100 ones (run time rising up to 4x faster
+    than 1/f below ~700 MHz; a ridge near 1200 MHz): through the CLI it yields a clock near
+    the best measured one, a profile, and the method used."""
+    clocks = [135.0 + 52.5 * i for i in range(27)]  # 135 .. 1500 MHz
+    rows = []
+    for f in clocks:
+        t = 0.002 + 6.0 / f + 0.004 * (700.0 / f) ** 4
+        v = 1.0 + 0.0009 * max(0.0, f - 1200.0)
+        rows.append((f, 40.0 + 0.12 * f * v * v, t))
+    path = _write(
+        tmp_path,
+        "v100like.csv",
+        "# device: SYNTHETIC V100-like sweep (tests only)\nclock_mhz,power_w,time_s\n"
+        + "".join(f"{f},{p:.4f},{t:.6g}\n" for f, p, t in rows),
+    )
+    code, out, err = run(["calibrate", "--device", f"replay:{path}", "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["method"] in ("model", "best-probe") and doc["profile_path"]
+    assert (doc["method"] == "best-probe") == bool(doc["warnings"])
+    energy = {f: p * t for f, p, t in rows}
+    assert energy[doc["ppw_optimal_clock_mhz"]] <= 1.03 * min(energy.values())
