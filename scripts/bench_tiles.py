@@ -6,7 +6,8 @@ For a100, xavier and 2080ti in double precision under both bounds, every case of
 1/8) is solved; the answer is checked against an exhaustive vectorised enumeration (numpy), and
 the median and largest solve times are printed. With z3-solver importable (``pip install
 governor[bench]``) a sample of the cases is also handed to Z3 the way the published selector
-does it: any model, then ``W > k * best`` with shrinking k, stopping after three failures.
+does it: any model, then ``W > k * best`` with k = 2, 3/2, 4/3 (the next k after each
+unsatisfiable check), stopping after the third failure.
 
     python scripts/bench_tiles.py            # solver + exactness
     python scripts/bench_tiles.py --z3 2     # and Z3 on every 2nd case (slow: ~1 s a case)
@@ -126,17 +127,19 @@ def z3_select(problem: Problem, timeout_ms: int = 1000) -> Tuple[int, float]:
     if opt.check() != z3.sat:
         return -1, time.perf_counter() - start
     best = opt.model().eval(w_expr).as_long()
-    factor, failures = 1.5, 0
-    while failures < 3:
+    # the published selector's rule: W > k·best with k = 2, then 3/2, then 4/3 after each
+    # unsatisfiable check (k stays while checks succeed); three failures end the search
+    factors, failures = ((2, 1), (3, 2), (4, 3)), 0  # k as num/den: exact integer comparison
+    while failures < len(factors):
         opt.push()
-        opt.add(w_expr > int(best * factor))
+        num, den = factors[failures]
+        opt.add(w_expr * den > best * num)
         if opt.check() == z3.sat:
             best = opt.model().eval(w_expr).as_long()
             opt.pop()
             continue
         opt.pop()
         failures += 1
-        factor = 1.0 + (factor - 1.0) / 2 if failures < 2 else 1.0
     return best, time.perf_counter() - start
 
 

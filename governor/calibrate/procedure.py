@@ -9,6 +9,12 @@
 5. Choose the probed clock with the least measured energy per unit of work: near the
    optimum the probes are trusted over the model.
 
+When the models do not explain the measurements (a real GPU the models were not made for,
+a noisy sweep), calibration still answers: the best measured probe, refined by probing its
+neighbours in the clock table while the budget lasts. The result says so
+(``method == "best-probe"``, a warning, the fit's complaint and the raw points kept);
+otherwise ``method == "model"``.
+
 A probe is one distinct clock measured under load. :class:`DeviceProber` measures a live
 device (simulated or real); :class:`ReplayProber` reads a recorded sweep.
 """
@@ -255,14 +261,44 @@ class CalibrationResult:
     supported_clocks_mhz: Tuple[float, ...]
     device_time_s: float
     notes: List[str] = field(default_factory=list)
+    #: "model" (the fitted models chose) or "best-probe" (they did not explain the data)
+    method: str = "model"
+    warnings: List[str] = field(default_factory=list)
+    #: what the failed fit kept (its message, model and points) when method is best-probe
+    fit_error: Optional[Dict[str, object]] = None
 
     @property
     def probe_clocks_mhz(self) -> List[float]:
         return [p.requested_mhz for p in self.probes]
 
+    @property
+    def modelled(self) -> bool:
+        return self.method == "model" and self.power_model is not None
+
     def energy_per_unit_j(self, clock_mhz):
-        """Modelled energy per unit of work (J) at ``clock_mhz``."""
-        return self.power_model.power_w(clock_mhz) * self.time_model.time_s(clock_mhz)  # type: ignore[attr-defined]
+        """Energy per unit of work (J) at ``clock_mhz``: modelled, or for a best-probe result
+        interpolated between the measured probes."""
+        if self.modelled:
+            return self.power_model.power_w(clock_mhz) * self.time_model.time_s(clock_mhz)  # type: ignore[attr-defined]
+        return _interpolate(self.probes, clock_mhz, lambda p: p.energy_per_unit_j)
+
+    def time_per_unit_s(self, clock_mhz):
+        """Time per unit of work (s) at ``clock_mhz``, modelled or interpolated."""
+        if self.modelled:
+            return self.time_model.time_s(clock_mhz)  # type: ignore[attr-defined]
+        return _interpolate(self.probes, clock_mhz, lambda p: p.time_per_unit_s)
+
+
+def _interpolate(probes: Sequence[Probe], clock_mhz: float, value: Callable[[Probe], float]):
+    """Piecewise-linear interpolation of a measured quantity over the probed clocks (held
+    constant beyond the ends)."""
+    import numpy as np
+
+    pts = sorted(probes, key=lambda p: p.requested_mhz)
+    xs = [p.requested_mhz for p in pts]
+    ys = [value(p) for p in pts]
+    out = np.interp(np.asarray(clock_mhz, dtype=float), xs, ys)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def choose_initial_clocks(
@@ -294,6 +330,21 @@ def _fit(probes: List[Probe], idle_w: Optional[float]):
     )
     time = fit_time_model([p.clock_mhz for p in pts], [p.time_per_unit_s for p in pts])
     return power, time
+
+
+class _FitFailed(Exception):
+    """A fit that did not explain the probes (as opposed to a probe that failed)."""
+
+    def __init__(self, error: CalibrationError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _fit_or_fail(probes: List[Probe], idle_w: Optional[float]):
+    try:
+        return _fit(probes, idle_w)
+    except CalibrationError as err:
+        raise _FitFailed(err) from err
 
 
 def _below_the_cap(clocks: Sequence[float], probes: List[Probe]) -> Optional[float]:
@@ -332,6 +383,30 @@ def _next_clock(
     return min(candidates, key=energy)
 
 
+def _next_to_best(clocks: Sequence[float], probes: List[Probe]) -> Optional[float]:
+    """Without a model: the unprobed clock halfway between the best measured probe and its
+    nearest probed neighbour, on the side whose neighbour measured less energy first; None
+    when both table neighbours of the best probe are probed."""
+    usable = [p for p in probes if not p.throttled] or probes
+    best = min(usable, key=lambda p: p.energy_per_unit_j)
+    energy_at = {p.requested_mhz: p.energy_per_unit_j for p in probes}
+    probed = set(energy_at)
+    i = clocks.index(best.requested_mhz) if best.requested_mhz in clocks else None
+    if i is None:
+        return None
+    sides = []
+    left = [j for j, c in enumerate(clocks) if c in probed and j < i]
+    right = [j for j, c in enumerate(clocks) if c in probed and j > i]
+    j_left = max(left) if left else 0
+    j_right = min(right) if right else len(clocks) - 1
+    for j_edge, j in ((j_left, (i + j_left) // 2), (j_right, (i + j_right + 1) // 2)):
+        if clocks[j] not in probed:
+            sides.append((energy_at.get(clocks[j_edge], math.inf), clocks[j]))
+    if not sides:
+        return None
+    return min(sides)[1]
+
+
 def _choose(probes: List[Probe], optimum: float, energy: Callable[[float], float]) -> float:
     """Near the optimum, trust the probes: the least measured energy among the model's
     optimum and the probed clocks on either side of it. An optimum the budget left unprobed
@@ -357,7 +432,9 @@ def calibrate(
 
     Raises:
         InvalidRequestError: a probe budget below 4 or a device with fewer than 3 clocks.
-        CalibrationError: the models do not explain the measurements (raw probes in ``data``).
+
+    A fit that does not explain the measurements is not an error: the result then answers
+    with the best measured probe (``method == "best-probe"``) and says why in ``warnings``.
     """
     if not isinstance(max_probes, int) or max_probes < MIN_PROBES:
         raise InvalidRequestError(f"--max-probes must be at least {MIN_PROBES}, got {max_probes!r}")
@@ -378,6 +455,9 @@ def calibrate(
         if on_probe:
             on_probe(len(probes), probe)
 
+    power = time = None
+    optimum = math.nan
+    failure: Optional[CalibrationError] = None
     try:
         for clock in choose_initial_clocks(clocks)[:max_probes]:
             take(clock)
@@ -387,20 +467,29 @@ def calibrate(
             if nxt is None:
                 break
             take(nxt)
-        power, time = _fit(probes, idle_w)
+        try:
+            power, time = _fit_or_fail(probes, idle_w)
 
-        def energy(clock: float) -> float:
-            return power.power_w(clock) * time.time_s(clock)
+            def energy(clock: float) -> float:
+                return power.power_w(clock) * time.time_s(clock)
 
-        optimum = min(clocks, key=energy)
-        while len(probes) < max_probes:
-            nxt = _next_clock(clocks, list(by_clock), optimum, energy)
-            if nxt is None:
-                break
-            take(nxt)
-            power, time = _fit(probes, idle_w)
             optimum = min(clocks, key=energy)
-    except CalibrationError as err:
+            while len(probes) < max_probes:
+                nxt = _next_clock(clocks, list(by_clock), optimum, energy)
+                if nxt is None:
+                    break
+                take(nxt)
+                power, time = _fit_or_fail(probes, idle_w)
+                optimum = min(clocks, key=energy)
+        except _FitFailed as err:
+            failure = err.error
+            # no model: refine around the best measured probe while the budget lasts
+            while len(probes) < max_probes:
+                nxt = _next_to_best(clocks, probes)
+                if nxt is None:
+                    break
+                take(nxt)
+    except CalibrationError as err:  # a probe failed: that is an error, points kept
         err.data = {
             "probes": [p.to_dict() for p in probes],
             "idle_power_w": idle_w,
@@ -409,6 +498,36 @@ def calibrate(
         raise
     finally:
         prober.finish()
+
+    if failure is not None:
+        usable = [p for p in probes if not p.throttled] or probes
+        best = min(usable, key=lambda p: p.energy_per_unit_j)
+        message = str(failure).replace("; raw points kept", "")
+        warning = (
+            f"{message}; answering with the best measured probe, {best.requested_mhz:g} MHz "
+            f"({len(probes)} probes; raw points kept)"
+        )
+        return CalibrationResult(
+            device_uri=prober.device.uri,
+            idle_power_w=idle_w,
+            probes=probes,
+            power_model=None,
+            time_model=None,
+            ridge_clock_mhz=math.nan,
+            ppw_optimal_clock_mhz=best.requested_mhz,
+            predicted_optimum_mhz=math.nan,
+            supported_clocks_mhz=tuple(clocks),
+            device_time_s=prober.device_time_s,
+            notes=[],
+            method="best-probe",
+            warnings=[warning],
+            fit_error={
+                "message": message,
+                "probes": [p.to_dict() for p in probes],
+                "idle_power_w": idle_w,
+                "fit": failure.data,
+            },
+        )
 
     chosen = _choose(probes, optimum, energy)
     if chosen != optimum:

@@ -134,9 +134,13 @@ def _calibrate_one(device, load, max_probes, window_s, save, plot, if_missing, j
             raise CalibrationError(
                 f"{message}; raw points kept in {_keep_raw(dev, err.data)}", err.data
             ) from err
+        raw_path = _keep_raw(dev, result.fit_error) if result.method == "best-probe" else None
+        for warning in result.warnings:
+            text = warning.replace("raw points kept", f"raw points kept in {raw_path}")
+            typer.echo(f"governor: warning: {text}", err=True)
         profile_path = save_calibration(dev, result, load_info) if save else None
         plot_path = None
-        if plot is not None:
+        if plot is not None and result.modelled:
             from governor.calibrate.plot import plot_calibration
 
             plot_path = plot_calibration(
@@ -172,22 +176,27 @@ def _document(dev, result, load_info, profile_path, plot_path, note) -> Dict[str
     top = clocks[-1]
     e_opt = result.energy_per_unit_j(result.ppw_optimal_clock_mhz)
     e_top = result.energy_per_unit_j(top)
-    t_opt = result.time_model.time_s(result.ppw_optimal_clock_mhz)
-    t_top = result.time_model.time_s(top)
+    t_opt = result.time_per_unit_s(result.ppw_optimal_clock_mhz)
+    t_top = result.time_per_unit_s(top)
+    finite = lambda v: v if v == v else None  # noqa: E731  (NaN: no model, no value)
     return {
         "device": dev.uri,
         "device_name": dev.identity.name,
         "simulated": dev.identity.kind == "sim",
         "note": note,
         "load": load_info,
-        "ridge_clock_mhz": result.ridge_clock_mhz,
+        "method": result.method,
+        "warnings": list(result.warnings),
+        "ridge_clock_mhz": finite(result.ridge_clock_mhz),
         "ppw_optimal_clock_mhz": result.ppw_optimal_clock_mhz,
-        "model_optimum_mhz": result.predicted_optimum_mhz,
+        "model_optimum_mhz": finite(result.predicted_optimum_mhz),
         "probes": len(result.probes),
         "probe_clocks_mhz": result.probe_clocks_mhz,
         "device_time_s": result.device_time_s,
         "idle_power_w": result.idle_power_w,
-        "model": {"power": result.power_model.to_dict(), "time": result.time_model.to_dict()},
+        "model": {"power": result.power_model.to_dict(), "time": result.time_model.to_dict()}
+        if result.modelled
+        else None,
         "energy_saving_vs_top_clock_pct": 100.0 * (1.0 - e_opt / e_top),
         "slowdown_vs_top_clock_pct": 100.0 * (t_opt / t_top - 1.0),
         "points": [p.to_dict() for p in result.probes],
@@ -218,10 +227,13 @@ def _print(doc: Dict[str, Any], result) -> None:
             p.status + mark,
         )
     console.print(table)
-    pm = result.power_model
-    unc = pm.uncertainty.get("ridge_clock_mhz")
-    ridge = f"{doc['ridge_clock_mhz']:.0f} MHz" + (f" ± {unc:.2g}" if unc else "")
-    console.print(f"ridge clock            {ridge}")
+    if result.modelled:
+        pm = result.power_model
+        unc = pm.uncertainty.get("ridge_clock_mhz")
+        ridge = f"{doc['ridge_clock_mhz']:.0f} MHz" + (f" ± {unc:.2g}" if unc else "")
+        console.print(f"ridge clock            {ridge}")
+    else:
+        console.print("method                 best-probe (no model explained the measurements)")
     console.print(
         f"PPW-optimal clock      [bold]{best:g} MHz[/bold]  "
         f"({doc['energy_saving_vs_top_clock_pct']:.1f} % less energy per unit than the top clock, "

@@ -99,18 +99,27 @@ def show_command(
 
     console = Console(highlight=False)
     console.print(f"[bold]{doc.get('board', path.stem)}[/bold]  ({path})")
-    if "power_model" not in doc:
+    best_probe = doc.get("method") == "best-probe"
+    if "ppw_optimal_clock_mhz" not in doc or ("power_model" not in doc and not best_probe):
         console.print("  not calibrated yet: run 'governor calibrate' on this board")
         _print_tuning(console, doc)
         return
-    pm = doc["power_model"]
+    pm = doc.get("power_model")
+    ridge = doc.get("ridge_clock_mhz")
     console.print(
-        f"  PPW-optimal clock  {doc['ppw_optimal_clock_mhz']:g} MHz   ridge {doc.get('ridge_clock_mhz', 0):.0f} MHz"
+        f"  PPW-optimal clock  {doc['ppw_optimal_clock_mhz']:g} MHz"
+        + (f"   ridge {ridge:.0f} MHz" if ridge is not None else "")
     )
-    console.print(
-        f"  power model        P = min({pm.get('p_max_w') or 'inf'}, {pm['p_idle_w']:.2f} + {pm['alpha_w_per_mhz']:.4g}·f·V²), "
-        f"V = 1 + {pm['beta_per_mhz']:.3g}·(f − {pm['ridge_clock_mhz']:.0f})₊"
-    )
+    if pm is None:
+        console.print(
+            f"  method             best-probe: no model explained the {len(doc.get('probes') or [])} "
+            "measured probes; the best one is the answer"
+        )
+    else:
+        console.print(
+            f"  power model        P = min({pm.get('p_max_w') or 'inf'}, {pm['p_idle_w']:.2f} + {pm['alpha_w_per_mhz']:.4g}·f·V²), "
+            f"V = 1 + {pm['beta_per_mhz']:.3g}·(f − {pm['ridge_clock_mhz']:.0f})₊"
+        )
     console.print(
         f"  calibrated         {doc.get('created', '?')} with loads: {', '.join(sorted(doc.get('workloads', {})))}"
     )

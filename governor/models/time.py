@@ -1,26 +1,41 @@
 """Time per unit of work as a function of the GPU clock.
 
-    t(f) = (t_mem^k + (c/f)^k)^(1/k)        t_mem >= 0 (s), c >= 0 (s·MHz), k >= 1
+    t(f) = (t_mem^k + (c/f)^k)^(1/k) + t_low·(f_low/f)^n
 
-k = 1 is the two-term model t_mem + c/f, the simplest that captures memory-bound work; a
-larger k (a smooth roofline) fits work whose time saturates more sharply. The form is chosen
-by the data: k = 1 unless a larger k misses the points by clearly less.
+(evaluated by :func:`governor.models.formulas.time_s`). ``t_mem >= 0`` (s) is the memory
+part, ``c >= 0`` (s·MHz) the compute part, ``k >= 1`` how sharply they overlap (1: they add
+up, the two-term model; larger: a smooth roofline). The last term, zero unless the data asks
+for it, is run time rising faster than 1/f at low clocks: real V100 sweeps rise up to 4x
+faster than 1/f below ~700 MHz (clock-domain crossings and latency-bound phases that the
+roofline has no word for). ``f_low`` is the lowest fitted clock, ``n`` a fixed exponent.
+
+The form is chosen by held-out error (leave-one-out: each point predicted by a fit to the
+others), not by in-sample fit, so a form with more freedom wins only when it predicts better.
+Every fit is robust (soft-L1 loss on relative residuals, scipy's ``least_squares``): one
+outlier row (a run disturbed by something else) barely moves it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from governor.errors import CalibrationError
+from governor.models import formulas
 
 __all__ = ["TimeModel", "fit_time_model"]
 
-_KS = (1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+#: roofline sharpness tried beyond k = 1
+_KS = (1.5, 2.0, 3.0, 4.0, 8.0, 16.0)
+#: exponents of the low-clock term tried
+_LOW_EXPS = (2.0, 3.0, 4.0, 6.0)
+#: a point missed by more than this (relative) is not explained
 MAX_REL_RESIDUAL = 0.08
+#: soft-L1 scale: relative residuals well below it count as squares, above it as |r|
+ROBUST_SCALE = 0.02
 
 
 @dataclass(frozen=True)
@@ -30,85 +45,179 @@ class TimeModel:
     k: float = 1.0
     uncertainty: Dict[str, float] = field(default_factory=dict)
     max_rel_residual: float = 0.0
+    low_s: float = 0.0
+    low_ref_mhz: float = 1.0
+    low_exp: float = 0.0
+    #: mean leave-one-out relative error of the chosen form (NaN: too few points to tell)
+    loo_rel_error: float = math.nan
+    #: the highest clock the model was fitted on (MHz); memory_bound_share is taken there
+    top_clock_mhz: float = math.nan
+    form: str = "roofline"
 
     def time_s(self, clock_mhz):
         """Seconds per unit of work at ``clock_mhz`` (scalar or array)."""
         f = np.asarray(clock_mhz, dtype=float)
-        t = _t(f, self.t_mem_s, self.c_s_mhz, self.k)
+        t = np.asarray(
+            formulas.time_s(
+                f, self.t_mem_s, self.c_s_mhz, self.k, self.low_s, self.low_ref_mhz, self.low_exp
+            )
+        )
         return float(t) if t.ndim == 0 else t
+
+    def memory_share(self, clock_mhz: float) -> float:
+        """The memory part's share of the time at ``clock_mhz`` (0: compute-bound, 1: memory)."""
+        return float(min(1.0, self.t_mem_s / self.time_s(clock_mhz)))
 
     @property
     def memory_bound_share(self) -> float:
-        """How much of the time at the clock where both parts are equal is memory (0-1)."""
-        return self.t_mem_s / (
-            self.t_mem_s
-            + 1e-300
-            + self.c_s_mhz / max(self.c_s_mhz / max(self.t_mem_s, 1e-300), 1e-300)
-        )
+        """The memory part's share of the time at the highest fitted clock (0-1)."""
+        top = self.top_clock_mhz
+        if not math.isfinite(top):
+            top = self.c_s_mhz / self.t_mem_s if self.t_mem_s > 0 else 1.0
+        return self.memory_share(top)
 
     def to_dict(self) -> Dict[str, object]:
         return {
-            "form": "t = (t_mem_s^k + (c_s_mhz / f)^k)^(1/k)",
+            "form": "t = (t_mem_s^k + (c_s_mhz / f)^k)^(1/k) + low_s * (low_ref_mhz / f)^low_exp",
+            "kind": self.form,
             "t_mem_s": self.t_mem_s,
             "c_s_mhz": self.c_s_mhz,
             "k": self.k,
+            "low_s": self.low_s,
+            "low_ref_mhz": self.low_ref_mhz,
+            "low_exp": self.low_exp,
             "uncertainty": dict(self.uncertainty),
             "max_rel_residual": self.max_rel_residual,
+            "loo_rel_error": None if math.isnan(self.loo_rel_error) else self.loo_rel_error,
+            "top_clock_mhz": None if math.isnan(self.top_clock_mhz) else self.top_clock_mhz,
+            "memory_bound_share": self.memory_bound_share,
         }
 
     @classmethod
     def from_dict(cls, doc: Dict[str, object]) -> TimeModel:
+        def num(key: str, default: float) -> float:
+            value = doc.get(key)
+            return default if value is None else float(value)  # type: ignore[arg-type]
+
         return cls(
             t_mem_s=float(doc["t_mem_s"]),  # type: ignore[arg-type]
             c_s_mhz=float(doc["c_s_mhz"]),  # type: ignore[arg-type]
-            k=float(doc.get("k", 1.0)),  # type: ignore[arg-type]
+            k=num("k", 1.0),
             uncertainty={str(k): float(v) for k, v in dict(doc.get("uncertainty") or {}).items()},  # type: ignore[arg-type]
-            max_rel_residual=float(doc.get("max_rel_residual", 0.0)),  # type: ignore[arg-type]
+            max_rel_residual=num("max_rel_residual", 0.0),
+            low_s=num("low_s", 0.0),
+            low_ref_mhz=num("low_ref_mhz", 1.0),
+            low_exp=num("low_exp", 0.0),
+            loo_rel_error=num("loo_rel_error", math.nan),
+            top_clock_mhz=num("top_clock_mhz", math.nan),
+            form=str(doc.get("kind", "roofline")),
         )
 
 
-def _t(f, tm, c, k):
-    tc = c / f
-    if k == 1.0:
-        return tm + tc
-    top = np.maximum(np.maximum(tm, tc), 1e-300)
-    return top * ((tm / top) ** k + (tc / top) ** k) ** (1.0 / k)
+# A form is (k, low_exp); low_exp 0 means no low-clock term.
+_Form = Tuple[float, float]
 
 
-def fit_time_model(clock_mhz: Sequence[float], time_s: Sequence[float]) -> TimeModel:
-    """Fit t(f) to measured time per unit of work.
+def _forms(n: int) -> List[_Form]:
+    forms: List[_Form] = [(1.0, 0.0)]
+    if n >= 4:
+        forms += [(k, 0.0) for k in _KS]
+        forms += [(1.0, e) for e in _LOW_EXPS]
+    return forms
+
+
+def _fit_form(f: np.ndarray, t: np.ndarray, form: _Form, f_low: float):
+    """Robust fit of one form; returns (t_mem, c, low_s) in seconds and s·MHz."""
+    from scipy.optimize import least_squares, nnls
+
+    k, e = form
+    cols = [np.ones_like(f), 1.0 / f] + ([(f_low / f) ** e] if e else [])
+    design = np.stack(cols, 1) / t[:, None]
+    start, _ = nnls(design, np.ones_like(t))  # exact for k = 1 without outliers
+    scale = np.array([max(float(t.min()), 1e-300), max(float(t.min() * f.min()), 1e-300)])
+    if e:
+        scale = np.append(scale, max(float(t.min()), 1e-300))
+
+    def resid(q):
+        tm, c = q[0] * scale[0], q[1] * scale[1]
+        low = q[2] * scale[2] if e else 0.0
+        return formulas.time_s(f, tm, c, k, low, f_low, e) / t - 1.0
+
+    x0 = np.maximum(start / scale, 1e-9)
+    if k != 1.0:  # the linear start is for k = 1: a sharper roofline needs a larger t_mem
+        x0[0] = max(x0[0], 0.9 * float(t.min()) / scale[0])
+    sol = least_squares(
+        resid, x0, bounds=(0.0, np.inf), loss="soft_l1", f_scale=ROBUST_SCALE, method="trf"
+    )
+    q = sol.x * scale
+    return float(q[0]), float(q[1]), float(q[2]) if e else 0.0
+
+
+def _predict(f, params, form: _Form, f_low: float):
+    tm, c, low = params
+    return formulas.time_s(np.asarray(f, dtype=float), tm, c, form[0], low, f_low, form[1])
+
+
+def _loo(f: np.ndarray, t: np.ndarray, form: _Form, f_low: float) -> float:
+    """Mean held-out relative error, each point capped at 25 % so one outlier row weighs on
+    every form alike instead of deciding the choice."""
+    errs = []
+    for i in range(len(f)):
+        keep = np.arange(len(f)) != i
+        params = _fit_form(f[keep], t[keep], form, f_low)
+        errs.append(min(0.25, abs(float(_predict(f[i], params, form, f_low)) / t[i] - 1.0)))
+    return float(np.mean(errs))
+
+
+def fit_time_model(
+    clock_mhz: Sequence[float], time_s: Sequence[float], *, forms: Optional[List[_Form]] = None
+) -> TimeModel:
+    """Fit t(f) to measured time per unit of work; the form is chosen by leave-one-out error.
 
     Raises:
         CalibrationError: fewer than 2 clocks, bad values, or no form explains the data.
     """
-    from scipy.optimize import least_squares, nnls
-
     f = np.asarray(clock_mhz, dtype=float)
     t = np.asarray(time_s, dtype=float)
     raw = {"clock_mhz": f.tolist(), "time_s": t.tolist()}
-    if not (np.all(np.isfinite(t)) and np.all(t > 0) and np.all(f > 0)):
+    if f.shape != t.shape or f.ndim != 1:
+        raise CalibrationError("clocks and times must be equal-length lists", raw)
+    if not (np.all(np.isfinite(t)) and np.all(t > 0) and np.all(f > 0) and np.all(np.isfinite(f))):
         raise CalibrationError("time model: times must be positive finite numbers", raw)
     if len(np.unique(f)) < 2:
         raise CalibrationError("time model needs at least 2 distinct clocks", raw)
-    # k = 1: linear in (t_mem, c); relative errors weight every point alike
-    design = np.stack([np.ones_like(f), 1.0 / f], 1) / t[:, None]
-    (tm, c), _ = nnls(design, np.ones_like(t))
-    best = (float(np.max(np.abs(_t(f, tm, c, 1.0) / t - 1))), 1.0, float(tm), float(c))
-    if best[0] > 0.01 and len(f) >= 4:
-        for k in _KS:
-            for tm0 in (t.min() * 0.9, t.min() * 0.5):
-                c0 = max(t[np.argmin(f)] * f.min(), 1e-12)
-                sol = least_squares(
-                    lambda q, k=k: _t(f, math.exp(q[0]), math.exp(q[1]), k) / t - 1.0,
-                    [math.log(tm0), math.log(c0)],
-                )
-                err = float(np.max(np.abs(sol.fun)))
-                if (
-                    err < 0.75 * best[0] and err < best[0] - 0.002
-                ):  # clearly better, not just wigglier
-                    best = (err, k, math.exp(sol.x[0]), math.exp(sol.x[1]))
-    err, k, tm, c = best
-    model = TimeModel(t_mem_s=tm, c_s_mhz=c, k=k, max_rel_residual=err)
+    f_low = float(f.min())
+    candidates = forms if forms is not None else _forms(len(f))
+    if len(f) >= 4 and len(candidates) > 1:
+        scored = []
+        for form in candidates:
+            n_par = 2 + (1 if form[0] != 1.0 else 0) + (1 if form[1] else 0)
+            if len(f) - 1 < n_par:
+                continue
+            scored.append((_loo(f, t, form, f_low), n_par, form))
+        # the simplest form within 0.2 % of the best held-out error
+        best_err = min(s[0] for s in scored)
+        loo_err, _, form = min((s for s in scored if s[0] <= best_err + 0.002), key=lambda s: s[1])
+    else:
+        form, loo_err = candidates[0], math.nan
+    tm, c, low = _fit_form(f, t, form, f_low)
+    rel = np.abs(_predict(f, (tm, c, low), form, f_low) / t - 1.0)
+    # robust: with 6+ points one outlier row may miss; the rest must be explained
+    allowed = 1 if len(f) >= 6 else 0
+    err = float(np.sort(rel)[::-1][allowed]) if len(rel) > allowed else float(rel.max())
+    model = TimeModel(
+        t_mem_s=tm,
+        c_s_mhz=c,
+        k=form[0],
+        max_rel_residual=float(rel.max()),
+        low_s=low,
+        low_ref_mhz=f_low if form[1] else 1.0,
+        low_exp=form[1],
+        loo_rel_error=loo_err,
+        top_clock_mhz=float(f.max()),
+        form=("two-term" if form[0] == 1.0 else "roofline")
+        + (f" + low-clock (f_low/f)^{form[1]:g}" if form[1] else ""),
+    )
     if err > MAX_REL_RESIDUAL:
         raise CalibrationError(
             f"the time model does not explain the measurements (off by {100 * err:.0f} %); raw points kept",

@@ -15,6 +15,7 @@ load calibrated when there is none::
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import platform
 import re
 from pathlib import Path
@@ -80,20 +81,30 @@ def _versions() -> Dict[str, str]:
     }
 
 
+def _finite_or_none(value: Any) -> Any:
+    """A best-probe calibration has no ridge or model optimum: null in the file, not NaN."""
+    try:
+        return value if math.isfinite(float(value)) else None
+    except (TypeError, ValueError):
+        return None
+
+
 def _calibration_entry(result: Any, load: Dict[str, str], created: str) -> Dict[str, Any]:
     return {
         "load": load,
         "created": created,
         "device_uri": result.device_uri,
         "ppw_optimal_clock_mhz": result.ppw_optimal_clock_mhz,
-        "ridge_clock_mhz": result.ridge_clock_mhz,
-        "predicted_optimum_mhz": result.predicted_optimum_mhz,
+        "ridge_clock_mhz": _finite_or_none(result.ridge_clock_mhz),
+        "predicted_optimum_mhz": _finite_or_none(result.predicted_optimum_mhz),
         "idle_power_w": result.idle_power_w,
         "device_time_s": result.device_time_s,
-        "power_model": result.power_model.to_dict(),
-        "time_model": result.time_model.to_dict(),
+        "method": getattr(result, "method", "model"),
+        "power_model": None if result.power_model is None else result.power_model.to_dict(),
+        "time_model": None if result.time_model is None else result.time_model.to_dict(),
         "probes": [p.to_dict() for p in result.probes],
         "notes": list(result.notes),
+        "warnings": list(getattr(result, "warnings", [])),
     }
 
 
@@ -119,6 +130,7 @@ def build_profile(
             "fingerprint": fingerprint(device),
             "created": created,
             "provenance": {"source": "governor calibrate", "versions": _versions()},
+            "method": primary.get("method", "model"),
             "ppw_optimal_clock_mhz": primary["ppw_optimal_clock_mhz"],
             "ridge_clock_mhz": primary["ridge_clock_mhz"],
             "power_model": primary["power_model"],

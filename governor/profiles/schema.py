@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from governor.errors import ProfileError
 
@@ -46,7 +46,18 @@ __all__ = ["CLOCK_TOLERANCE_MHZ", "check_calibrated", "check_clocks_for", "check
 CLOCK_TOLERANCE_MHZ = 0.5
 SCHEMA_VERSION = 1
 
-_REQUIRED = ("board", "fingerprint", "ppw_optimal_clock_mhz", "power_model")
+#: how a calibration found its clock: a fitted model, or (when none explained the data) the
+#: best measured probe, which has no power or time model
+METHODS = ("model", "best-probe")
+
+
+def _needed(entry: Mapping[str, Any]) -> Tuple[str, ...]:
+    """The fields a calibration entry must have, by its method."""
+    if entry.get("method", "model") == "best-probe":
+        return ("ppw_optimal_clock_mhz", "probes")
+    return ("power_model", "ppw_optimal_clock_mhz")
+
+
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_.:+/@-]{1,60}$")
 _NUMBER_OR_NULL_PROBE_KEYS = (
     "requested_mhz",
@@ -182,6 +193,15 @@ class _Checker:
             self.text(pm["form"], p + "form")
         if pm.get("uncertainty") is not None:
             self.uncertainty(pm["uncertainty"], p + "uncertainty")
+        if pm.get("ridge_interval_mhz") is not None:
+            bounds = self.array(pm["ridge_interval_mhz"], p + "ridge_interval_mhz")
+            if len(bounds) != 2:
+                raise self.fail(p + "ridge_interval_mhz", "must be [low, high]")
+            for i, bound in enumerate(bounds):
+                if bound is not None:
+                    self.nonnegative(bound, f"{p}ridge_interval_mhz[{i}]")
+        if pm.get("interval_level") is not None:
+            self.number(pm["interval_level"], p + "interval_level", low=0.0)
 
     def time_model(self, value: Any, field: str) -> None:
         tm = self.obj(value, field)
@@ -197,6 +217,15 @@ class _Checker:
             self.nonnegative(tm["max_rel_residual"], p + "max_rel_residual")
         if "form" in tm:
             self.text(tm["form"], p + "form")
+        if "kind" in tm:
+            self.text(tm["kind"], p + "kind", null=True)
+        # the low-clock term and the fit's figures (null where the fit had none)
+        for key in ("low_s", "low_exp", "loo_rel_error", "memory_bound_share"):
+            if tm.get(key) is not None:
+                self.nonnegative(tm[key], p + key)
+        for key in ("low_ref_mhz", "top_clock_mhz"):
+            if tm.get(key) is not None:
+                self.positive(tm[key], p + key)
         if tm.get("uncertainty") is not None:
             self.uncertainty(tm["uncertainty"], p + "uncertainty", null=False)
 
@@ -223,6 +252,16 @@ class _Checker:
                         f"{field}[{i}].{key}", f"must be a number or null, not {_show(v)}"
                     )
 
+    def best_probes(self, value: Any, field: str) -> None:
+        """A best-probe calibration answers from its probes: they must be there and usable."""
+        rows = self.array(value, field)
+        if not rows:
+            raise self.fail(field, "must list the measured probes of a best-probe calibration")
+        for i, probe in enumerate(rows):
+            entry = self.obj(probe, f"{field}[{i}]")
+            for key in ("requested_mhz", "power_w", "time_per_unit_s"):
+                self.positive(entry.get(key), f"{field}[{i}].{key}")
+
     def load(self, value: Any, field: str) -> None:
         for key, v in self.obj(value, field).items():
             self.text(v, f"{field}.{_key(key)}", null=True)
@@ -231,15 +270,25 @@ class _Checker:
         """The fields a calibration has, at the top level (prefix "") or in a workload."""
         if "ppw_optimal_clock_mhz" in entry:
             self.positive(entry["ppw_optimal_clock_mhz"], prefix + "ppw_optimal_clock_mhz")
-        if "ridge_clock_mhz" in entry:
-            self.positive(entry["ridge_clock_mhz"], prefix + "ridge_clock_mhz")
-        if "predicted_optimum_mhz" in entry:
-            self.positive(entry["predicted_optimum_mhz"], prefix + "predicted_optimum_mhz")
+        method = entry.get("method", "model")
+        if method not in METHODS:
+            raise self.fail(
+                prefix + "method", f"must be one of {', '.join(METHODS)}, not {_show(method)}"
+            )
+        # a best-probe calibration has no model, so no ridge or model optimum: null
+        for key in ("ridge_clock_mhz", "predicted_optimum_mhz"):
+            if key in entry and (entry[key] is not None or method != "best-probe"):
+                self.positive(entry[key], prefix + key)
+        if method == "best-probe":
+            self.best_probes(entry.get("probes"), prefix + "probes")
+        if "warnings" in entry:
+            for i, text in enumerate(self.array(entry["warnings"], prefix + "warnings")):
+                self.text(text, f"{prefix}warnings[{i}]")
         if entry.get("idle_power_w") is not None:
             self.nonnegative(entry["idle_power_w"], prefix + "idle_power_w")
         if "device_time_s" in entry:
             self.nonnegative(entry["device_time_s"], prefix + "device_time_s")
-        if "power_model" in entry:
+        if "power_model" in entry and (entry["power_model"] is not None or method != "best-probe"):
             self.power_model(entry["power_model"], prefix + "power_model")
         if entry.get("time_model") is not None:
             self.time_model(entry["time_model"], prefix + "time_model")
@@ -275,7 +324,7 @@ class _Checker:
                 raise self.fail("workloads", "has an entry with an empty name")
             prefix = f"workloads.{_key(name)}."
             self.obj(entry, prefix[:-1])
-            self.required(entry, ("power_model", "ppw_optimal_clock_mhz"), prefix)
+            self.required(entry, _needed(entry), prefix)
             self.calibration(entry, prefix, table)
 
     def tuning(self, value: Any) -> None:
@@ -360,7 +409,7 @@ def check_calibrated(doc: Dict[str, Any], path: Any = None) -> Dict[str, Any]:
         ProfileError: a rule broken or a required field missing (names file and field).
     """
     check_document(doc, path)
-    _Checker(path).required(doc, _REQUIRED, "")
+    _Checker(path).required(doc, ("board", "fingerprint") + _needed(doc), "")
     return doc
 
 

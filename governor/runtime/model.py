@@ -1,8 +1,9 @@
 """What the governor predicts per clock: power and time under load, from the board's profile.
 
-The profile's models (``power_model``: ``p_idle_w + alpha_w_per_mhz·f·V(f)²`` with
-``V = 1 + beta_per_mhz·max(0, f − ridge_clock_mhz)``; ``time_model``:
-``t = (t_mem_s^k + (c_s_mhz/f)^k)^(1/k)``) are evaluated once on the device's clock table,
+The profile's models (``power_model``: ``min(p_max_w, p_idle_w + alpha_w_per_mhz·f·V(f)²)``
+with ``V = 1 + beta_per_mhz·max(0, f − ridge_clock_mhz)``; ``time_model``: the roofline
+``(t_mem_s^k + (c_s_mhz/f)^k)^(1/k)`` plus the low-clock term; both evaluated by
+:mod:`governor.models.formulas`) are computed once on the device's clock table,
 so a control step is a table look-up. Without a profile a generic shape stands in (power
 rising with f², time with 1/f) and :attr:`ClockModel.fitted` is False; the controllers
 correct the level by measured power either way, so only the shape matters.
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from governor.errors import ProfileError
+from governor.models import formulas
 
 __all__ = ["ClockModel", "fallback_model", "model_from_profile"]
 
@@ -68,21 +70,33 @@ class ClockModel:
 
 
 def _power(f: float, pm: Mapping[str, Any]) -> float:
-    volts = 1.0 + float(pm["beta_per_mhz"]) * max(0.0, f - float(pm["ridge_clock_mhz"]))
-    return float(pm["p_idle_w"]) + float(pm["alpha_w_per_mhz"]) * f * volts * volts
+    p_max = pm.get("p_max_w")
+    return float(
+        formulas.power_w(
+            f,
+            float(pm["p_idle_w"]),
+            float(pm["alpha_w_per_mhz"]),
+            float(pm["ridge_clock_mhz"]),
+            float(pm["beta_per_mhz"]),
+            math.inf if p_max is None else float(p_max),
+        )
+    )
 
 
 def _time(f: float, tm: Optional[Mapping[str, Any]]) -> float:
     if not tm:
         return 1.0 / f
-    c = float(tm.get("c_s_mhz", 1.0))
-    t_mem = float(tm.get("t_mem_s", 0.0))
-    k = max(1.0, float(tm.get("k", 1.0)))
-    t_c = c / f
-    if t_mem <= 0:
-        return t_c
-    top = max(t_c, t_mem)
-    return top * ((t_c / top) ** k + (t_mem / top) ** k) ** (1.0 / k)
+    return float(
+        formulas.time_s(
+            f,
+            max(0.0, float(tm.get("t_mem_s", 0.0))),
+            float(tm.get("c_s_mhz", 1.0)),
+            max(1.0, float(tm.get("k", 1.0))),
+            float(tm.get("low_s", 0.0)),
+            float(tm.get("low_ref_mhz", 1.0)),
+            float(tm.get("low_exp", 0.0)),
+        )
+    )
 
 
 def _snap(clocks: Sequence[float], value: float) -> float:
@@ -113,6 +127,8 @@ def model_from_profile(
             raise ProfileError(f"{source}: has no workloads.{workload} calibration")
         entry = workloads[workload]
         field = f"workloads.{workload}."
+    if entry.get("method", "model") == "best-probe":
+        return _from_probes(clocks, entry, source)
     try:
         pm = entry["power_model"]
         tm = entry.get("time_model")
@@ -143,6 +159,57 @@ def model_from_profile(
         ppw_clock_mhz=_snap(clocks, ppw),
         fitted=True,
         source=source,
+    )
+
+
+def _interp(xs: Sequence[float], ys: Sequence[float], x: float) -> float:
+    if x <= xs[0]:
+        return ys[0]
+    if x >= xs[-1]:
+        return ys[-1]
+    for i in range(1, len(xs)):
+        if x <= xs[i]:
+            w = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+            return ys[i - 1] + w * (ys[i] - ys[i - 1])
+    return ys[-1]  # pragma: no cover
+
+
+def _from_probes(clocks: Tuple[float, ...], entry: Mapping[str, Any], source: str) -> ClockModel:
+    """A best-probe profile (no model explained the data): its measured probes, interpolated
+    linearly over the clock table. Beyond the probed range, power is held at the nearest probe
+    and time scales as 1/f from it."""
+    rows = [
+        (float(p["requested_mhz"]), float(p["power_w"]), float(p["time_per_unit_s"]), p)
+        for p in entry["probes"]
+    ]
+    probes = sorted(r[:3] for r in rows if r[3].get("status", "ok") != "throttled") or sorted(
+        r[:3] for r in rows
+    )
+    if not probes:
+        raise ValueError("a best-probe profile without probes")
+    xs = [p[0] for p in probes]
+    power = tuple(_interp(xs, [p[1] for p in probes], f) for f in clocks)
+    times = []
+    for f in clocks:
+        if f < xs[0]:
+            times.append(probes[0][2] * xs[0] / f)
+        elif f > xs[-1]:
+            times.append(probes[-1][2] * xs[-1] / f)
+        else:
+            times.append(_interp(xs, [p[2] for p in probes], f))
+    if not all(math.isfinite(p) and p > 0 for p in power) or not all(
+        math.isfinite(t) and t > 0 for t in times
+    ):
+        raise ValueError("the profile's probes give non-positive power or time")
+    idle = entry.get("idle_power_w")
+    return ClockModel(
+        clocks_mhz=clocks,
+        power_w=power,
+        time_rel=tuple(t / times[-1] for t in times),
+        idle_w=max(0.0, float(idle)) if idle is not None else 0.3 * min(power),
+        ppw_clock_mhz=_snap(clocks, float(entry["ppw_optimal_clock_mhz"])),
+        fitted=True,
+        source=f"{source} (best-probe: measured probes interpolated, no model)",
     )
 
 

@@ -142,3 +142,59 @@ def test_property_fit_recovers_the_ridge_on_arbitrary_boards(
     assert fit.max_rel_residual < 0.01
     grid = np.linspace(lo, hi, 50)
     assert np.allclose(fit.power_w(grid), truth.power_w(grid), rtol=0.02)
+
+
+# --- the time model on real-GPU shapes (synthetic sweeps, labelled as such) -------------
+
+
+def _v100_like_times(f):
+    """SYNTHETIC, shaped like the issue's V100 sweeps: a two-term roofline whose run time
+    rises up to ~4x faster than 1/f below ~700 MHz."""
+    f = np.asarray(f, dtype=float)
+    return 0.002 + 6.0 / f + 0.004 * (700.0 / f) ** 4
+
+
+def test_low_clock_rise_is_chosen_by_held_out_error():
+    f = np.arange(300.0, 1531.0, 90.0)
+    fit = fit_time_model(f, _v100_like_times(f))
+    assert fit.low_exp > 0 and "low-clock" in fit.form
+    assert fit.max_rel_residual < 0.02 and fit.loo_rel_error < 0.02
+    # a plain roofline cannot follow it: the same data restricted to the roofline forms fails
+    with pytest.raises(CalibrationError, match="time model does not explain"):
+        fit_time_model(f, _v100_like_times(f), forms=[(1.0, 0.0), (2.0, 0.0), (8.0, 0.0)])
+
+
+def test_held_out_choice_keeps_the_simple_form_on_simple_data():
+    f = np.arange(400.0, 1601.0, 100.0)
+    rng = np.random.default_rng(3)
+    t = TimeModel(0.004, 8.0).time_s(f) * (1 + 0.003 * rng.standard_normal(len(f)))
+    fit = fit_time_model(f, t)
+    assert fit.low_exp == 0.0  # the extra term would only chase the noise
+
+
+def test_one_outlier_row_barely_moves_the_robust_fit():
+    f = np.arange(400.0, 1601.0, 100.0)
+    truth = TimeModel(0.004, 8.0)
+    t = truth.time_s(f).copy()
+    t[5] *= 1.4  # one disturbed run
+    fit = fit_time_model(f, t)
+    others = np.arange(len(f)) != 5
+    assert np.max(np.abs(fit.time_s(f[others]) / truth.time_s(f[others]) - 1)) < 0.01
+
+
+def test_memory_bound_share_tells_compute_from_memory():
+    f = np.arange(400.0, 1601.0, 100.0)
+    compute = fit_time_model(f, TimeModel(0.0001, 8.0).time_s(f))
+    memory = fit_time_model(f, TimeModel(0.02, 8.0).time_s(f))
+    assert compute.memory_bound_share < 0.05 < 0.7 < memory.memory_bound_share
+    assert TimeModel.from_dict(memory.to_dict()).memory_bound_share == pytest.approx(
+        memory.memory_bound_share
+    )
+
+
+def test_flat_power_within_three_percent_is_explained_whatever_the_r2():
+    f = np.arange(400.0, 1601.0, 100.0)
+    rng = np.random.default_rng(0)
+    p = 100.0 + 0.002 * f + rng.uniform(-1.5, 1.5, len(f))  # nearly flat, memory-bound
+    fit = fit_power_model(f, p)
+    assert fit.max_rel_residual < 0.03

@@ -16,6 +16,9 @@ Time per unit of work, a smooth roofline of a compute part and a memory part::
 
     t(f) = (t_mem^k + (c/f)^k)^(1/k)          c in s·MHz (Mcycles), k ≥ 1 how sharply they overlap
 
+Both formulas are evaluated by :mod:`governor.models.formulas`, the one place they are
+written (the fits and the runtime use the same functions).
+
 Temperature relaxes to ``T_amb + R·P`` with time constant ``τ``. When power would exceed the
 limit, firmware picks the highest clock that fits.
 """
@@ -26,6 +29,8 @@ import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Sequence, Tuple
+
+from governor.models import formulas
 
 __all__ = ["BoardSpec", "RailSpec", "VoltageCurve", "Workload"]
 
@@ -42,7 +47,7 @@ class VoltageCurve:
             raise ValueError(f"invalid voltage curve {self}")
 
     def volts(self, clock_mhz: float) -> float:
-        return 1.0 + self.beta_per_mhz * max(0.0, clock_mhz - self.ridge_mhz)
+        return formulas.volts(clock_mhz, self.ridge_mhz, self.beta_per_mhz)
 
 
 @dataclass(frozen=True)
@@ -80,22 +85,13 @@ class Workload:
             raise ValueError(f"workload {self.name!r}: activities and mem_w must be >= 0")
 
     def mem_time_s(self, mem_clock_mhz: Optional[float]) -> float:
-        if self.mem_s == 0 or not mem_clock_mhz or not self.mem_clock_mhz:
-            return self.mem_s
-        return self.mem_s * self.mem_clock_mhz / mem_clock_mhz
+        return formulas.mem_time_s(self.mem_s, mem_clock_mhz, self.mem_clock_mhz)
 
     def time_per_unit_s(self, clock_mhz: float, mem_clock_mhz: Optional[float] = None) -> float:
         """Seconds per unit of work at GPU clock ``clock_mhz``."""
-        t_c = self.compute_mcycles / clock_mhz
-        t_m = self.mem_time_s(mem_clock_mhz)
-        if t_m == 0:
-            return t_c
-        if t_c == 0:
-            return t_m
-        k = self.overlap_k
-        # scale to avoid overflow for large k
-        top = max(t_c, t_m)
-        return top * ((t_c / top) ** k + (t_m / top) ** k) ** (1.0 / k)
+        return formulas.time_s(
+            clock_mhz, self.mem_time_s(mem_clock_mhz), self.compute_mcycles, self.overlap_k
+        )
 
     def busy_fraction(self, clock_mhz: float, mem_clock_mhz: Optional[float] = None) -> float:
         """Share of time the SMs compute, u = (c/f)/t(f), in [0, 1]."""
@@ -210,7 +206,13 @@ class BoardSpec:
             activity = workload.a_stall + workload.a_busy * u
             curve = workload.voltage or self.voltage
             power += workload.mem_w
-        return power + self.dyn_w_per_mhz * clock_mhz * curve.volts(clock_mhz) ** 2 * activity
+        return (
+            power
+            + formulas.cmos_power_w(
+                clock_mhz, self.dyn_w_per_mhz, curve.ridge_mhz, curve.beta_per_mhz
+            )
+            * activity
+        )
 
     def steady_temperature_c(self, power_w: float) -> float:
         return self.ambient_c + self.thermal_r_c_per_w * power_w

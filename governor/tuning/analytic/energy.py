@@ -76,9 +76,17 @@ class PowerModel:
 
     def power_w(self, clock_mhz: Any) -> np.ndarray:
         """Power in W at ``clock_mhz`` (scalar or array)."""
+        from governor.models.formulas import power_w
+
         f = np.asarray(clock_mhz, dtype=float)
-        volt = 1.0 + self.beta_per_mhz * np.maximum(0.0, f - self.ridge_clock_mhz)
-        return np.minimum(self.p_max_w, self.p_idle_w + self.alpha_w_per_mhz * f * volt**2)
+        return power_w(
+            f,
+            self.p_idle_w,
+            self.alpha_w_per_mhz,
+            self.ridge_clock_mhz,
+            self.beta_per_mhz,
+            self.p_max_w,
+        )
 
     __call__ = power_w
 
