@@ -275,6 +275,26 @@ class ResetReport(Dict[str, Any]):
     reason), ``notes`` (corrupt journals set aside, layers undone), ``device``."""
 
 
+def _unwind(own: Ownership, report: ResetReport, *, depth: int) -> None:
+    """Restore the journal's layers above ``depth``, top first, every field tried. What
+    fails stays journaled, in persistent layers (for ``reset``, not the next owner)."""
+    failed_layers: List[Layer] = []
+    while len(own.journal.layers) > depth:
+        try:
+            restored = own.restore_top()
+        except RestoreError as err:
+            restored = err.restored
+            for name, why in err.failed.items():
+                report["failed"].setdefault(name, why)
+            failed_layers.insert(0, own.journal.layers[-1])
+        report["restored"].update(restored)  # a lower layer's value wins: it is the original
+        own.journal.layers.pop()
+    for layer in failed_layers:
+        layer.persistent = True
+    own.journal.layers.extend(failed_layers)
+    own.save()
+
+
 def reset_device(device: Device, *, command: Optional[str] = None) -> ResetReport:
     """Undo every layer journaled for ``device`` (its own, a dead owner's, ``apply``'s).
 
@@ -316,25 +336,7 @@ def reset_device(device: Device, *, command: Optional[str] = None) -> ResetRepor
             return report
         _check_identity(found, own.key, own.path)
         own.journal.layers = found.layers
-        failed_layers: List[Layer] = []
-        while own.journal.layers:
-            layer = own.journal.top
-            assert layer is not None
-            try:
-                restored = own.restore_top()
-            except RestoreError as err:
-                restored = err.restored
-                for name, why in err.failed.items():
-                    report["failed"].setdefault(name, why)
-                failed_layers.insert(0, own.journal.layers[-1])
-            for name, value in restored.items():  # the bottom layer's value is the original
-                report["restored"][name] = value
-            own.journal.layers.pop()
-        if failed_layers:  # keep what did not come back, for another try
-            for layer in failed_layers:
-                layer.persistent = True
-            own.journal.layers = failed_layers
-        own.save()
+        _unwind(own, report, depth=0)
         return report
     finally:
         own.let_go()
@@ -377,22 +379,7 @@ def restore_layers_down_to(
             return None
         report = ResetReport(device=device.uri, restored={}, failed={}, notes=[])
         own.journal.layers = layers
-        failed_layers: List[Layer] = []
-        while len(own.journal.layers) > depth:
-            try:
-                restored = own.restore_top()
-            except RestoreError as err:
-                restored = err.restored
-                for name, why in err.failed.items():
-                    report["failed"].setdefault(name, why)
-                failed_layers.insert(0, own.journal.layers[-1])
-            for name, value in restored.items():
-                report["restored"][name] = value
-            own.journal.layers.pop()
-        for layer in failed_layers:
-            layer.persistent = True
-        own.journal.layers.extend(failed_layers)
-        own.save()
+        _unwind(own, report, depth=depth)
         return report
     finally:
         own.let_go()
