@@ -471,6 +471,29 @@ def _energy_j(dev: Any) -> Tuple[Optional[float], Optional[float]]:
 
 
 # -- prolog ------------------------------------------------------------------------------------
+def _run_script(phase, body, environ, opener, resolver) -> int:
+    """The set-up a prolog and an epilog share: settings (a bad one is one logged line),
+    the directories the rest of governor reads, and one line instead of a traceback."""
+    env = dict(os.environ if environ is None else environ)
+    job = str(env.get("SLURM_JOB_ID") or "?")
+    say = _Log(None, phase, job)
+    try:
+        settings = load_settings(env)
+    except InvalidRequestError as err:
+        say(f"bad setting: {err}", error=True)
+        return 1 if env.get("GOVERNOR_STRICT") == "1" else 0
+    say = _Log(settings, phase, job)
+    os.environ.update(dict(settings.exports))  # where the rest of governor looks
+    if phase == "prolog":
+        for problem in settings.problems:
+            say(problem)
+    try:
+        return body(env, settings, say, opener, resolver)
+    except Exception as err:  # never a traceback into slurmd's log: one line
+        say(f"{type(err).__name__}: {err}", error=True)
+        return 1 if settings.strict else 0
+
+
 def prolog(
     environ: Optional[Mapping[str, str]] = None,
     *,
@@ -479,23 +502,7 @@ def prolog(
 ) -> int:
     """Run the prolog for the job in ``environ`` (default: this process's). Returns the exit
     status: 0, or 1 on a failure when ``GOVERNOR_STRICT=1``."""
-    env = dict(os.environ if environ is None else environ)
-    job = str(env.get("SLURM_JOB_ID") or "?")
-    say = _Log(None, "prolog", job)
-    try:
-        settings = load_settings(env)
-    except InvalidRequestError as err:
-        say(f"bad setting: {err}", error=True)
-        return 1 if env.get("GOVERNOR_STRICT") == "1" else 0
-    say = _Log(settings, "prolog", job)
-    os.environ.update(dict(settings.exports))  # where the rest of governor looks
-    for problem in settings.problems:
-        say(problem)
-    try:
-        return _prolog(env, settings, say, opener, resolver)
-    except Exception as err:  # never a traceback into slurmd's log: one line
-        say(f"{type(err).__name__}: {err}", error=True)
-        return 1 if settings.strict else 0
+    return _run_script("prolog", _prolog, environ, opener, resolver)
 
 
 def _prolog(env, settings, say, opener, resolver) -> int:
@@ -677,21 +684,7 @@ def epilog(
 ) -> int:
     """Run the epilog for the job in ``environ``. Returns 0, or 1 when a GPU could not be
     restored and ``GOVERNOR_STRICT=1``. The per-job file is always written."""
-    env = dict(os.environ if environ is None else environ)
-    job = str(env.get("SLURM_JOB_ID") or "?")
-    say = _Log(None, "epilog", job)
-    try:
-        settings = load_settings(env)
-    except InvalidRequestError as err:
-        say(f"bad setting: {err}", error=True)
-        return 1 if env.get("GOVERNOR_STRICT") == "1" else 0
-    say = _Log(settings, "epilog", job)
-    os.environ.update(dict(settings.exports))  # where the rest of governor looks
-    try:
-        return _epilog(env, settings, say, opener, resolver)
-    except Exception as err:
-        say(f"{type(err).__name__}: {err}", error=True)
-        return 1 if settings.strict else 0
+    return _run_script("epilog", _epilog, environ, opener, resolver)
 
 
 def _epilog(env, settings, say, opener, resolver) -> int:
