@@ -109,6 +109,36 @@ def stop_process(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
             proc.wait(timeout_s)
 
 
+_READABLE_COPY: List[str] = []
+
+
+def world_readable_source(repo: Path) -> str:
+    """A PYTHONPATH entry an unprivileged user can import governor from: the checkout when
+    every directory above it lets others in, else a copy of the package in a 0755 temporary
+    directory (a clone under ``mktemp -d`` is 0700)."""
+    repo = Path(os.path.realpath(repo))
+    if all(os.stat(d).st_mode & stat.S_IXOTH for d in [repo, *repo.parents]):
+        return str(repo)
+    if not _READABLE_COPY:
+        import atexit
+        import shutil
+        import tempfile
+
+        base = tempfile.mkdtemp(prefix="governor-src-", dir="/tmp")
+        os.chmod(base, 0o755)
+        shutil.copytree(
+            repo / "governor", Path(base) / "governor", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        for root, dirs, files in os.walk(base):
+            for name in dirs:
+                os.chmod(os.path.join(root, name), 0o755)
+            for name in files:
+                os.chmod(os.path.join(root, name), 0o644)
+        atexit.register(shutil.rmtree, base, True)
+        _READABLE_COPY.append(base)
+    return _READABLE_COPY[0]
+
+
 def world_runnable_python() -> Optional[str]:
     """An interpreter every user may execute (pyenv under /root is not one)."""
     for candidate in (sys.executable, "/usr/bin/python3"):

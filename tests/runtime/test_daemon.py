@@ -19,6 +19,7 @@ from daemon_helpers import (
     config_text,
     send,
     short_socket_dir,
+    world_readable_source,
     world_runnable_python,
 )
 
@@ -303,7 +304,7 @@ def test_a_real_unprivileged_user_in_the_group_may_ask_and_others_may_not(start,
         python = world_runnable_python()
         if python is None:
             pytest.skip("no Python interpreter an unprivileged user may run")
-        env = dict(os.environ, PYTHONPATH=str(REPO))
+        env = dict(os.environ, PYTHONPATH=world_readable_source(REPO))
         return subprocess.run(
             [python, "-c", code, str(path)],
             preexec_fn=drop,

@@ -13,7 +13,14 @@ import threading
 import time
 
 import pytest
-from daemon_helpers import REPO, ask, config_text, short_socket_dir, world_runnable_python
+from daemon_helpers import (
+    REPO,
+    ask,
+    config_text,
+    short_socket_dir,
+    world_readable_source,
+    world_runnable_python,
+)
 
 from governor.devices.daemon.client import DaemonClient
 from governor.errors import DeviceBusyError, GovernorError
@@ -303,7 +310,7 @@ def _as_user(path, uid, gid, groups=()):
         preexec_fn=drop,
         capture_output=True,
         text=True,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        env=dict(os.environ, PYTHONPATH=world_readable_source(REPO)),
         timeout=30,
     ).stdout.strip()
 
