@@ -82,9 +82,11 @@ def thermal(root: Path, zones: Iterable[Tuple[str, int]]) -> None:
         write(root, f"/sys/class/thermal/thermal_zone{i}/temp", f"{millidegrees}\n")
 
 
-def iio_rails(root: Path, device: str, rails: Iterable[Tuple[str, int, int, int]]) -> None:
-    """JetPack 4: (name, mV, mA, mW) per channel 0..2."""
-    base = f"/sys/bus/i2c/drivers/ina3221x/{device}/iio:device0"
+def iio_rails(
+    root: Path, device: str, rails: Iterable[Tuple[str, int, int, int]], iio: str = "iio:device0"
+) -> None:
+    """JetPack 4: (name, mV, mA, mW) per channel 0..2 (``iio`` numbers differ per monitor)."""
+    base = f"/sys/bus/i2c/drivers/ina3221x/{device}/{iio}"
     for c, (name, mv, ma, mw) in enumerate(rails):
         write(root, f"{base}/rail_name_{c}", name + "\n")
         write(root, f"{base}/in_voltage{c}_input", f"{mv}\n")
@@ -325,7 +327,8 @@ state = os.path.join(here, "nvpmodel.state")
 conf = os.path.join(os.environ["GOVERNOR_SYSFS_ROOT"], "etc", "nvpmodel.conf")
 text = open(conf).read() if os.path.exists(conf) else ""
 modes = dict((int(i), n) for i, n in re.findall(r"POWER_MODEL ID=(\d+) NAME=(\S+)", text))
-current = int(open(state).read()) if os.path.exists(state) else 2
+default = re.search(r"PM_CONFIG DEFAULT=(\d+)", text)
+current = int(open(state).read()) if os.path.exists(state) else int(default.group(1)) if default else 2
 args = sys.argv[1:]
 with open(os.path.join(here, "nvpmodel.log"), "a") as fh:
     fh.write(" ".join(args) + "\n")

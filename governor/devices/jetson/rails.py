@@ -52,10 +52,12 @@ _SCOPES: Dict[str, str] = {
     "CV": "cv",
     "VDDRQ": "memory",
     "VDD_SYS_DDR": "memory",
+    "VDD_DDR": "memory",  # TX2 on L4T R32 (tegrastats)
     "VDDQ_VDD2_1V8AO": "memory",
     "SYS5V": "system",
     "VIN_SYS_5V0": "system",
     "VDD_4V0_WIFI": "system",
+    "VDD_WIFI": "system",
 }
 # How narrow each GPU-including scope is (smaller is narrower).
 _GPU_RANK = {"gpu": 0, "gpu+soc": 1, "cpu+gpu+cv": 2, "module": 3, "board input": 4}
