@@ -15,8 +15,8 @@ from typing import Dict, Iterable, Optional, Sequence, Tuple
 
 from hw_trees import decoy_devfreq, devfreq_node, hwmon_rails, iio_rails, write
 
-# TX2, L4T R28: the 14 entries of available_frequencies printed by a TX2 power-measurement
-# project (sysfs/README.md, "TX2 table").
+# TX2: the 14 entries of available_frequencies printed by a TX2 power-measurement project
+# (sysfs/README.md; the L4T release it was read on is not stated).
 TX2_R28_HZ = (
     "140250000 229500000 318750000 408000000 497250000 586500000 675750000 765000000 "
     "854250000 943500000 1032750000 1122000000 1211250000 1300500000"
@@ -163,14 +163,18 @@ def _device_tree(root: Path, model: Optional[str], compatible: Sequence[str]) ->
         write(root, "/proc/device-tree/compatible", "".join(c + "\x00" for c in compatible))
 
 
-def build_tx2(root: Path) -> Dict[str, str]:
-    """Jetson TX2 on L4T R28 (JetPack 3.x): iio INA3221 layout, 14-step GPU table, idle.
+def build_tx2(root: Path, iio: Tuple[str, str] = ("iio:device0", "iio:device1")) -> Dict[str, str]:
+    """Jetson TX2 (facts of L4T R28 and R32.1): iio INA3221 layout, 14-step GPU table, idle.
+
+    ``iio``: the iio directory of each monitor, ``iio:device0``/``iio:device1`` as TX2
+    scripts read them, or ``iio_device`` as NVIDIA's TX2 guide writes it.
 
     Sourced: devfreq node ``/sys/devices/17000000.gp10b/devfreq/17000000.gp10b`` and its
     table; load at ``/sys/devices/17000000.gp10b/load``; INA3221 at ``0-0040/iio:device0``
     (VDD_SYS_GPU, VDD_SYS_SOC, VDD_4V0_WIFI) and ``0-0041/iio:device1`` (VDD_IN, VDD_SYS_CPU,
-    VDD_SYS_DDR); eight thermal zone types; nvpmodel.conf modes and GPU caps. Rail powers (mW)
-    are a real R28 tegrastats line (Datadog). Assumed: the device tree and
+    VDD_SYS_DDR), or the same under ``iio_device``; eight thermal zone types (R32.1); R28
+    nvpmodel.conf modes and GPU caps. Rail powers (mW) are a real R28 tegrastats line
+    (Datadog). Assumed: the device tree and
     ``/etc/nv_tegra_release`` text (not written: the board is known by its clock table), the
     mV/mA values, the zone temperatures.
     """
@@ -207,7 +211,7 @@ def build_tx2(root: Path) -> Dict[str, str]:
             ("VDD_SYS_SOC", 19000, 36, 687),
             ("VDD_4V0_WIFI", 4000, 0, 0),
         ],
-        iio="iio:device0",
+        iio=iio[0],
     )
     iio_rails(
         root,
@@ -217,7 +221,7 @@ def build_tx2(root: Path) -> Dict[str, str]:
             ("VDD_SYS_CPU", 19000, 8, 152),
             ("VDD_SYS_DDR", 4900, 180, 883),
         ],
-        iio="iio:device1",
+        iio=iio[1],
     )
     write(root, "/etc/nvpmodel.conf", TX2_R28_NVPMODEL_CONF)
     return {"node": node}

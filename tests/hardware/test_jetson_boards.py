@@ -71,7 +71,7 @@ def _lock_verify_restore(info, dev, clock_mhz: float) -> None:
     assert (_node_file(info, "min_freq"), _node_file(info, "max_freq")) == before
 
 
-def test_tx2_r28_iio_rails_table_and_power_modes(board):
+def test_tx2_iio_rails_table_and_power_modes(board):
     info = board(build_tx2)
     dev = governor.open_device("jetson")
     try:
@@ -118,6 +118,18 @@ def test_tx2_r28_iio_rails_table_and_power_modes(board):
         dev.close()
     calls = (info["bin"] / "nvpmodel.log").read_text().splitlines()
     assert [c for c in calls if c.startswith("-m")][-1] == "-m 3"  # back to MAXP_CORE_ARM
+
+
+def test_tx2_rails_under_iio_device_as_nvidias_guide_writes_them(board):
+    """NVIDIA's TX2 guide reads ``0-0040/iio_device/rail_name_0`` (VDD_SYS_GPU); scripts
+    on boards read ``iio:device0``: both layouts give the same six rails."""
+    info = board(build_tx2, iio=("iio_device", "iio_device"))
+    with governor.open_device("jetson") as dev:
+        s = dev.sample()
+        assert len(s.rails) == 6
+        assert s.rail("VDD_SYS_GPU").power_w == _iio_w(info, "0-0040", "iio_device", 0)
+        assert s.rail("VDD_IN").power_w == _iio_w(info, "0-0041", "iio_device", 0)
+        assert s.power_scope == "gpu"
 
 
 def test_xavier_nx_jetpack5_hwmon_bus7_and_no_gpu_rail(board):
