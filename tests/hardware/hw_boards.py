@@ -17,7 +17,7 @@ from hw_trees import decoy_devfreq, devfreq_node, hwmon_rails, iio_rails, write
 
 # TX2: the 14 entries of available_frequencies printed by a TX2 power-measurement project
 # (sysfs/README.md; the L4T release it was read on is not stated).
-TX2_R28_HZ = (
+TX2_HZ = (
     "140250000 229500000 318750000 408000000 497250000 586500000 675750000 765000000 "
     "854250000 943500000 1032750000 1122000000 1211250000 1300500000"
 )
@@ -182,7 +182,7 @@ def build_tx2(root: Path, iio: Tuple[str, str] = ("iio:device0", "iio:device1"))
     devfreq_node(
         root,
         node,
-        TX2_R28_HZ,
+        TX2_HZ,
         min_hz=140250000,
         max_hz=1300500000,
         cur_hz=140250000,

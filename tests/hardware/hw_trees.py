@@ -289,15 +289,14 @@ def build_agx_orin(root: Path, jetpack: int = 6, mode_cap_hz: int = 612000000) -
     write(root, load, "625\n")
     decoy_devfreq(root, "15480000.nvdec", "nvdec")
     decoy_devfreq(root, "15340000.vic", "vic")
-    thermal(
-        root,
-        [
-            ("cpu-thermal", 53062),
-            ("gpu-thermal", 47812),
-            ("soc0-thermal", 48843),
-            ("tj-thermal", 53062),
-        ],
+    # zone types: JetPack 5 spells them CPU-therm ... tj-therm, JetPack 6 cpu-thermal ...
+    # (tests/data/sysfs/README.md)
+    names = (
+        ("cpu-thermal", "gpu-thermal", "soc0-thermal", "tj-thermal")
+        if jetpack >= 6
+        else ("CPU-therm", "GPU-therm", "SOC0-therm", "tj-therm")
     )
+    thermal(root, list(zip(names, (53062, 47812, 48843, 53062))))
     hwmon_rails(
         root,
         "1-0040",

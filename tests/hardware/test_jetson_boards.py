@@ -11,7 +11,7 @@ from hw_boards import (
     ORIN_NANO_JP5_HZ,
     ORIN_NANO_SUPER_HZ,
     ORIN_NX_HZ,
-    TX2_R28_HZ,
+    TX2_HZ,
     XAVIER_NX_HZ,
     build_orin_nano,
     build_orin_nx,
@@ -77,7 +77,7 @@ def test_tx2_iio_rails_table_and_power_modes(board):
     try:
         assert dev.identity.model == "tx2"  # known by its clock table: no device tree here
         assert dev.devfreq.name == "17000000.gp10b"
-        assert dev.devfreq.table_mhz == _mhz(TX2_R28_HZ) and len(dev.devfreq.table_mhz) == 14
+        assert dev.devfreq.table_mhz == _mhz(TX2_HZ) and len(dev.devfreq.table_mhz) == 14
         assert dev.rail_source.layout == "iio"
         # nvpmodel.conf default MAXP_CORE_ARM caps the GPU at 1120 MHz: 1032.75 is the top
         assert dev.state().power_mode == "MAXP_CORE_ARM"
@@ -112,7 +112,7 @@ def test_tx2_iio_rails_table_and_power_modes(board):
         with pytest.raises(InvalidRequestError, match="140.25-765 MHz"):
             dev.lock_gpu_clocks(943.5)
         dev.set_power_mode("MAXN")  # MAX_FREQ -1: no cap
-        assert dev.supported_clocks_mhz() == _mhz(TX2_R28_HZ)
+        assert dev.supported_clocks_mhz() == _mhz(TX2_HZ)
         _lock_verify_restore(info, dev, 1211.25)
     finally:
         dev.close()
