@@ -254,3 +254,15 @@ def test_every_new_tree_is_found_through_sys_class_devfreq(board, builder):
     node = governor.devices.jetson.sysfs.find_gpu_devfreq(governor.devices.jetson.sysfs.SysfsRoot())
     assert node is not None
     assert Path(node).name == Path(info["node"]).name
+
+
+def test_orin_nano_super_load_without_the_devfreq_device_link(board):
+    """Where the class node carries no ``device`` link, the GPU is still found by its node
+    name and its load read from /sys/devices/platform/17000000.gpu/load."""
+    info = board(build_orin_nano, jetpack=6)
+    (info["root"] / info["node"].lstrip("/") / "device").unlink()
+    load = info["root"] / "sys/devices/platform/17000000.gpu/load"
+    load.write_text("873\n")
+    with governor.open_device("jetson") as dev:
+        assert dev.devfreq.name == "17000000.gpu"
+        assert dev.sample().utilisation_pct == 87.3
