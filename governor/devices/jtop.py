@@ -39,6 +39,7 @@ from governor.devices.base import Capabilities, DeviceState, Rail, Sample
 from governor.devices.jetson.device import JetsonDevice, open_board
 from governor.devices.jetson.rails import RailSource, best_rail, find_input_rails, rail_scope
 from governor.devices.jetson.sysfs import SysfsRoot
+from governor.devices.jetson.tools import mode_gpu_cap_mhz
 from governor.devices.journal import Journal
 from governor.errors import (
     DeviceNotFoundError,
@@ -250,6 +251,22 @@ class JtopDevice(JetsonDevice):
             temperature_c=gpu_temperature_c(temps, entry),
             utilisation_pct=_number((entry.get("status") or {}).get("load")),
         )
+
+    def _mode_cap_mhz(self) -> Optional[float]:
+        """The GPU cap of the power mode jtop reports, from /etc/nvpmodel.conf: nvpmodel holds
+        the GPU below it whatever devfreq lists, so clocks above it are not offered."""
+        if self._cap_cache is None:
+            cap = None
+            if self._modes:
+                try:
+                    name = self._mode_now()[0]
+                except GovernorError as err:
+                    log.info("jtop: power mode unknown, GPU cap not applied: %s", err)
+                    name = None
+                if name:
+                    cap = mode_gpu_cap_mhz(self.fs, name)
+            self._cap_cache = (cap,)
+        return self._cap_cache[0]
 
     def _mode_now(self) -> Tuple[Optional[str], bool, Any]:
         """(mode name, a switch is running, the per-mode status list) as jtop last reported."""

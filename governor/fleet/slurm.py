@@ -10,9 +10,14 @@ line per event to syslog and to its own log file, and fails the prolog only when
 **Prolog** (:func:`prolog`): the job's GPUs are the indices in ``SLURM_JOB_GPUS`` (else
 ``CUDA_VISIBLE_DEVICES``, else ``GPU_DEVICE_ORDINAL``), joined with the ``IDX`` lists of
 ``scontrol show job -d`` (Slurm 22.05 leaves GPUs out of the variables when a node has several
-GPU types). These indices number the GRES devices of gres.conf, i.e. ``/dev/nvidiaN``: each
-is matched to the NVML GPU whose minor number is N (by NVML index where the driver reports
-no minor numbers), and from there on the GPU is known by its UUID. Each GPU is set to the
+GPU types). These indices number the GPU device files of gres.conf in the order slurmd
+lists them: line by line, and inside ``File=/dev/nvidia[1,0]`` in the order written (slurmd
+22.05 logs ``gpu device number 1(/dev/nvidia1)`` first for that line, and gives the first
+job GRES index 0); with ``AutoDetect`` slurmd sorts them by file. GRES index i is therefore
+the i-th such file, ``/dev/nvidiaN``, and is matched to the NVML GPU whose minor number is N
+(by NVML index where the driver reports no minor numbers); without a readable gres.conf
+listing files for the node, index i is taken as ``/dev/nvidia<i>``. From there on the GPU is
+known by its UUID. Each GPU is set to the
 policy (``ppw``: the board profile's PPW-optimal clock) in a journal layer of its own, kept
 after the prolog exits, and its energy counter is read. The record of the job (GPUs, UUIDs,
 counters, clocks set) is written to ``$GOVERNOR_RECORD_DIR/running/<job>.json``.
@@ -51,6 +56,8 @@ __all__ = [
     "Settings",
     "admin_comment",
     "epilog",
+    "expand_hostlist",
+    "gres_gpu_files",
     "job_gpu_indices",
     "load_settings",
     "parse_admin_comment",
@@ -82,6 +89,10 @@ SETTINGS: Dict[str, Tuple[str, str]] = {
     "GOVERNOR_SKIP_PARTITIONS": ("", "partitions never governed (energy is still recorded)"),
     "GOVERNOR_JOB_CHOICE": ("1", "1: a job's --comment governor=off|on opts it out or in"),
     "GOVERNOR_SLURM_BIN": ("", "directory of scontrol and sacctmgr (default: PATH, /usr/bin)"),
+    "GOVERNOR_GRES_CONF": (
+        "",
+        "Slurm's gres.conf (default: beside $SLURM_CONF, else /etc/slurm/gres.conf)",
+    ),
     "GOVERNOR_VIA": ("direct", "direct (set clocks as root) | daemon (ask the node's daemon)"),
     "GOVERNOR_DAEMON_SOCKET": ("/run/governor/governor.sock", "the daemon's socket (via daemon)"),
 }
@@ -109,6 +120,7 @@ class Settings:
     job_choice: bool
     slurm_bin: str
     via: str = "direct"
+    gres_conf: Optional[Path] = None
     #: settings the rest of governor reads from the environment (state and data directories,
     #: the daemon's socket): a prolog or epilog exports them to its own process
     exports: Tuple[Tuple[str, str], ...] = ()
@@ -198,9 +210,18 @@ def load_settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         job_choice=flags["GOVERNOR_JOB_CHOICE"],
         slurm_bin=get("GOVERNOR_SLURM_BIN"),
         via=via,
+        gres_conf=_gres_conf_path(get("GOVERNOR_GRES_CONF"), env),
         exports=exports,
         problems=tuple(problems),
     )
+
+
+def _gres_conf_path(setting: str, env: Mapping[str, str]) -> Path:
+    if setting:
+        return Path(setting)
+    if env.get("SLURM_CONF"):
+        return Path(env["SLURM_CONF"]).parent / "gres.conf"
+    return Path("/etc/slurm/gres.conf")
 
 
 def _names(text: str) -> Tuple[str, ...]:
@@ -282,6 +303,115 @@ def parse_gpu_list(text: str) -> Tuple[List[int], List[str]]:
     return indices, skipped
 
 
+def expand_hostlist(text: str) -> List[str]:
+    """Slurm's bracket expressions, in the order written: ``/dev/nvidia[1,0,2-3]`` ->
+    nvidia1, nvidia0, nvidia2, nvidia3 (zero padding kept: ``[00-01]`` -> 00, 01); several
+    comma-separated names outside brackets are taken in turn.
+
+    Raises:
+        InvalidRequestError: an unclosed bracket or a reversed range.
+    """
+    names: List[str] = []
+    depth, start, parts = 0, 0, []
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    if depth != 0:
+        raise InvalidRequestError(f"unclosed bracket in {text!r}")
+    for part in (p.strip() for p in parts):
+        if part:
+            names.extend(_expand_one(part))
+    return names
+
+
+def _expand_one(name: str) -> List[str]:
+    match = re.search(r"\[([^\[\]]*)\]", name)
+    if match is None:
+        return [name]
+    head, tail = name[: match.start()], name[match.end() :]
+    out: List[str] = []
+    for entry in match.group(1).split(","):
+        entry = entry.strip()
+        lo_hi = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", entry)
+        if lo_hi is None:
+            raise InvalidRequestError(f"unexpected range {entry!r} in {name!r}")
+        lo, hi = lo_hi.group(1), lo_hi.group(2) or lo_hi.group(1)
+        if int(hi) < int(lo) or int(hi) - int(lo) > 4096:
+            raise InvalidRequestError(f"unexpected range {entry!r} in {name!r}")
+        width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
+        for n in range(int(lo), int(hi) + 1):
+            for rest in _expand_one(tail):
+                out.append(f"{head}{n:0{width}d}{rest}")
+    return out
+
+
+def _device_number(path: str) -> Optional[int]:
+    """Slurm's device number of a device file: its trailing digits (``/dev/nvidia3`` -> 3)."""
+    match = re.search(r"([0-9]+)$", path)
+    return int(match.group(1)) if match else None
+
+
+def gres_gpu_files(text: str, node: Optional[str] = None) -> List[str]:
+    """The GPU device files of gres.conf ``text`` for ``node``, in the order slurmd numbers
+    them: the lines in order (``NodeName=`` lines of other nodes skipped, lines without it
+    apply to every node), each ``File=`` expanded in the order written; sorted by device
+    number when gres.conf sets ``AutoDetect`` (slurmd sorts the merged records by file then).
+    A file listed twice counts once.
+
+    Raises:
+        InvalidRequestError: a bracket expression that cannot be read.
+    """
+    files: List[str] = []
+    autodetect = False
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields: Dict[str, str] = {}
+        for token in line.split():
+            key, sep, value = token.partition("=")
+            if sep:
+                fields[key.lower()] = value
+        if fields.get("autodetect", "off").lower() not in ("off", "none", ""):
+            autodetect = True
+        if node is not None and "nodename" in fields:
+            if node not in expand_hostlist(fields["nodename"]):
+                continue
+        if fields.get("name", "").lower() != "gpu":
+            continue
+        for key in ("file", "files"):
+            for path in expand_hostlist(fields.get(key, "")):
+                if path not in files:
+                    files.append(path)
+    if autodetect:
+        files.sort(key=lambda f: (_device_number(f) is None, _device_number(f) or 0, f))
+    return files
+
+
+def gres_device_numbers(path: Path, node: Optional[str] = None) -> Tuple[Optional[List[int]], str]:
+    """(device number of GRES index i, for each i; or None) and what was found, for a log
+    line: None when gres.conf cannot be read or lists no GPU files for ``node`` (then index i
+    stands for ``/dev/nvidia<i>``)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        return None, f"{path}: {err.strerror or err}"
+    try:
+        files = gres_gpu_files(text, node)
+    except InvalidRequestError as err:
+        return None, f"{path}: {err}"
+    numbers = [_device_number(f) for f in files]
+    if not files or any(n is None for n in numbers):
+        return None, f"{path} lists no numbered GPU device files for {node or 'this node'}"
+    return [n for n in numbers if n is not None], f"{path}: {', '.join(files)}"
+
+
 def scontrol_gpu_indices(text: str, node: Optional[str] = None) -> List[int]:
     """GPU indices in ``scontrol show job -d`` output (``GRES=gpu:a100:1(IDX:0),...``), for
     ``node`` when the job spans several nodes."""
@@ -291,7 +421,9 @@ def scontrol_gpu_indices(text: str, node: Optional[str] = None) -> List[int]:
         lines = mine
     found: List[int] = []
     for line in lines:
-        gres = line.split("GRES=", 1)[1].split()[0] if "GRES=" in line else ""
+        # "GRES=" can end the line with nothing after it (an untyped GPU before its IDX is
+        # known; seen with slurmd 22.05): no index there, not an error
+        gres = (line.split("GRES=", 1)[1].split() or [""])[0]
         for _kind, idx in re.findall(r"(gpu[^()]*)\(IDX:([0-9,\-]+)\)", gres):
             for i in parse_gpu_list(idx)[0]:
                 if i not in found:
@@ -337,8 +469,12 @@ def job_gpu_indices(
     return indices, source, skipped
 
 
-def _nvml_by_gres_index(indices: Sequence[int]) -> Tuple[List[Dict[str, Any]], List[str]]:
-    """The NVML GPUs of GRES indices: by minor number (``/dev/nvidiaN``), else NVML index."""
+def _nvml_by_gres_index(
+    indices: Sequence[int], numbers: Optional[Sequence[int]] = None
+) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The NVML GPUs of GRES indices: GRES index i is device file ``numbers[i]``
+    (``/dev/nvidiaN``; i itself without ``numbers``), matched by minor number, else by NVML
+    index."""
     from governor.devices.nvml import inventory_nvml
 
     gpus = inventory_nvml()
@@ -346,10 +482,18 @@ def _nvml_by_gres_index(indices: Sequence[int]) -> Tuple[List[Dict[str, Any]], L
     use_minor = len(by_minor) == len(gpus) and bool(gpus)
     found, problems = [], []
     for i in indices:
-        gpu = by_minor.get(i) if use_minor else (gpus[i] if i < len(gpus) else None)
+        if numbers is not None and i >= len(numbers):
+            problems.append(
+                f"GPU {i} of the job is beyond the {len(numbers)} GPU files gres.conf lists"
+            )
+            continue
+        n = numbers[i] if numbers is not None else i
+        gpu = by_minor.get(n) if use_minor else (gpus[n] if n < len(gpus) else None)
         if gpu is None:
             problems.append(
-                f"GPU {i} of the job is not on this node (NVML lists "
+                f"GPU {i} of the job is not on this node ("
+                + (f"gres.conf: device {n}; " if numbers is not None else "")
+                + "NVML lists "
                 + (
                     "minor numbers " + ",".join(str(m) for m in sorted(by_minor))
                     if use_minor
@@ -359,7 +503,13 @@ def _nvml_by_gres_index(indices: Sequence[int]) -> Tuple[List[Dict[str, Any]], L
             )
             continue
         found.append(
-            dict(gpu, gres_index=i, uri=f"nvml:{gpu['uuid']}", by="minor" if use_minor else "index")
+            dict(
+                gpu,
+                gres_index=i,
+                device_number=n,
+                uri=f"nvml:{gpu['uuid']}",
+                by="minor" if use_minor else "index",
+            )
         )
     return found, problems
 
@@ -541,7 +691,7 @@ def _prolog(env, settings, say, opener, resolver) -> int:
     if not indices:
         say("no GPU allocated to this job: nothing to do")
         return 0
-    gpus, problems = _devices_for(indices, settings, resolver)
+    gpus, problems = _devices_for(indices, settings, resolver, node, say)
     for problem in problems:
         say(problem, error=True)
     opener = opener or _default_opener
@@ -568,7 +718,9 @@ def _default_opener(uri: str) -> Any:
     return open_device(uri)
 
 
-def _devices_for(indices, settings, resolver) -> Tuple[List[Dict[str, Any]], List[str]]:
+def _devices_for(
+    indices, settings, resolver, node=None, say=None
+) -> Tuple[List[Dict[str, Any]], List[str]]:
     if settings.template:
         rows, seen = [], set()
         for i in indices:
@@ -577,8 +729,17 @@ def _devices_for(indices, settings, resolver) -> Tuple[List[Dict[str, Any]], Lis
                 seen.add(uri)
                 rows.append({"gres_index": i, "uri": uri, "uuid": None, "by": "template"})
         return rows, []
+    numbers: Optional[List[int]] = None
+    if settings.gres_conf is not None:
+        numbers, found = gres_device_numbers(settings.gres_conf, node)
+        if say is not None:
+            say(
+                f"GRES order from {found}"
+                if numbers is not None
+                else f"GRES index i taken as /dev/nvidia<i> ({found})"
+            )
     try:
-        return (resolver or _nvml_by_gres_index)(indices)
+        return (resolver or _nvml_by_gres_index)(indices, numbers)
     except GovernorError as err:
         return [], [f"cannot list the node's GPUs: {err}"]
 

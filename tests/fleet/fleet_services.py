@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 SBIN = "/usr/sbin:/usr/bin:/sbin:/bin"
 SLURM_PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "srun", "scontrol", "sacct")
@@ -128,9 +128,17 @@ def governor_wrapper(work: Path) -> Path:
     return path
 
 
-def start_slurm(work: Path, fake_env: Dict[str, str], accounting: bool) -> Stack:
+def start_slurm(
+    work: Path,
+    fake_env: Dict[str, str],
+    accounting: bool,
+    gres: Optional[Tuple[str, str]] = None,
+) -> Stack:
     """munged, (MariaDB + slurmdbd), slurmctld and slurmd, with the prolog/epilog of
-    deploy/slurm/ behind a wrapper that gives them the fake NVML driver's environment."""
+    deploy/slurm/ behind a wrapper that gives them the fake NVML driver's environment.
+
+    ``gres``: the node's ``Gres=`` and the text of gres.conf (``{w}`` stands for the work
+    directory); default: a typed A100 on ``dev/gpu0`` and T4 on ``dev/gpu1``."""
     w = work
     w.mkdir(parents=True, exist_ok=True)
     w.chmod(0o755)  # munged refuses a socket directory others cannot search
@@ -149,7 +157,7 @@ def start_slurm(work: Path, fake_env: Dict[str, str], accounting: bool) -> Stack
     conf.write_text(
         f"GOVERNOR_BIN={gov}\nGOVERNOR_POLICY=ppw\nGOVERNOR_RECORD_DIR={w}/jobs\n"
         f"GOVERNOR_STATE_DIR={w}/gov-state\nGOVERNOR_DATA_DIR={w}/gov-data\n"
-        "GOVERNOR_SYSLOG=0\nGOVERNOR_STRICT=1\n",
+        f"GOVERNOR_SYSLOG=0\nGOVERNOR_STRICT=1\nGOVERNOR_GRES_CONF={w}/gres.conf\n",
         encoding="utf-8",
     )
     for mode in ("prolog", "epilog"):
@@ -203,14 +211,16 @@ MinJobAge=600
 ReturnToService=2
 MailProg=/bin/true
 MpiDefault=none
-NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={min(2, os.cpu_count() or 1)} RealMemory=1000 Gres=gpu:a100:1,gpu:t4:1 State=UNKNOWN
+NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={min(2, os.cpu_count() or 1)} RealMemory=1000 Gres={gres[0] if gres else "gpu:a100:1,gpu:t4:1"} State=UNKNOWN
 PartitionName=debug Nodes=node1 Default=YES MaxTime=INFINITE State=UP
 """,
         encoding="utf-8",
     )
     # The fake driver: NVML GPU 0 is an A100 (minor 0), GPU 1 a T4 (minor 1).
     (w / "gres.conf").write_text(
-        f"NodeName=node1 Name=gpu Type=a100 File={w}/dev/gpu0\n"
+        gres[1].replace("{w}", str(w))
+        if gres
+        else f"NodeName=node1 Name=gpu Type=a100 File={w}/dev/gpu0\n"
         f"NodeName=node1 Name=gpu Type=t4 File={w}/dev/gpu1\n",
         encoding="utf-8",
     )

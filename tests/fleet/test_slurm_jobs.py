@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 from fakes.nvml import A100, T4, Gpu
 
+from governor.errors import InvalidRequestError
 from governor.fleet.slurm import (
     admin_comment,
+    expand_hostlist,
+    gres_gpu_files,
     job_gpu_indices,
     parse_admin_comment,
     parse_gpu_list,
@@ -43,6 +46,7 @@ def job(fake_nvml, tmp_path):
             "GOVERNOR_RECORD_DIR": str(records),
             "GOVERNOR_SLURM_CONF": str(tmp_path / "governor-slurm.conf"),
             "GOVERNOR_SLURM_BIN": str(empty),  # no scontrol/sacctmgr: unit tests
+            "GOVERNOR_GRES_CONF": str(tmp_path / "gres.conf"),  # absent unless a test writes it
             "GOVERNOR_SYSLOG": "0",
             "SLURM_JOB_ID": str(job_id),
             "SLURM_SCRIPT_CONTEXT": f"{mode}_slurmd",
@@ -61,6 +65,7 @@ def job(fake_nvml, tmp_path):
         return json.loads((records / f"{job_id}.json").read_text())
 
     run.record = record
+    run.gres_conf = tmp_path / "gres.conf"
     run.records = records
     run.fake = fake_nvml
     return run
@@ -106,6 +111,86 @@ def test_gres_indices_are_minor_numbers_not_nvml_indices(job):
     assert job("epilog", 13).returncode == 0  # no GPU variables: the record is enough
     assert job.record(13)["gpus"][0]["uuid"] == T4["uuid"]
     assert job.fake.gpu(1).gpu_locked is None
+
+
+@pytest.mark.parametrize(
+    "gres_conf",
+    [
+        "Name=gpu File=/dev/nvidia[1,0]\n",
+        "# two lines, the T4 first\nNodeName=node1 Name=gpu Type=t4 File=/dev/nvidia1\n"
+        "NodeName=node1 Name=gpu Type=a100 File=/dev/nvidia0\n"
+        "NodeName=node2 Name=gpu File=/dev/nvidia[0-7]\n",
+    ],
+)
+def test_gres_index_follows_the_order_of_the_device_files_in_gres_conf(job, gres_conf):
+    """slurmd numbers GRES devices in gres.conf order (22.05.8 logs /dev/nvidia1 first for
+    File=/dev/nvidia[1,0] and gives the first job index 0): GRES 0 is /dev/nvidia1 here, the
+    T4 (minor 1), not the A100 (minor 0)."""
+    job.gres_conf.write_text(gres_conf)
+    out = job("prolog", 16, SLURM_JOB_GPUS="0", SLURMD_NODENAME="node1")
+    assert out.returncode == 0, out.stderr
+    assert job.fake.gpu(0).gpu_locked is None
+    assert job.fake.gpu(1).gpu_locked is not None
+    running = json.loads((job.records / "running" / "16.json").read_text())
+    assert [(g["gres_index"], g["minor"], g["uuid"]) for g in running["gpus"]] == [
+        (0, 1, T4["uuid"])
+    ]
+    assert "GRES order from" in (job.records / "slurm.log").read_text()
+    assert job("epilog", 16).returncode == 0
+    assert job.fake.gpu(1).gpu_locked is None
+
+
+def test_a_gres_index_beyond_the_files_of_gres_conf_is_reported_not_guessed(job):
+    job.gres_conf.write_text("Name=gpu File=/dev/nvidia1\n")
+    out = job("prolog", 17, SLURM_JOB_GPUS="0-1", GOVERNOR_STRICT="1")
+    assert out.returncode == 1  # strict: the unmatched GPU fails the prolog
+    assert "beyond the 1 GPU files gres.conf lists" in (job.records / "slurm.log").read_text()
+    assert job.fake.gpu(1).gpu_locked is not None and job.fake.gpu(0).gpu_locked is None
+    assert job("epilog", 17).returncode == 0
+
+
+def test_an_empty_gres_field_in_scontrol_output_is_no_index_and_no_crash():
+    """slurmd 22.05 with an untyped GPU printed a job line ending in ``GRES=`` (seen in
+    test_real_gres_order.py); the prolog crashed on it with an IndexError."""
+    text = (
+        "JobId=1 JobName=wrap\n"
+        "   Nodes=node1 CPU_IDs=0 Mem=0 GRES=\n"
+        "   Nodes=node1 CPU_IDs=1 Mem=0 GRES=gpu:1(IDX:1)\n"
+    )
+    assert scontrol_gpu_indices(text) == [1]
+    assert scontrol_gpu_indices("   Nodes=node1 CPU_IDs=0 Mem=0 GRES=\n") == []
+
+
+def test_expand_hostlist_keeps_the_written_order():
+    assert expand_hostlist("/dev/nvidia[1,0,2-3]") == [
+        "/dev/nvidia1",
+        "/dev/nvidia0",
+        "/dev/nvidia2",
+        "/dev/nvidia3",
+    ]
+    assert expand_hostlist("gpu[08-10]") == ["gpu08", "gpu09", "gpu10"]
+    assert expand_hostlist("node[2,1],login") == ["node2", "node1", "login"]
+    with pytest.raises(InvalidRequestError):
+        expand_hostlist("/dev/nvidia[1-0]")
+    with pytest.raises(InvalidRequestError):
+        expand_hostlist("/dev/nvidia[1")
+
+
+def test_gres_gpu_files_for_one_node_and_with_autodetect():
+    text = (
+        "NodeName=n[1-2] Name=gpu File=/dev/nvidia[3,2]\n"
+        "NodeName=n3 Name=gpu File=/dev/nvidia0\n"
+        "Name=mps Count=100 File=/dev/nvidia2\n"
+        "Name=gpu File=/dev/nvidia9   # every node\n"
+    )
+    assert gres_gpu_files(text, "n2") == ["/dev/nvidia3", "/dev/nvidia2", "/dev/nvidia9"]
+    assert gres_gpu_files(text, "n3") == ["/dev/nvidia0", "/dev/nvidia9"]
+    # with AutoDetect slurmd merges and sorts the records by file
+    assert gres_gpu_files("AutoDetect=nvml\n" + text, "n1") == [
+        "/dev/nvidia2",
+        "/dev/nvidia3",
+        "/dev/nvidia9",
+    ]
 
 
 def test_without_minor_numbers_the_index_is_nvml_index(job):

@@ -82,9 +82,11 @@ def thermal(root: Path, zones: Iterable[Tuple[str, int]]) -> None:
         write(root, f"/sys/class/thermal/thermal_zone{i}/temp", f"{millidegrees}\n")
 
 
-def iio_rails(root: Path, device: str, rails: Iterable[Tuple[str, int, int, int]]) -> None:
-    """JetPack 4: (name, mV, mA, mW) per channel 0..2."""
-    base = f"/sys/bus/i2c/drivers/ina3221x/{device}/iio:device0"
+def iio_rails(
+    root: Path, device: str, rails: Iterable[Tuple[str, int, int, int]], iio: str = "iio:device0"
+) -> None:
+    """JetPack 4: (name, mV, mA, mW) per channel 0..2 (``iio`` numbers differ per monitor)."""
+    base = f"/sys/bus/i2c/drivers/ina3221x/{device}/{iio}"
     for c, (name, mv, ma, mw) in enumerate(rails):
         write(root, f"{base}/rail_name_{c}", name + "\n")
         write(root, f"{base}/in_voltage{c}_input", f"{mv}\n")
@@ -287,15 +289,14 @@ def build_agx_orin(root: Path, jetpack: int = 6, mode_cap_hz: int = 612000000) -
     write(root, load, "625\n")
     decoy_devfreq(root, "15480000.nvdec", "nvdec")
     decoy_devfreq(root, "15340000.vic", "vic")
-    thermal(
-        root,
-        [
-            ("cpu-thermal", 53062),
-            ("gpu-thermal", 47812),
-            ("soc0-thermal", 48843),
-            ("tj-thermal", 53062),
-        ],
+    # zone types: JetPack 5 spells them CPU-therm ... tj-therm, JetPack 6 cpu-thermal ...
+    # (tests/data/sysfs/README.md)
+    names = (
+        ("cpu-thermal", "gpu-thermal", "soc0-thermal", "tj-thermal")
+        if jetpack >= 6
+        else ("CPU-therm", "GPU-therm", "SOC0-therm", "tj-therm")
     )
+    thermal(root, list(zip(names, (53062, 47812, 48843, 53062))))
     hwmon_rails(
         root,
         "1-0040",
@@ -325,7 +326,8 @@ state = os.path.join(here, "nvpmodel.state")
 conf = os.path.join(os.environ["GOVERNOR_SYSFS_ROOT"], "etc", "nvpmodel.conf")
 text = open(conf).read() if os.path.exists(conf) else ""
 modes = dict((int(i), n) for i, n in re.findall(r"POWER_MODEL ID=(\d+) NAME=(\S+)", text))
-current = int(open(state).read()) if os.path.exists(state) else 2
+default = re.search(r"PM_CONFIG DEFAULT=(\d+)", text)
+current = int(open(state).read()) if os.path.exists(state) else int(default.group(1)) if default else 2
 args = sys.argv[1:]
 with open(os.path.join(here, "nvpmodel.log"), "a") as fh:
     fh.write(" ".join(args) + "\n")

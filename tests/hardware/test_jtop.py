@@ -16,7 +16,12 @@ from jtop_fake import BOARDS, make_module, record
 
 import governor
 from governor.devices import jtop as backend
-from governor.errors import DeviceNotFoundError, GovernorError, TelemetryError
+from governor.errors import (
+    DeviceNotFoundError,
+    GovernorError,
+    InvalidRequestError,
+    TelemetryError,
+)
 
 TREES = {
     "nano-jp4": (build_nano, {}),
@@ -225,6 +230,38 @@ def test_clocks_locked_through_sysfs_and_jetson_clocks_through_jtop(board):
         dev.set_jetson_clocks(True)
         assert dev.jetson_clocks_enabled()
     assert (node / "max_freq").read_text().strip() == "612000000"
+
+
+@pytest.mark.parametrize("name", ["orin-jp5", "orin-jp6"])
+def test_clocks_above_the_mode_cap_jtop_reports_are_not_offered(board, name):
+    """jtop reports MODE_30W (recorded structures); nvpmodel.conf caps that mode's GPU at
+    612 MHz, which is also the devfreq max the recorded jetson.gpu shows. Clocks above it are
+    refused until the mode changes."""
+    module = board(name)
+    rec = record(name)
+    recorded_max_mhz = rec["gpu"][GPU_KEY[name]]["freq"]["max"] / 1000.0  # kHz
+    node = module.root / module.node.lstrip("/")
+    with governor.open_device("jtop") as dev:
+        assert dev.devfreq.table_mhz[-1] == 1300.5
+        assert dev.supported_clocks_mhz()[-1] == recorded_max_mhz == 612.0
+        with pytest.raises(InvalidRequestError, match="306-612 MHz"):
+            dev.lock_gpu_clocks(816)
+        assert (node / "max_freq").read_text().strip() == "612000000"  # nothing written
+        dev.set_power_mode("MODE_50W")
+        assert dev.supported_clocks_mhz()[-1] == 816.0
+        assert dev.lock_gpu_clocks(816) == (816.0, 816.0)
+        assert (node / "min_freq").read_text() == "816000000"
+        dev.set_power_mode("MAXN")
+        assert dev.supported_clocks_mhz() == dev.devfreq.table_mhz
+
+
+def test_no_cap_when_nvpmodel_conf_does_not_name_the_mode(board):
+    """Thor's recorded mode (120W) is not in its tree's (absent) nvpmodel.conf: the whole
+    devfreq table stays on offer."""
+    board("thor-jp7")
+    with governor.open_device("jtop") as dev:
+        assert dev.state().power_mode == "120W"
+        assert dev.supported_clocks_mhz() == dev.devfreq.table_mhz
 
 
 def test_discovery_needs_the_socket(board):

@@ -36,10 +36,12 @@ _ORIN_PARTS = (
     ("p3767-000", "orin-nano"),
     ("p3701", "agx-orin"),
 )
-# (lowest MHz, highest MHz) of the GPU table -> catalog name (boards.md)
+# (lowest MHz, highest MHz) of the GPU table -> catalog name (boards.md; the TX2's L4T R28
+# table starts at 140.25 MHz, tests/data/sysfs/README.md)
 _TABLES = (
     ((76.8, 921.6), "nano"),
     ((114.75, 1300.5), "tx2"),
+    ((140.25, 1300.5), "tx2"),
     ((114.75, 1109.25), "xavier-nx"),
     ((114.75, 1377.0), "agx-xavier"),
     ((306.0, 1300.5), "agx-orin"),

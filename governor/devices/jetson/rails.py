@@ -1,6 +1,7 @@
 """INA3221 power rails in both sysfs layouts, each labelled with what it measures.
 
-- JetPack 4 (L4T <= R32): ``/sys/bus/i2c/drivers/ina3221x/<bus>-<addr>/iio:device<N>/`` with
+- JetPack 4 (L4T <= R32): ``/sys/bus/i2c/drivers/ina3221x/<bus>-<addr>/iio:device<N>/`` (or
+  ``iio_device/``, the spelling of NVIDIA's TX2 guide) with
   ``rail_name_<c>``, ``in_power<c>_input`` (mW), ``in_voltage<c>_input`` (mV),
   ``in_current<c>_input`` (mA), c = 0..2.
 - JetPack 5+ (L4T >= R34): ``/sys/bus/i2c/drivers/ina3221/<bus>-<addr>/hwmon/hwmon<N>/`` with
@@ -19,6 +20,7 @@ No Jetson has a GPU-only rail except the Nano (POM_5V_GPU), TX2 (VDD_SYS_GPU), A
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -52,10 +54,12 @@ _SCOPES: Dict[str, str] = {
     "CV": "cv",
     "VDDRQ": "memory",
     "VDD_SYS_DDR": "memory",
+    "VDD_DDR": "memory",  # TX2 on L4T R32 (tegrastats)
     "VDDQ_VDD2_1V8AO": "memory",
     "SYS5V": "system",
     "VIN_SYS_5V0": "system",
     "VDD_4V0_WIFI": "system",
+    "VDD_WIFI": "system",
 }
 # How narrow each GPU-including scope is (smaller is narrower).
 _GPU_RANK = {"gpu": 0, "gpu+soc": 1, "cpu+gpu+cv": 2, "module": 3, "board input": 4}
@@ -120,10 +124,23 @@ def _usable(name: Optional[str]) -> bool:
     return bool(name) and name.upper() not in ("NC", "N/A", "") and "SUM" not in name.upper()
 
 
+def _iio_devices(fs: SysfsRoot) -> List[Path]:
+    """The iio directories of the INA3221s: ``<bus>-<addr>/iio:device<N>``, or
+    ``<bus>-<addr>/iio_device`` as NVIDIA's TX2 guide writes it; one per monitor."""
+    base = fs.path("/sys/bus/i2c/drivers/ina3221x")
+    found: List[Path] = []
+    seen = set()
+    for dev in sorted(base.glob("*/iio:device*")) + sorted(base.glob("*/iio_device")):
+        key = os.path.realpath(str(dev))
+        if dev.is_dir() and key not in seen:
+            seen.add(key)
+            found.append(dev)
+    return sorted(found, key=lambda d: d.parent.name)
+
+
 def _iio_channels(fs: SysfsRoot) -> List[_Channel]:
     out = []
-    base = fs.path("/sys/bus/i2c/drivers/ina3221x")
-    for dev in sorted(base.glob("*/iio:device*")):
+    for dev in _iio_devices(fs):
         for c in range(3):
             name = fs.read_optional(dev / f"rail_name_{c}")
             power = dev / f"in_power{c}_input"

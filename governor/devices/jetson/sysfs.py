@@ -40,6 +40,7 @@ KNOWN_NODES = (
 _LOAD_FILES = (
     "/sys/devices/gpu.0/load",
     "/sys/devices/platform/bus@0/17000000.gpu/load",
+    "/sys/devices/platform/17000000.gpu/load",  # Orin Nano Super, JetPack 6 (sysfs/README)
     "/sys/devices/platform/gpu.0/load",
 )
 

@@ -26,7 +26,7 @@ from typing import List, Optional, Sequence, Tuple
 from governor.devices.jetson.sysfs import SysfsRoot
 from governor.errors import DevicePermissionError, GovernorError, UnsupportedError
 
-__all__ = ["JetsonClocks", "Nvpmodel", "find_tool"]
+__all__ = ["JetsonClocks", "Nvpmodel", "find_tool", "mode_gpu_cap_mhz"]
 
 log = logging.getLogger("governor.devices.jetson")
 
@@ -81,6 +81,22 @@ def _run(argv: Sequence[str], doing: str, *, with_stderr: bool = False) -> str:
     return out
 
 
+def mode_gpu_cap_mhz(fs: SysfsRoot, name: str) -> Optional[float]:
+    """The GPU clock cap (MHz) of power mode ``name`` from ``/etc/nvpmodel.conf`` under the
+    sysfs root (``GPU MAX_FREQ <Hz>`` in the mode's block), or None when the file does not
+    say (no such file or mode, no GPU line, or ``-1``: no cap)."""
+    text = fs.read_optional(fs.path("/etc/nvpmodel.conf")) or ""
+    for block in re.split(r"(?m)^(?=\s*<)", text):  # one block per "< ... >" header
+        head = _MODE_LINE.search(block.split(">", 1)[0])
+        if not head or head.group(2) != name:
+            continue
+        found = re.search(r"(?m)^\s*GPU\s+MAX_FREQ\s+(-?\d+)\s*$", block)
+        if found and int(found.group(1)) > 0:
+            return int(found.group(1)) / 1e6
+        return None
+    return None
+
+
 class Nvpmodel:
     """The board's nvpmodel power modes."""
 
@@ -118,18 +134,8 @@ class Nvpmodel:
         return list(self._modes)
 
     def gpu_cap_mhz(self, name: str) -> Optional[float]:
-        """The GPU clock cap (MHz) of mode ``name`` from ``/etc/nvpmodel.conf``
-        (``GPU MAX_FREQ <Hz>`` in the mode's block), or None when the file does not say."""
-        text = self.fs.read_optional(self.fs.path("/etc/nvpmodel.conf")) or ""
-        for block in re.split(r"(?m)^(?=\s*<)", text):  # one block per "< ... >" header
-            head = _MODE_LINE.search(block.split(">", 1)[0])
-            if not head or head.group(2) != name:
-                continue
-            found = re.search(r"(?m)^\s*GPU\s+MAX_FREQ\s+(-?\d+)\s*$", block)
-            if found and int(found.group(1)) > 0:
-                return int(found.group(1)) / 1e6
-            return None
-        return None
+        """The GPU clock cap (MHz) of mode ``name`` (:func:`mode_gpu_cap_mhz`)."""
+        return mode_gpu_cap_mhz(self.fs, name)
 
     def set(self, name: str) -> None:
         """Switch to the mode called ``name`` and confirm it with ``nvpmodel -q``.
