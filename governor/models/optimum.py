@@ -4,8 +4,9 @@ The fitted models put the optimum at one clock, but near a minimum the energy cu
 every clock whose predicted energy per unit lies within what the models can tell apart from
 the minimum may be the true optimum. What the models can tell apart is measured, not assumed:
 each interior probe is left out in turn, the models refitted on the rest (same forms), and
-the relative error of the predicted energy at the left-out clock recorded. With σ the RMS of
-those errors, two predictions differ by more than noise when their gap exceeds
+the relative error of the predicted energy at the left-out clock recorded. With σ their robust
+spread (median absolute error / 0.6745, so that the one probe that alone places the ridge does
+not decide it), two predictions differ by more than noise when their gap exceeds
 ``z(level) · √2 · σ`` (a one-sided test on the difference of two independent errors).
 
     interval = { f in the clock table : E(f) <= E_min · (1 + z·√2·σ) }
@@ -39,7 +40,8 @@ class OptimumInterval:
 
     low_mhz: float
     high_mhz: float
-    #: RMS relative error of the predicted energy at left-out probes (NaN: none could be left out)
+    #: robust spread (median |error| / 0.6745) of the predicted energy's relative error at the
+    #: left-out probes (NaN: none could be left out)
     held_out_rel_error: float
     #: the energy band (relative to the minimum) inside which clocks count as optimal
     band_rel: float
@@ -108,7 +110,7 @@ def optimum_interval(
     cap = np.zeros(len(f), dtype=bool) if capped is None else np.asarray(capped, dtype=bool)
     form: Tuple[float, float] = (float(time_model.k), float(time_model.low_exp))
     errs = _held_out_errors(f, p, t, cap, form)
-    sigma = float(np.sqrt(np.mean(np.square(errs)))) if errs else math.nan
+    sigma = float(np.median(np.abs(errs))) / 0.6745 if errs else math.nan
     spread = max(sigma, MIN_REL_ERROR) if errs else max(time_model.max_rel_residual, MIN_REL_ERROR)
     band = NormalDist().inv_cdf(level) * math.sqrt(2.0) * spread
     table = np.asarray(sorted(clocks_mhz), dtype=float)
