@@ -248,10 +248,11 @@ def _print(doc: Dict[str, Any], result) -> None:
     )
     interval = doc.get("optimum_interval")
     if interval:
+        lo, hi = interval["low_mhz"], interval["high_mhz"]
+        span = f"{lo:g} MHz" if lo == hi else f"{lo:g}-{hi:g} MHz"
         console.print(
-            f"optimum could be       {interval['low_mhz']:g}-{interval['high_mhz']:g} MHz  "
-            f"({100 * interval['level']:.0f} % interval: energy within "
-            f"{100 * interval['band_rel']:.1f} % of the best, the models' held-out error)"
+            f"optimum interval       {span}  ({100 * interval['level']:.0f} %: clocks whose "
+            f"energy is within {100 * interval['band_rel']:.1f} % of the best)"
         )
     console.print(
         f"probes                 {doc['probes']} clocks, {doc['device_time_s']:.1f} s of device time under load"
