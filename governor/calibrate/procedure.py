@@ -266,6 +266,9 @@ class CalibrationResult:
     warnings: List[str] = field(default_factory=list)
     #: what the failed fit kept (its message, model and points) when method is best-probe
     fit_error: Optional[Dict[str, object]] = None
+    #: the clocks that may be the energy optimum (models.optimum.OptimumInterval); None for a
+    #: best-probe result, which has no model to tell them apart
+    optimum_interval: Optional[object] = None
 
     @property
     def probe_clocks_mhz(self) -> List[float]:
@@ -548,6 +551,7 @@ def calibrate(
     # board's ridge is then its lowest clock; profiles keep ridge clocks within the table
     ridge = power.ridge_clock_mhz
     ridge = min(max(ridge, clocks[0]), clocks[-1]) if math.isfinite(ridge) else clocks[-1]
+    interval = _optimum_interval(clocks, probes, power, time, chosen)
     return CalibrationResult(
         device_uri=prober.device.uri,
         idle_power_w=idle_w,
@@ -560,4 +564,21 @@ def calibrate(
         supported_clocks_mhz=tuple(clocks),
         device_time_s=prober.device_time_s,
         notes=notes,
+        optimum_interval=interval,
+    )
+
+
+def _optimum_interval(clocks: Sequence[float], probes: List[Probe], power, time, chosen: float):
+    """The optimum's interval from the models' held-out error (models.optimum)."""
+    from governor.models.optimum import optimum_interval
+
+    return optimum_interval(
+        clocks,
+        [p.clock_mhz for p in probes],
+        [p.power_w for p in probes],
+        [p.time_per_unit_s for p in probes],
+        power,
+        time,
+        capped=[p.throttled for p in probes],
+        chosen_mhz=chosen,
     )

@@ -190,6 +190,12 @@ def _document(dev, result, load_info, profile_path, plot_path, note) -> Dict[str
         "ridge_clock_mhz": finite(result.ridge_clock_mhz),
         "ppw_optimal_clock_mhz": result.ppw_optimal_clock_mhz,
         "model_optimum_mhz": finite(result.predicted_optimum_mhz),
+        "optimum_interval": None
+        if result.optimum_interval is None
+        else result.optimum_interval.to_dict(),
+        "ridge_interval_mhz": list(result.power_model.ridge_interval_mhz)
+        if result.modelled
+        else None,
         "probes": len(result.probes),
         "probe_clocks_mhz": result.probe_clocks_mhz,
         "device_time_s": result.device_time_s,
@@ -228,9 +234,10 @@ def _print(doc: Dict[str, Any], result) -> None:
         )
     console.print(table)
     if result.modelled:
-        pm = result.power_model
-        unc = pm.uncertainty.get("ridge_clock_mhz")
-        ridge = f"{doc['ridge_clock_mhz']:.0f} MHz" + (f" ± {unc:.2g}" if unc else "")
+        lo, hi = result.power_model.ridge_interval_mhz
+        ridge = f"{doc['ridge_clock_mhz']:.0f} MHz"
+        if lo == lo and hi == hi:  # NaN: no points to place it
+            ridge += f"  (90 % interval {lo:.0f}-{hi:.0f} MHz)"
         console.print(f"ridge clock            {ridge}")
     else:
         console.print("method                 best-probe (no model explained the measurements)")
@@ -239,6 +246,14 @@ def _print(doc: Dict[str, Any], result) -> None:
         f"({doc['energy_saving_vs_top_clock_pct']:.1f} % less energy per unit than the top clock, "
         f"{doc['slowdown_vs_top_clock_pct']:.1f} % slower)"
     )
+    interval = doc.get("optimum_interval")
+    if interval:
+        lo, hi = interval["low_mhz"], interval["high_mhz"]
+        span = f"{lo:g} MHz" if lo == hi else f"{lo:g}-{hi:g} MHz"
+        console.print(
+            f"optimum interval       {span}  ({100 * interval['level']:.0f} %: clocks whose "
+            f"energy is within {100 * interval['band_rel']:.1f} % of the best)"
+        )
     console.print(
         f"probes                 {doc['probes']} clocks, {doc['device_time_s']:.1f} s of device time under load"
     )

@@ -89,6 +89,11 @@ def _finite_or_none(value: Any) -> Any:
         return None
 
 
+def _interval_doc(result: Any) -> Optional[Dict[str, Any]]:
+    interval = getattr(result, "optimum_interval", None)
+    return None if interval is None else interval.to_dict()
+
+
 def _calibration_entry(result: Any, load: Dict[str, str], created: str) -> Dict[str, Any]:
     return {
         "load": load,
@@ -97,6 +102,7 @@ def _calibration_entry(result: Any, load: Dict[str, str], created: str) -> Dict[
         "ppw_optimal_clock_mhz": result.ppw_optimal_clock_mhz,
         "ridge_clock_mhz": _finite_or_none(result.ridge_clock_mhz),
         "predicted_optimum_mhz": _finite_or_none(result.predicted_optimum_mhz),
+        "optimum_interval": _interval_doc(result),
         "idle_power_w": result.idle_power_w,
         "device_time_s": result.device_time_s,
         "method": getattr(result, "method", "model"),

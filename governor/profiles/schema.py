@@ -203,6 +203,20 @@ class _Checker:
         if pm.get("interval_level") is not None:
             self.number(pm["interval_level"], p + "interval_level", low=0.0)
 
+    def optimum_interval(self, value: Any, field: str) -> None:
+        doc = self.obj(value, field)
+        p = field + "."
+        self.required(doc, ("low_mhz", "high_mhz"), p)
+        low = self.positive(doc["low_mhz"], p + "low_mhz")
+        high = self.positive(doc["high_mhz"], p + "high_mhz")
+        if low > high:
+            raise self.fail(field, f"has low_mhz {low:g} above high_mhz {high:g}")
+        for key in ("band_rel", "held_out_rel_error"):
+            if doc.get(key) is not None:
+                self.nonnegative(doc[key], p + key)
+        if doc.get("level") is not None:
+            self.number(doc["level"], p + "level", low=0.0)
+
     def time_model(self, value: Any, field: str) -> None:
         tm = self.obj(value, field)
         p = field + "."
@@ -292,6 +306,8 @@ class _Checker:
             self.power_model(entry["power_model"], prefix + "power_model")
         if entry.get("time_model") is not None:
             self.time_model(entry["time_model"], prefix + "time_model")
+        if entry.get("optimum_interval") is not None:
+            self.optimum_interval(entry["optimum_interval"], prefix + "optimum_interval")
         if "probes" in entry:
             self.probes(entry["probes"], prefix + "probes")
         if "load" in entry:
