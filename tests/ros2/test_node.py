@@ -173,14 +173,19 @@ def test_ticks_on_the_tick_topic_drive_the_throughput_policy(start, board):
     def publish_frames(work_top_s: float, until) -> None:
         """Frames at 30 Hz whose busy time is ``work_top_s`` at the top clock, scaled to the
         clock the governor holds (a compute-bound frame)."""
-        deadline = time.monotonic() + 10.0
+        # On a schedule, not sleep-after-publish: on a loaded 2-core machine the loop's own
+        # time would otherwise lower the rate the governor sees below the 30 Hz asked for.
+        start = time.monotonic()
+        deadline = start + 10.0
+        frame = 0
         while time.monotonic() < deadline:
             with node.lock:
                 held = node.governor.applied_clock_mhz
             probe.tick.publish(Float64(data=work_top_s * top / held))
             if until(held):
                 return
-            time.sleep(1 / 30)
+            frame += 1
+            time.sleep(max(0.0, start + frame / 30 - time.monotonic()))
         raise AssertionError(f"the clock stayed at {held} MHz")
 
     publish_frames(0.004, lambda held: held == lowest)  # light frames: the lowest clock
