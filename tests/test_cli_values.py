@@ -20,6 +20,7 @@ import typer
 from cli_helpers import run_cli
 
 from governor.cli import values
+from governor.cli.app import evaluate_annotations
 from governor.cli.common import Annotated
 
 # (command line up to the option, option, bad values, what the message says); each bad
@@ -372,6 +373,7 @@ def test_the_scan_catches_an_unchecked_option():
     ) -> None:
         pass
 
+    evaluate_annotations(app)  # as build_app does: typer before 3.10 reads them as text
     assert unchecked_options(app) == [
         "governor bad --y: no governor.cli.values check",
         "governor bad --n: no governor.cli.values check",

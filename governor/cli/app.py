@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
-from typing import Optional
+import inspect
+import sys
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 
@@ -58,4 +60,40 @@ def build_app() -> typer.Typer:
 
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(app)
+    evaluate_annotations(app)
     return app
+
+
+def _callbacks(app: typer.Typer) -> Iterator[Callable[..., Any]]:
+    """Every function typer will read parameters from: commands, callbacks, sub-apps'."""
+    info = app.registered_callback
+    if info is not None and info.callback is not None:
+        yield info.callback
+    for command in app.registered_commands:
+        if command.callback is not None:
+            yield command.callback
+    for group in app.registered_groups:
+        if group.callback is not None:
+            yield group.callback
+        if group.typer_instance is not None:
+            yield from _callbacks(group.typer_instance)
+
+
+def evaluate_annotations(app: typer.Typer) -> None:
+    """Evaluate the commands' string annotations in place, before Python 3.10.
+
+    The CLI modules use ``from __future__ import annotations``; before 3.10 typer reads the
+    signature without evaluating the strings, so ``Annotated[bool, typer.Option("--json")]``
+    is lost and every option falls back to its parameter's name (``--json-out`` for
+    ``json_out``): on JetPack 5's Python 3.8 half the documented options did not exist.
+    """
+    if sys.version_info >= (3, 10):
+        return
+    if sys.version_info >= (3, 9):
+        from typing import get_type_hints
+    else:  # pragma: no cover - Python 3.8
+        from typing_extensions import get_type_hints
+    for func in _callbacks(app):
+        if not inspect.isfunction(func):  # typer's DefaultPlaceholder where none was given
+            continue
+        func.__annotations__ = get_type_hints(func, include_extras=True)
