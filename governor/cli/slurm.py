@@ -8,10 +8,9 @@ node). ``governor slurm show JOB`` prints a finished job's record.
 
 from __future__ import annotations
 
-import json
-
 import typer
 
+from governor._compat import json_loads
 from governor.cli.common import Annotated, JsonOpt, emit_json
 
 
@@ -52,7 +51,7 @@ def show(
     settings = load_settings()
     path = job_record_path(settings, job)  # only the record directory is needed here
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json_loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise InvalidRequestError(f"no record of job {job} in {path.parent}: {err}") from None
     if json_out:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from governor._compat import json_loads
 from governor.errors import GovernorError
 
 __all__ = [
@@ -247,7 +248,7 @@ def _parse(raw: bytes) -> Journal:
         raise ValueError(f"{name} is not a value a journal holds")
 
     try:
-        doc = json.loads(text, parse_constant=no_constants)
+        doc = json_loads(text, parse_constant=no_constants)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     except json.JSONDecodeError as err:

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Optional
 
+from governor._compat import json_loads
 from governor.errors import DeviceBusyError, GovernorError
 from governor.paths import state_dir
 
@@ -115,7 +116,7 @@ class DeviceLock:
         except OSError:
             return None
         try:
-            doc = json.loads(os.read(fd, 4096).decode("utf-8", "replace"))
+            doc = json_loads(os.read(fd, 4096).decode("utf-8", "replace"))
         except ValueError:
             return None
         finally:

@@ -15,12 +15,12 @@ Every problem is a :class:`~governor.errors.InvalidRequestError` naming the file
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
+from governor._compat import json_loads
 from governor.errors import InvalidRequestError
 
 __all__ = ["MIN_CLOCKS", "Sweep", "read_sweep"]
@@ -133,7 +133,7 @@ def _read_csv(path: Path, text: str) -> Sweep:
 
 def _read_kernel_tuner(path: Path, text: str) -> Sweep:
     try:
-        doc = json.loads(text)
+        doc = json_loads(text)
     except ValueError as err:
         raise _bad(path, f"not valid JSON ({err})") from err
     cache = doc.get("cache") if isinstance(doc, dict) else None

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from governor._compat import json_loads
 from governor.errors import GovernorError, InvalidRequestError
 
 __all__ = [
@@ -855,7 +856,7 @@ def _epilog(env, settings, say, opener, resolver) -> int:
     record: Optional[Dict[str, Any]] = None
     problem = None
     try:
-        record = json.loads(running.read_text(encoding="utf-8"))
+        record = json_loads(running.read_text(encoding="utf-8"))
         if not isinstance(record, dict) or record.get("format") != FORMAT:
             problem = f"{running} is not a governor job record"
             record = None
@@ -1110,7 +1111,7 @@ def running_policies(record_dir: Optional[Path] = None) -> Callable[[Any], Dict[
             return {}
         for path in sorted((directory() / "running").glob("*.json")):
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
+                doc = json_loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
             for gpu in doc.get("gpus") or []:

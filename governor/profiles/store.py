@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from governor._compat import json_loads
 from governor.errors import ProfileError
 from governor.paths import data_dir, shipped_profiles_dir
 from governor.profiles.schema import SCHEMA_VERSION, check_document
@@ -59,7 +60,7 @@ def parse_profile(data: bytes, path: Any = None) -> Dict[str, Any]:
             :mod:`governor.profiles.schema` (one line naming the file and the field).
     """
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = json_loads(data.decode("utf-8"))
     except UnicodeDecodeError as err:
         raise ProfileError(f"corrupt profile (not UTF-8 text: {err.reason})", path) from None
     except RecursionError:

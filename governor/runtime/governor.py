@@ -26,6 +26,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
+from governor._compat import json_loads
 from governor.devices.base import Device, board_power_w
 from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 from governor.runtime import policies as _policies
@@ -683,10 +684,9 @@ def _online_path(device: Device) -> Path:
 def load_online_ppw(device: Device, workload: Optional[str]) -> Optional[Dict[str, Any]]:
     """The PPW clock an earlier run found online for this board and workload, if it is one of
     the device's clocks; None otherwise (a damaged file is ignored: it is only a cache)."""
-    import json
 
     try:
-        doc = json.loads(_online_path(device).read_text(encoding="utf-8"))
+        doc = json_loads(_online_path(device).read_text(encoding="utf-8"))
         entry = doc["workloads"][workload or "builtin"]
         clock = float(entry["clock_mhz"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -705,7 +705,7 @@ def save_online_ppw(device: Device, workload: Optional[str], result: Mapping[str
     path = _online_path(device)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json_loads(path.read_text(encoding="utf-8"))
         if not isinstance(doc.get("workloads"), dict):
             raise ValueError
     except (OSError, ValueError, AttributeError):

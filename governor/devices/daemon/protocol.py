@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple, Union
 
+from governor._compat import json_loads
 from governor.errors import InvalidRequestError
 
 __all__ = [
@@ -149,7 +150,7 @@ def decode_request(line: bytes, max_bytes: int = 4096) -> Request:
         raise ProtocolError("too-large", f"request is larger than {max_bytes} bytes")
     try:
         text = line.decode("utf-8")
-        doc = json.loads(text, parse_constant=_reject_constant)
+        doc = json_loads(text, parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise ProtocolError("bad-json", f"request is not valid JSON: {reason}") from None
@@ -251,7 +252,7 @@ def decode_reply(line: bytes) -> Dict[str, Any]:
         InvalidRequestError: not a JSON object with ``ok``.
     """
     try:
-        doc = json.loads(line.decode("utf-8"))
+        doc = json_loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as err:
         raise InvalidRequestError(f"the governor daemon sent an unreadable reply: {err}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("ok"), bool):

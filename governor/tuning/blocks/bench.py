@@ -13,13 +13,13 @@ Four kinds, one interface (``n_kernels``, ``clocks_mhz()``, ``measure(blocks, cl
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
 import subprocess
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from governor._compat import json_loads
 from governor.errors import InvalidRequestError, UnsupportedError
 from governor.tuning.blocks.candidates import format_block
 from governor.tuning.blocks.procedures import Measurement
@@ -99,7 +99,7 @@ class RecordedBench:
     def __init__(self, path: Union[str, Path], fixed: Optional[Dict[str, Any]] = None) -> None:
         self.path = Path(path)
         try:
-            doc = json.loads(self.path.read_text(encoding="utf-8"))
+            doc = json_loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
             raise InvalidRequestError(f"cannot read Kernel Tuner cache {self.path}: {err}") from err
         if not isinstance(doc, dict) or "cache" not in doc:
