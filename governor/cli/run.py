@@ -212,6 +212,8 @@ def run_command(
         if out_stream is not None:
             stack.callback(out_stream.close)
         code = _run_child(command, stdout=out_stream)
+        for gov, _ in reversed(govs):  # close the last period first: a job shorter than one
+            gov.stop()  # control period has no other reading (stop is safe to repeat)
         reports = [(gov.device, gov.report()) for gov, _ in govs]
     docs = [
         {

@@ -117,3 +117,32 @@ def test_simulate_scope_reports_board_and_gpu_figures(capsys):
         capsys, *base, "--policy", "battery", "--battery-wh", "1", "--scope", "x"
     )
     assert code == 2 and "board or gpu" in err
+
+
+def test_a_job_shorter_than_one_control_period_is_metered(fake_nvml, tmp_path):
+    """A job that ends before the first control step (here 50 ms, the period is 100 ms) used to
+    be reported as 0 J: the report was read before the last period was closed. The fake
+    driver's energy counter runs at its configured power, so the energy must match it."""
+    from fakes.nvml import Gpu
+
+    fake_nvml.configure(Gpu(power_mw=150000, average_mw=150000, instant_mw=150000))
+    env = dict(fake_nvml.env())
+    env["GOVERNOR_STATE_DIR"] = str(tmp_path / "state")
+    env["GOVERNOR_DATA_DIR"] = str(tmp_path / "data")
+    report = tmp_path / "report.json"
+    job = [sys.executable, "-c", "import time; time.sleep(0.05)"]
+    p = subprocess.run(
+        [sys.executable, "-m", "governor", "run", "--device", "nvml:0", "--policy", "max"]
+        + ["--json-out", str(report), "--"]
+        + job,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(report.read_text())
+    assert 0.05 <= doc["duration_s"] < 5.0
+    # the counter counts whole milliseconds of 150 W: within 2 ms of the true duration
+    assert abs(doc["energy_j"] - 150.0 * doc["duration_s"]) <= 150.0 * 0.002 + 1e-9
+    assert fake_nvml.gpu(0).gpu_locked is None  # and the clocks were given back
