@@ -223,6 +223,15 @@ class GovernorNode(Node):
     def _start_governor(self, pol: Any) -> None:
         """Govern with ``pol`` (None: stop governing; the device returns to its settings)."""
         with self.lock:
+            if pol is not None and self.governor is not None and self.governor.running:
+                # keep the device: the running governor switches (a bad policy raises and
+                # the running one stays)
+                before = len(self.governor.notes)
+                self.governor.set_policy(pol)
+                self._note_all(
+                    [f"{self.device.uri}: {text}" for text in self.governor.notes[before:]]
+                )
+                return
             new = self._new_governor(pol) if pol is not None else None  # validates first
             old, self.governor = self.governor, None
             if old is not None:

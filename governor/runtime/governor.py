@@ -31,6 +31,7 @@ from governor.devices.base import Device, board_power_w
 from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 from governor.runtime import policies as _policies
 from governor.runtime.controllers import (
+    Controller,
     Observation,
     OnlinePpwController,
     StaticController,
@@ -188,38 +189,10 @@ class Governor:
         self.notes: List[str] = []
         self.profile_path: Optional[str] = None
         self.model = self._load_model(profile)
+        self._profile_arg = profile
+        self._battery = battery
         self._online_saved = False
-        known = None
-        if isinstance(self.policy, _policies.MaxEfficiency) and not self.model.fitted:
-            known = load_online_ppw(device, self.policy.workload)
-        if known is not None:
-            self.controller = StaticController(self.model, float(known["clock_mhz"]))
-            self._online_saved = True
-            self._note(
-                f"PPW clock {known['clock_mhz']:g} MHz found online by an earlier run "
-                f"({known.get('probes', '?')} probes, {known.get('date', '?')}); "
-                "governor calibrate makes it exact"
-            )
-        else:
-            self.controller = make_controller(
-                self.policy,
-                self.model,
-                interval_s=interval,
-                battery=battery,
-                settle_s=0.3 if device.capabilities.energy_counter else 1.3,
-            )
-            if isinstance(self.controller, OnlinePpwController):
-                self._note("finding the PPW clock online: a few probes of the running load")
-        if getattr(self.policy, "scope", None) == "board" and battery is None:
-            try:
-                has_board = board_power_w(device.sample()) is not None
-            except (GovernorError, OSError):
-                has_board = True  # said by the telemetry checks once running
-            if not has_board:
-                self._note(
-                    "the device reports no whole-board power: the battery budget is metered "
-                    "on its GPU figure (scope gpu)"
-                )
+        self.controller = self._make_controller(self.policy)
         # run state
         self._owns = False  # whether start() took a layer of the device
         self._ticks: List[Tick] = []
@@ -247,6 +220,9 @@ class Governor:
         self._changes = 0
         self._errors: List[str] = []
         self._meter = _Meter()
+        # (time, energy, board energy) where the current policy began: its controller sees
+        # the energy used and the time elapsed since then (set_policy moves it)
+        self._origin: Tuple[Optional[float], float, Optional[float]] = (None, 0.0, None)
         self._old_sigterm: Any = None
         self._atexit = False
 
@@ -295,6 +271,73 @@ class Governor:
         model = fallback_model(clocks, reason)
         self._note(model.source)
         return model
+
+    def _make_controller(self, policy: _policies.Policy) -> Controller:
+        """The controller for ``policy`` on this device and model (notes what it will do)."""
+        device = self.device
+        if isinstance(policy, _policies.MaxEfficiency) and not self.model.fitted:
+            known = load_online_ppw(device, policy.workload)
+            if known is not None:
+                self._online_saved = True
+                self._note(
+                    f"PPW clock {known['clock_mhz']:g} MHz found online by an earlier run "
+                    f"({known.get('probes', '?')} probes, {known.get('date', '?')}); "
+                    "governor calibrate makes it exact"
+                )
+                return StaticController(self.model, float(known["clock_mhz"]))
+        controller = make_controller(
+            policy,
+            self.model,
+            interval_s=self.interval_s,
+            battery=self._battery,
+            settle_s=0.3 if device.capabilities.energy_counter else 1.3,
+        )
+        if isinstance(controller, OnlinePpwController):
+            self._note("finding the PPW clock online: a few probes of the running load")
+        if getattr(policy, "scope", None) == "board" and self._battery is None:
+            try:
+                has_board = board_power_w(device.sample()) is not None
+            except (GovernorError, OSError):
+                has_board = True  # said by the telemetry checks once running
+            if not has_board:
+                self._note(
+                    "the device reports no whole-board power: the battery budget is metered "
+                    "on its GPU figure (scope gpu)"
+                )
+        return controller
+
+    def set_policy(self, policy: PolicyLike) -> None:
+        """Switch to ``policy`` without letting the device go (thread-safe).
+
+        The new policy starts from now: a battery budget counts the energy used from this
+        call, a throughput target the ticks after it. The run's report keeps metering the
+        whole run. A bad policy raises and leaves the running one in place.
+
+        Raises:
+            InvalidRequestError: a bad policy spec (the running policy is kept).
+            ProfileError: the new policy's workload needs a profile that is malformed.
+        """
+        new_policy = _policies.from_spec(policy)
+        with self._dev_lock:
+            old = (self.policy, self.model, self.controller, self._online_saved)
+            try:
+                self.policy = new_policy
+                if getattr(new_policy, "workload", None) != getattr(old[0], "workload", None):
+                    self.model = self._load_model(self._profile_arg)
+                self._online_saved = False
+                self.controller = self._make_controller(new_policy)
+            except BaseException:
+                self.policy, self.model, self.controller, self._online_saved = old
+                raise
+            with self._tick_lock:
+                self._ticks = []
+            self._origin = (
+                self._t_last,
+                self._meter.energy_j,
+                self._meter.board_energy_j,
+            )
+            if self._running:
+                self._set_clock(self.controller.initial_mhz(), urgent=True)
 
     def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
         try:
@@ -544,17 +587,24 @@ class Governor:
         self._clock_measured = measured_clock
         self._t_last = now
         self._health(problem)
+        origin_t, origin_j, origin_board_j = self._origin
+        if origin_t is None:
+            origin_t = self._t_start
         return Observation(
             t_s=now,
             dt_s=dt,
             power_w=power,
             clock_mhz=measured_clock,
             applied_mhz=applied,
-            energy_used_j=self._meter.energy_j,
-            elapsed_s=now - (self._t_start if self._t_start is not None else now),
+            energy_used_j=self._meter.energy_j - origin_j,
+            elapsed_s=now - (origin_t if origin_t is not None else now),
             busy=busy,
             board_power_w=board_w,
-            board_energy_used_j=self._meter.board_energy_j,
+            board_energy_used_j=(
+                None
+                if self._meter.board_energy_j is None
+                else self._meter.board_energy_j - (origin_board_j or 0.0)
+            ),
         )
 
     def _health(self, problem: Optional[str]) -> None:

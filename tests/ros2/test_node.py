@@ -97,6 +97,9 @@ def test_cap_set_through_a_parameter_client_holds_within_two_seconds(start, boar
     wait_for(lambda: len(probe.power) >= 5, what="power readings")
     top = probe.powers_between(0, time.monotonic())[-1]
     assert top > CAP_W + 1.0
+    running, released = node.governor, []
+    real_release = board.release
+    board.release = lambda: released.append(1) or real_release()  # undone with the fixture
 
     result = probe.set_parameters(policy="power-cap", cap_w=int(CAP_W))  # an integer, atomically
     t_set = time.monotonic()
@@ -108,6 +111,8 @@ def test_cap_set_through_a_parameter_client_holds_within_two_seconds(start, boar
     late, _ = _truth_rail_w(node, board, 1.0)
     assert late[RAIL] <= CAP_W  # the simulator agrees: the rail's true mean is under the cap
     assert node.policy_text() == "power-cap 6 W"
+    # the same governor switched policy (Governor.set_policy): the device was never let go
+    assert node.governor is running and released == [] and board.owned
 
 
 def test_bad_parameters_are_rejected_and_the_policy_is_kept(start, board):
