@@ -25,7 +25,8 @@ naming the file and the field::
 - ``tuning`` maps sections to objects; the ``tiles`` entries (``tuning/eatss``) hold
   ``tiles``: {loop: positive integer}; the ``blocks`` entries (``tuning/blocks``) hold
   ``blocks``: a list of [x, y, z] positive integers and ``clock_mhz``: a clock or null; the
-  other sections' entries are checked by the code that reads them.
+  other sections' entries (``online_ppw``: PPW clocks found online by the runtime, see
+  :func:`governor.runtime.governor.load_online_ppw`) are checked by the code that reads them.
 
 :func:`check_calibrated` adds what a calibration must have (``board``, ``fingerprint``,
 ``ppw_optimal_clock_mhz``, ``power_model``); :func:`check_clocks_for` checks a profile's

@@ -26,7 +26,6 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
-from governor._compat import json_loads
 from governor.devices.base import Device, board_power_w
 from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 from governor.runtime import policies as _policies
@@ -342,7 +341,7 @@ class Governor:
     def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
         try:
             path = save_online_ppw(self.device, getattr(self.policy, "workload", None), result)
-        except OSError as err:
+        except (OSError, GovernorError) as err:
             self._note(f"PPW clock {result['clock_mhz']:g} MHz found online; not kept: {err}")
             return
         self._note(
@@ -724,22 +723,25 @@ class Governor:
         return Cached(value, f"cached for {board}{note}")
 
 
-def _online_path(device: Device) -> Path:
-    from governor.paths import data_dir
-    from governor.profiles.profile import board_key
-
-    return data_dir() / "online-ppw" / f"{board_key(device)}.json"
+#: the profile's tuning section that keeps PPW clocks found online, per workload
+ONLINE_SECTION = "online_ppw"
 
 
 def load_online_ppw(device: Device, workload: Optional[str]) -> Optional[Dict[str, Any]]:
-    """The PPW clock an earlier run found online for this board and workload, if it is one of
-    the device's clocks; None otherwise (a damaged file is ignored: it is only a cache)."""
+    """The PPW clock an earlier run found online for this board and workload (kept in the
+    board's profile, tuning section ``online_ppw``), if it was found on the same kind of
+    device (real or simulated) and is one of the device's clocks; None otherwise (an
+    unreadable profile is reported where calibrations are read; here it is only a cache)."""
+    from governor.profiles.profile import board_key
+    from governor.profiles.store import get_tuning
 
     try:
-        doc = json_loads(_online_path(device).read_text(encoding="utf-8"))
-        entry = doc["workloads"][workload or "builtin"]
+        entry = get_tuning(board_key(device), ONLINE_SECTION, workload or "builtin")
         clock = float(entry["clock_mhz"])
-    except (OSError, ValueError, KeyError, TypeError):
+        simulated = bool(entry["simulated"])
+    except (GovernorError, OSError, ValueError, KeyError, TypeError):
+        return None
+    if simulated != (device.identity.kind == "sim") or not math.isfinite(clock):
         return None
     clocks = device.supported_clocks_mhz()
     if not any(abs(c - clock) <= 0.5 for c in clocks):
@@ -748,25 +750,22 @@ def load_online_ppw(device: Device, workload: Optional[str]) -> Optional[Dict[st
 
 
 def save_online_ppw(device: Device, workload: Optional[str], result: Mapping[str, Any]) -> Path:
-    """Keep an online PPW result for the next run on this board (atomically replaced)."""
-    import datetime
-    import json
+    """Keep an online PPW result in the board's profile for the next run. Returns its path.
 
-    path = _online_path(device)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        doc = json_loads(path.read_text(encoding="utf-8"))
-        if not isinstance(doc.get("workloads"), dict):
-            raise ValueError
-    except (OSError, ValueError, AttributeError):
-        doc = {"format": "governor-online-ppw", "board": device.identity.model, "workloads": {}}
+    Raises:
+        ProfileError: the profile exists but is malformed (it is not overwritten).
+        OSError: it cannot be written.
+    """
+    import datetime
+
+    from governor.profiles.profile import board_key
+    from governor.profiles.store import put_tuning
+
     entry = dict(result)
     entry["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    doc["workloads"][workload or "builtin"] = entry
-    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    entry["device_model"] = device.identity.model
+    entry["simulated"] = device.identity.kind == "sim"
+    return put_tuning(board_key(device), ONLINE_SECTION, workload or "builtin", entry)
 
 
 def _finite_at_least(value: Any, low: float) -> bool:

@@ -75,3 +75,39 @@ def test_with_ticks_the_cost_is_energy_per_unit_of_work():
     assert spec.steady_energy_per_unit_j(result["clock_mhz"], load) <= 1.02 * (
         spec.steady_energy_per_unit_j(best, load)
     )
+
+
+def test_the_clock_is_kept_in_the_boards_profile_not_as_a_calibration():
+    import json
+
+    from governor.profiles.profile import find_profile
+    from governor.profiles.store import profile_paths, read_profile_file
+
+    first = simulate("orin-nano", {"policy": "ppw"}, "steady", 30, profile=False)
+    found = first["online_ppw"]
+    path = profile_paths("orin-nano")[0]
+    raw = json.loads(path.read_text())  # the file itself, as the next run reads it
+    entry = raw["tuning"]["online_ppw"]["builtin"]
+    assert entry["clock_mhz"] == found["clock_mhz"] and entry["simulated"] is True
+    with governor.open_device("sim:orin-nano") as dev:
+        assert entry["device_model"] == dev.identity.model
+    read_profile_file(path)  # a valid profile document
+    assert find_profile("orin-nano") is None  # only a cache: no calibration is claimed
+    assert "power_model" not in raw
+
+
+def test_a_clock_found_on_other_hardware_is_not_used():
+    """An entry from a real board is not applied to its simulation (nor the reverse)."""
+    from governor.profiles.store import put_tuning
+
+    spec = get_board("orin-nano")
+    put_tuning(
+        "orin-nano",
+        "online_ppw",
+        "builtin",
+        {"clock_mhz": spec.clocks_mhz[0], "simulated": False, "probes": 4},
+    )
+    with governor.open_device("sim:orin-nano") as dev:
+        gov = Governor(dev, {"policy": "ppw"}, profile=False, background=False)
+        assert not any("found online by an earlier run" in n for n in gov.notes)
+        assert any("finding the PPW clock online" in n for n in gov.notes)
