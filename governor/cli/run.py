@@ -121,7 +121,10 @@ def policy_spec(
         "hours": hours,
         "rate_hz": rate_hz,
         "clock_mhz": clock_mhz,
-        "scope": scope if policy == "battery" else None,
+        # the battery's, or a throughput policy's battery floor's (given with its budget)
+        "scope": scope
+        if policy == "battery" or (policy == "throughput" and (battery_wh or hours))
+        else None,
     }
 
 

@@ -57,9 +57,21 @@ def simulate_command(
         ),
     ] = 0,
     scope: ScopeOpt = None,
+    frame_load: Annotated[
+        float,
+        typer.Option(
+            "--frame-load",
+            callback=values.number(gt=0, le=1, unit=""),
+            help="perception-30hz: the share of a frame period one frame needs at the top clock.",
+        ),
+    ] = 0.45,
     json_out: JsonOpt = False,
 ) -> None:
-    """Run a policy on a simulated board over a trace; report energy, power, cap, work, misses."""
+    """Run a policy on a simulated board over a trace; report energy, power, cap, work, misses.
+
+    A throughput policy given --battery-wh (and --hours) gets a battery floor: the rate is
+    kept while the budget lasts the mission, and the clock held down when it would not.
+    """
     from governor.runtime.simulate import FRAME_RATE_HZ, simulate
 
     quiet_runtime_log()
@@ -74,9 +86,18 @@ def simulate_command(
         )
 
     spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope)
-    if policy == "battery" and battery_wh is not None and hours is None:
+    if policy in ("battery", "throughput") and battery_wh is not None and hours is None:
         spec["duration_s"] = duration_s  # the mission is the simulated run
-    doc = simulate(board, spec, trace, duration_s, interval_s=interval_s, seed=seed, scope=scope)
+    doc = simulate(
+        board,
+        spec,
+        trace,
+        duration_s,
+        interval_s=interval_s,
+        seed=seed,
+        scope=scope,
+        frame_load=frame_load,
+    )
     if json_out:
         for note in doc["notes"]:
             typer.echo(f"governor: {note}", err=True)

@@ -692,6 +692,101 @@ class OnlinePpwController(Controller):
         return {"online_ppw": self.result, "probes_done": len(self.costs)}
 
 
+class ThroughputFloorController(Controller):
+    """Throughput with a battery floor: the cheapest clock that keeps the rate
+    (:class:`ThroughputController`), never above a ceiling that holds the battery plan.
+
+    The floor's :class:`BatteryController` keeps the books (energy left on its scope, the
+    mean power the rest of the mission may draw). A frame loop's power is bursty, so the
+    ceiling follows the measured power's ~2-s average: down when it is above the plan (by
+    2 %), as far as the model says the power must fall, one step up when it is 5 % below, at
+    most once a second. While the budget
+    lasts the mission at the rate, the ceiling stays above the rate's clock and the rate is
+    kept; when it cannot, the ceiling sets the clock and the rate degrades no more than the
+    budget forces. The ceiling never goes below the calibrated PPW clock: below it each frame
+    costs more energy, so the governor cannot stretch the budget further, and
+    ``status()["budget_short"]`` tells the app to shed work (drop frames) instead."""
+
+    AVERAGE_S = 2.0
+    MOVE_EVERY_S = 1.0
+
+    def __init__(
+        self,
+        model: ClockModel,
+        policy: Throughput,
+        reader: Optional[Callable[[], float]] = None,
+        search: bool = False,
+    ) -> None:
+        super().__init__(model)
+        assert policy.floor is not None
+        self.rate = ThroughputController(model, policy, search=search)
+        self.floor = BatteryController(model, policy.floor, reader)
+        self.board = policy.floor.scope == "board"
+        self.ceiling = len(model.clocks_mhz) - 1  # index of the highest clock allowed
+        self.mean_w: Optional[float] = None
+        self.since_move_s = 0.0
+        self.limited = False
+        self.short = False  # the plan cannot be met even at the ceiling's lowest clock
+
+    def initial_mhz(self) -> float:
+        self.floor.initial_mhz()
+        return self.rate.initial_mhz()
+
+    def _follow_plan(self, obs: Observation) -> None:
+        power = obs.board_power_w if self.board else obs.power_w
+        if power is None:
+            power = obs.power_w
+        if power is not None and obs.dt_s > 0:
+            share = min(1.0, obs.dt_s / self.AVERAGE_S)
+            self.mean_w = (
+                power if self.mean_w is None else self.mean_w + share * (power - self.mean_w)
+            )
+        self.since_move_s += obs.dt_s
+        plan = self.floor.target_w
+        if self.mean_w is None or plan is None or self.since_move_s < self.MOVE_EVERY_S:
+            return
+        top = len(self.model.clocks_mhz) - 1
+        lowest = 0  # the mission must last: below the PPW clock work costs more, power less
+        self.short = self.mean_w > plan and self.ceiling <= lowest
+        if self.mean_w > 1.02 * plan and self.ceiling > lowest:
+            # as far down as the model says the power must fall (at least one step)
+            model_w = self.model.power_w
+            # from the clock that ran (a power-limited board runs below its ceiling)
+            ran = self.ceiling
+            if obs.clock_mhz is not None:
+                ran = min(ran, self.model.index(obs.clock_mhz))
+            want_w = model_w[ran] * plan / self.mean_w
+            i = min(self.ceiling, ran + 1) - 1
+            while i > lowest and model_w[i] > want_w:
+                i -= 1
+            self.ceiling = i
+            self.since_move_s = 0.0
+        elif self.mean_w < 0.95 * plan and self.ceiling < top:
+            self.ceiling += 1
+            self.since_move_s = 0.0
+
+    def decide(self, obs, ticks, current_mhz):
+        want, urgent = self.rate.decide(obs, ticks, current_mhz)
+        self.floor.decide(obs, ticks, current_mhz)  # the books: energy left, the plan
+        self._follow_plan(obs)
+        allowed = self.model.clocks_mhz[self.ceiling]
+        self.limited = allowed < want
+        if self.limited:
+            return allowed, allowed < current_mhz  # lowering for the budget is never delayed
+        return want, urgent
+
+    def safe_mhz(self, current_mhz: float) -> float:
+        return min(self.rate.safe_mhz(current_mhz), self.model.clocks_mhz[self.ceiling])
+
+    def status(self) -> Dict[str, Any]:
+        doc = dict(self.rate.status())
+        doc.update(self.floor.status())
+        doc["limited_by_battery"] = self.limited
+        doc["ceiling_mhz"] = self.model.clocks_mhz[self.ceiling]
+        doc["budget_short"] = self.short
+        return doc
+
+
 def make_controller(
     policy: Policy,
     model: ClockModel,
@@ -713,5 +808,7 @@ def make_controller(
     if isinstance(policy, Battery):
         return BatteryController(model, policy, battery)
     if isinstance(policy, Throughput):
+        if policy.floor is not None:
+            return ThroughputFloorController(model, policy, battery, search=settle_s < 1.0)
         return ThroughputController(model, policy, search=settle_s < 1.0)
     raise TypeError(f"no controller for {policy!r}")

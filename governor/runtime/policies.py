@@ -41,6 +41,9 @@ __all__ = [
 #: where a battery budget is metered: the board's input rail, or the device's GPU figure
 SCOPES = ("board", "gpu")
 
+#: the battery keys a throughput policy takes for its battery floor
+_FLOOR_KEYS = {"battery_wh", "energy_j", "hours", "duration_s", "scope"}
+
 #: policy names accepted by :func:`from_spec` (and ``--policy``)
 NAMES = ("ppw", "max", "power-cap", "battery", "throughput", "clock")
 
@@ -253,18 +256,41 @@ class Battery(Policy):
 @dataclass(frozen=True)
 class Throughput(Policy):
     """Keep the app's progress rate (``gov.tick()`` per frame or step) at ``rate_hz`` with
-    the least energy. ``margin`` is the share of each frame period kept free (default 10 %)."""
+    the least energy. ``margin`` is the share of each frame period kept free (default 10 %).
+
+    ``floor``, a :class:`Battery`, adds a battery floor: the rate is kept while the budget
+    allows it to last the mission; when it does not, the clock never goes above what the
+    battery plan allows, so the mission lasts and the rate degrades gradually ("keep 30 Hz
+    as long as the battery lasts until 18:00"). Spec: the battery keys beside ``rate_hz``.
+    """
 
     rate_hz: float = 0.0
     margin: float = 0.10
+    floor: Optional[Battery] = None
     name = "throughput"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rate_hz", check_number("rate_hz", self.rate_hz))
         object.__setattr__(self, "margin", _fraction(self.margin, "margin", 0.0, 0.9))
+        if self.floor is not None and not isinstance(self.floor, Battery):
+            raise InvalidRequestError("a throughput policy's floor must be a Battery policy")
+
+    @property
+    def scope(self) -> Optional[str]:
+        """Where the battery floor meters its budget (None without a floor)."""
+        return self.floor.scope if self.floor is not None else None
+
+    def to_spec(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"policy": self.name, "rate_hz": self.rate_hz, "margin": self.margin}
+        if self.floor is not None:
+            out.update({k: v for k, v in self.floor.to_spec().items() if k != "policy"})
+        return out
 
     def describe(self) -> str:
-        return f"throughput {self.rate_hz:g} Hz"
+        text = f"throughput {self.rate_hz:g} Hz"
+        if self.floor is not None:
+            text += " with a floor of " + self.floor.describe()
+        return text
 
 
 AnyPolicy = Union[MaxEfficiency, Performance, FixedClock, PowerCap, Battery, Throughput]
@@ -274,8 +300,8 @@ def from_spec(spec: Union[Mapping[str, Any], Policy]) -> Policy:
     """A policy from ``{"policy": NAME, ...options}`` (a Policy is returned as is).
 
     Options: ``cap_w`` (power-cap), ``battery_wh`` or ``energy_j`` with ``hours`` or
-    ``duration_s`` (battery), ``rate_hz`` (throughput), ``clock_mhz`` (clock), ``workload``
-    (ppw), ``margin`` (power-cap, throughput). Options that are None are ignored; options
+    ``duration_s`` (battery), ``rate_hz`` (throughput; with the battery keys, a battery
+    floor), ``clock_mhz`` (clock), ``workload`` (ppw), ``margin`` (power-cap, throughput). Options that are None are ignored; options
     that do not belong to the policy are refused.
 
     Raises:
@@ -298,7 +324,7 @@ def from_spec(spec: Union[Mapping[str, Any], Policy]) -> Policy:
         "clock": {"clock_mhz"},
         "power-cap": {"cap_w", "margin"},
         "battery": {"battery_wh", "energy_j", "hours", "duration_s", "scope"},
-        "throughput": {"rate_hz", "margin"},
+        "throughput": {"rate_hz", "margin"} | _FLOOR_KEYS,
     }[name]
     extra = sorted(set(given) - allowed)
     if extra:
@@ -316,4 +342,15 @@ def from_spec(spec: Union[Mapping[str, Any], Policy]) -> Policy:
         return PowerCap(**given)
     if name == "battery":
         return Battery(**given)
+    floor = {k: given.pop(k) for k in _FLOOR_KEYS if k in given}
+    if floor:
+        if set(floor) == {"scope"}:
+            raise InvalidRequestError(
+                "scope applies to the throughput policy's battery floor: give hours (or "
+                "duration_s) and battery_wh (or energy_j) with it"
+            )
+        try:
+            given["floor"] = Battery(**floor)
+        except InvalidRequestError as err:
+            raise InvalidRequestError(f"battery floor: {err}") from None
     return Throughput(**given)

@@ -161,6 +161,7 @@ def simulate(
     battery: Optional[Callable[[], float]] = None,
     noise: bool = True,
     scope: Optional[str] = None,
+    frame_load: float = FRAME_LOAD,
 ) -> Dict[str, Any]:
     """Run ``policy`` on ``sim:<board>`` over ``trace`` for ``duration_s`` of virtual time.
 
@@ -177,6 +178,8 @@ def simulate(
     from governor.devices.registry import open_device
 
     pol = _policies.from_spec(policy)
+    if not (0.0 < float(frame_load) <= 1.0):
+        raise InvalidRequestError(f"frame_load must be within 0..1, not {frame_load!r}")
     if trace not in TRACES:
         raise InvalidRequestError(f"unknown trace {trace!r}; choose one of {', '.join(TRACES)}")
     if not (0 < float(duration_s) <= 7 * 86400):
@@ -185,9 +188,10 @@ def simulate(
     dev = open_device(uri)
     cap = pol.cap_w if isinstance(pol, _policies.PowerCap) else None
     window = pol.window_s if isinstance(pol, _policies.PowerCap) else 1.0
-    budget = pol.budget_j if isinstance(pol, _policies.Battery) else None
+    battery_pol = pol.floor if isinstance(pol, _policies.Throughput) else pol
+    budget = battery_pol.budget_j if isinstance(battery_pol, _policies.Battery) else None
     if scope is None:
-        scope = getattr(pol, "scope", "gpu")
+        scope = getattr(pol, "scope", None) or "gpu"
     if scope not in _policies.SCOPES:
         raise InvalidRequestError(
             f"scope must be one of {', '.join(_policies.SCOPES)}, not {scope!r}"
@@ -206,7 +210,7 @@ def simulate(
         rec = _Recorder(dev, cap, window, budget, board_scope=scope == "board")
         with gov:
             if trace == "perception-30hz":
-                frames, misses = _run_frames(dev, gov, rec, duration_s, seed)
+                frames, misses = _run_frames(dev, gov, rec, duration_s, seed, frame_load)
             else:
                 _run_segments(dev, gov, rec, trace_segments(trace, duration_s, seed), duration_s)
             status = gov.status()
@@ -249,7 +253,7 @@ def simulate(
         )
     if budget is not None:
         out["budget_j"] = budget
-        out["target_s"] = pol.target_s  # type: ignore[attr-defined]
+        out["target_s"] = battery_pol.target_s  # type: ignore[union-attr]
         out["lasted_s"] = rec.lasted_s if rec.lasted_s is not None else d
         out["energy_left_j"] = budget - rec.energy_j
     return out
@@ -284,14 +288,14 @@ def _run_segments(
 
 
 def _run_frames(
-    dev: Any, gov: Governor, rec: _Recorder, duration_s: float, seed: int
+    dev: Any, gov: Governor, rec: _Recorder, duration_s: float, seed: int, frame_load: float
 ) -> Tuple[int, int]:
     rng = random.Random(seed * 7919 + 3)
     workload = dev.board.workloads["compute"]
     top = dev.supported_clocks_mhz()[-1]
     mem = dev.state().mem_clock_mhz
     period = 1.0 / FRAME_RATE_HZ
-    units_per_frame = FRAME_LOAD * period / workload.time_per_unit_s(top, mem)
+    units_per_frame = frame_load * period / workload.time_per_unit_s(top, mem)
     clock = dev.clock
     t0 = clock.now_s()
     next_control = t0 + gov.interval_s
