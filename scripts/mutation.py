@@ -7,15 +7,17 @@ that exercise it; a mutant the tests still pass is a *survivor* (the tests do no
     python scripts/mutation.py --sample 40 --seed 1        # a seeded sample per module
     python scripts/mutation.py --module occupancy --survivors-only
 
-Each mutant is written into a copy of the ``governor`` package in a temporary directory, and
-the module's tests run against that copy (``PYTHONPATH`` first; the runner checks the copy is
-what the tests import). A mutant that fails the tests, errors or runs past three times the
+Each mutant is written into a copy of the checkout (without .git and .venv) in a temporary
+directory, and the module's tests run there (the runner checks the copy's package is what
+they import). A mutant that fails the tests, errors or runs past three times the
 clean run's time is killed. Standard library only; one mutant at a time (2-core machines).
 
 Operators: comparisons (``<`` ``<=`` ``>`` ``>=`` ``==`` ``!=`` swapped), arithmetic (``+``
 ``-`` ``*`` ``/`` swapped), ``and``/``or`` swapped, ``not`` dropped, numeric constants (0 and 1
 swapped, n to n+1), ``True``/``False`` swapped, ``return X`` to ``return None``. Docstrings,
-type annotations and ``__all__`` are left alone.
+type annotations, ``__all__`` and data tables (a list, tuple, dict or set literal of four
+or more entries assigned to a name: facts such as GPU limits, checked against their sources
+elsewhere) are left alone.
 """
 
 from __future__ import annotations
@@ -94,6 +96,14 @@ def _skipped_nodes(tree: ast.AST) -> set:
             isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
         ):
             skip.update(ast.walk(node))
+    for stmt in ast.walk(tree):  # data tables (facts, not logic): 4 or more literal entries
+        value = getattr(stmt, "value", None)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(
+            value, (ast.List, ast.Tuple, ast.Dict, ast.Set)
+        ):
+            entries = value.keys if isinstance(value, ast.Dict) else value.elts
+            if len(entries) >= 4:
+                skip.update(ast.walk(stmt))
     return skip
 
 
@@ -199,7 +209,7 @@ def run_tests(copy: Path, tests: Sequence[str], timeout_s: Optional[float]) -> T
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
-            cwd=ROOT,
+            cwd=copy,
             env=env,
             capture_output=True,
             text=True,
@@ -214,7 +224,7 @@ def check_copy_is_imported(copy: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(copy))
     out = subprocess.run(
         [sys.executable, "-c", "import governor; print(governor.__file__)"],
-        cwd=ROOT,
+        cwd=copy,
         env=env,
         capture_output=True,
         text=True,
@@ -235,8 +245,8 @@ def run_module(
     if sample is not None and sample < len(every):
         chosen = sorted(random.Random(seed).sample(every, sample), key=lambda m: m.index)
     with tempfile.TemporaryDirectory(prefix="governor-mutation-") as tmp:
-        copy = Path(tmp)
-        shutil.copytree(ROOT / "governor", copy / "governor")
+        copy = Path(tmp) / "repo"  # the whole checkout but .git and .venv: tests read data
+        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__"))
         check_copy_is_imported(copy)
         target = copy / "governor" / rel
         status, clean_s = run_tests(copy, tests, None)
