@@ -212,6 +212,8 @@ def run_command(
         if out_stream is not None:
             stack.callback(out_stream.close)
         code = _run_child(command, stdout=out_stream)
+        for gov, _ in govs:  # close the last interval at the job's exit: a job shorter than
+            gov.stop()  # one control period is metered from start to exit, not reported as 0 J
         reports = [(gov.device, gov.report()) for gov, _ in govs]
     docs = [
         {

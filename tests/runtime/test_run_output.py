@@ -117,3 +117,17 @@ def test_simulate_scope_reports_board_and_gpu_figures(capsys):
         capsys, *base, "--policy", "battery", "--battery-wh", "1", "--scope", "x"
     )
     assert code == 2 and "board or gpu" in err
+
+
+def test_a_job_shorter_than_one_control_period_reports_its_energy(tmp_path):
+    """``governor run -- true`` ends before the first control step: the report still holds
+    the energy from start to exit (duration × the simulated board's power), not 0 J."""
+    report = tmp_path / "report.json"
+    p = _governor("--interval-s", "5", "--json-out", report, "--", "true", tmp_path=tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(report.read_text())
+    assert 0 < doc["duration_s"] < 5
+    assert doc["energy_j"] > 0
+    # the top clock's compute load on an AGX Orin draws tens of watts, not milliwatts
+    assert 5 < doc["energy_j"] / doc["duration_s"] < 200
+    assert doc["mean_power_w"] == pytest.approx(doc["energy_j"] / doc["duration_s"])
