@@ -187,28 +187,10 @@ class Governor:
         self.notes: List[str] = []
         self.profile_path: Optional[str] = None
         self.model = self._load_model(profile)
+        self._profile_arg = profile
+        self._battery = battery
         self._online_saved = False
-        known = None
-        if isinstance(self.policy, _policies.MaxEfficiency) and not self.model.fitted:
-            known = load_online_ppw(device, self.policy.workload)
-        if known is not None:
-            self.controller = StaticController(self.model, float(known["clock_mhz"]))
-            self._online_saved = True
-            self._note(
-                f"PPW clock {known['clock_mhz']:g} MHz found online by an earlier run "
-                f"({known.get('probes', '?')} probes, {known.get('date', '?')}); "
-                "governor calibrate makes it exact"
-            )
-        else:
-            self.controller = make_controller(
-                self.policy,
-                self.model,
-                interval_s=interval,
-                battery=battery,
-                settle_s=0.3 if device.capabilities.energy_counter else 1.3,
-            )
-            if isinstance(self.controller, OnlinePpwController):
-                self._note("finding the PPW clock online: a few probes of the running load")
+        self.controller = self._make_controller()
         if getattr(self.policy, "scope", None) == "board" and battery is None:
             try:
                 has_board = board_power_w(device.sample()) is not None
@@ -246,6 +228,8 @@ class Governor:
         self._changes = 0
         self._errors: List[str] = []
         self._meter = _Meter()
+        # (device time, GPU-figure J, board J) when the policy took over; None: at start()
+        self._policy_origin: Tuple[Optional[float], float, Optional[float]] = (None, 0.0, None)
         self._old_sigterm: Any = None
         self._atexit = False
 
@@ -294,6 +278,68 @@ class Governor:
         model = fallback_model(clocks, reason)
         self._note(model.source)
         return model
+
+    def _make_controller(self) -> Any:
+        """The controller of ``self.policy`` on ``self.model`` (an online PPW clock an
+        earlier run found is held at once, not searched again)."""
+        known = None
+        self._online_saved = False
+        if isinstance(self.policy, _policies.MaxEfficiency) and not self.model.fitted:
+            known = load_online_ppw(self.device, self.policy.workload)
+        if known is not None:
+            self._online_saved = True
+            self._note(
+                f"PPW clock {known['clock_mhz']:g} MHz found online by an earlier run "
+                f"({known.get('probes', '?')} probes, {known.get('date', '?')}); "
+                "governor calibrate makes it exact"
+            )
+            return StaticController(self.model, float(known["clock_mhz"]))
+        controller = make_controller(
+            self.policy,
+            self.model,
+            interval_s=self.interval_s,
+            battery=self._battery,
+            settle_s=0.3 if self.device.capabilities.energy_counter else 1.3,
+        )
+        if isinstance(controller, OnlinePpwController):
+            self._note("finding the PPW clock online: a few probes of the running load")
+        return controller
+
+    def set_policy(self, policy: PolicyLike) -> None:
+        """Govern with ``policy`` from the next control step on, without restarting: the
+        device stays taken (no restore in between), the run's energy meter goes on, and the
+        new policy's first clock is applied at once when running. Thread-safe (the swap
+        happens between two control steps).
+
+        Raises:
+            InvalidRequestError: a bad policy (the running one is kept).
+        """
+        new = _policies.from_spec(policy)
+        with self._dev_lock:
+            old_policy, old_model, old_controller = self.policy, self.model, self.controller
+            old_saved = self._online_saved
+            try:
+                self.policy = new
+                if getattr(new, "workload", None) != getattr(old_policy, "workload", None):
+                    self.model = self._load_model(self._profile_arg)
+                self.controller = self._make_controller()
+            except BaseException:
+                self.policy, self.model, self.controller = old_policy, old_model, old_controller
+                self._online_saved = old_saved
+                raise
+            with self._tick_lock:
+                self._ticks = []  # progress under the old policy says nothing of the new
+            if self._t_start is not None:  # a budget or a mission counts from here
+                self._policy_origin = (
+                    self._t_last if self._t_last is not None else self.device.clock.now_s(),
+                    self._meter.energy_j,
+                    self._meter.board_energy_j,
+                )
+            if self._running:
+                try:
+                    self._set_clock(self.controller.initial_mhz(), urgent=True)
+                except GovernorError as err:
+                    self._error(f"setting the new policy's first clock failed: {err}")
 
     def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
         try:
@@ -543,17 +589,23 @@ class Governor:
         self._clock_measured = measured_clock
         self._t_last = now
         self._health(problem)
+        # the policy's own time and energy: from start(), or from set_policy()
+        start, e0, board_e0 = self._policy_origin
+        if start is None:
+            start = self._t_start if self._t_start is not None else now
         return Observation(
             t_s=now,
             dt_s=dt,
             power_w=power,
             clock_mhz=measured_clock,
             applied_mhz=applied,
-            energy_used_j=self._meter.energy_j,
-            elapsed_s=now - (self._t_start if self._t_start is not None else now),
+            energy_used_j=self._meter.energy_j - e0,
+            elapsed_s=now - start,
             busy=busy,
             board_power_w=board_w,
-            board_energy_used_j=self._meter.board_energy_j,
+            board_energy_used_j=None
+            if self._meter.board_energy_j is None
+            else self._meter.board_energy_j - (board_e0 or 0.0),
         )
 
     def _health(self, problem: Optional[str]) -> None:
