@@ -475,6 +475,7 @@ class ThroughputController(Controller):
         self.capacity_top: Optional[float] = None  # units/s at the top clock when flat out
         self.rate_window: Deque[Tuple[float, float]] = collections.deque()  # (t_s, units)
         self.below_since_s: Optional[float] = None
+        self.settled = False  # whether a choice from measured frames was applied yet
         self.choice_mhz: Optional[float] = None
         self.rate_hz: Optional[float] = None
         self.search = search
@@ -584,8 +585,12 @@ class ThroughputController(Controller):
             return self._search(obs, choice, current_mhz)
         if choice > current_mhz:
             self.below_since_s = None
+            self.settled = True
             return choice, True
         if choice < current_mhz:
+            if not self.settled:  # the start's safe top clock: no hysteresis to wait out
+                self.settled = True
+                return choice, False
             if self.below_since_s is None:
                 self.below_since_s = obs.t_s
             if obs.t_s - self.below_since_s >= self.HOLD_DOWN_S:
