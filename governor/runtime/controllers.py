@@ -285,6 +285,9 @@ class BatteryController(Controller):
 
     PRIOR_BUSY_S = 5.0  # a new mission counts as busy until idle periods are seen
     PRIOR_RATIO_S = 100.0
+    SHARE_GAIN = 0.3  # per busy period, of the gap to the latest memory-share estimate
+    SHARE_SAME = 0.02  # memory shares this close to the mission's mean are the same load
+    OVER_TOP_POWER = 8.0  # how fast the threshold falls once the plan exceeds the top clock
 
     def __init__(
         self, model: ClockModel, policy: Battery, reader: Optional[Callable[[], float]] = None
@@ -323,6 +326,15 @@ class BatteryController(Controller):
         self.measured_j = prior
         self.model_j = prior
         self.level: Optional[float] = None  # the planned clock, a fractional table index
+        # the load's memory-bound share, from its power (see _phase_level): the phase now
+        # (smoothed over a few periods) and the mission's busy-time mean (with a prior of
+        # PRIOR_RATIO_S seconds of the calibration load, share 0)
+        self.mem_k: Optional[float] = None
+        self.mem_gain = 1.0
+        self.mission_k_s = 0.0
+        self.mission_gain_s = self.PRIOR_RATIO_S if model.fitted else 0.0
+        self.mission_busy_s = self.PRIOR_RATIO_S if model.fitted else 0.0
+        self.phase_level: Optional[float] = None
         self.carry = 0.0
         self.was_busy: Optional[bool] = None
 
@@ -403,6 +415,7 @@ class BatteryController(Controller):
                 self.tracker.learn(obs.power_w, obs.applied_mhz)
                 self.measured_j += obs.power_w * obs.dt_s
                 self.model_j += self.model.power_at(obs.applied_mhz) * obs.dt_s
+                self._learn_share(obs.power_w, obs.applied_mhz, obs.dt_s)
                 if board and obs.board_power_w is not None:
                     rest = obs.board_power_w - obs.power_w
                     self.rest_w = (
@@ -422,13 +435,125 @@ class BatteryController(Controller):
         self.target_w, self.busy_target_w = self._plan(remaining, obs.elapsed_s + obs.dt_s)
         if obs.busy is False:  # idle: keep the clock the next burst starts at
             return current_mhz, False
-        self.level = self._level(self._gpu_target(self.busy_target_w))
-        return self._pick(self.level), False
+        gpu_w = self._gpu_target(self.busy_target_w)
+        self.level = self._level(gpu_w)
+        top_w = self._ratio() * self.model.power_w[-1]
+        self.phase_level = self._phase_level(self.level, gpu_w / top_w if top_w > 0 else 1.0)
+        return self._pick(self.phase_level), False
 
     def safe_mhz(self, current_mhz: float) -> float:
-        if self.level is None:
+        level = self.phase_level if self.phase_level is not None else self.level
+        if level is None:
             return self.model.clocks_mhz[0]
-        return self.model.clocks_mhz[int(math.floor(self.level))]
+        return self.model.clocks_mhz[int(math.floor(level))]
+
+    # -- spending where it buys work -----------------------------------------------------
+    def _learn_share(self, power_w: float, applied_mhz: float, dt_s: float) -> None:
+        """The load's memory-bound share from its power at the clock that ran.
+
+        In the power model the dynamic part is ``activity · a·f·V²``, and an SM that waits on
+        memory draws less than one that computes: the measured dynamic power over the model's
+        (made under a compute-bound calibration load) estimates the share of time the SMs
+        compute, ``u``. With the time per unit split into a compute part that scales with the
+        clock and a memory part that does not, ``t(f) = t_rel(f) + k``, that share says
+        ``k = t_rel(f)·(1/u − 1)``. A load heavier than the calibration one (``u`` > 1) is
+        taken as compute-bound with a power gain instead.
+        """
+        model = self.model
+        if not model.fitted:
+            return
+        i = model.index(applied_mhz)
+        dyn = model.power_w[i] - model.idle_w
+        if dyn <= 0.2 * model.power_w[i] or not math.isfinite(power_w):
+            return  # too little dynamic power at this clock to tell the load's share
+        r = min(3.0, max(0.05, (power_w - model.idle_w) / dyn))
+        u, gain = (r, 1.0) if r <= 1.0 else (1.0, r)
+        k = model.time_rel[i] * (1.0 / u - 1.0)
+        if self.mem_k is None:
+            self.mem_k, self.mem_gain = k, gain
+        else:
+            self.mem_k += self.SHARE_GAIN * (k - self.mem_k)
+            self.mem_gain += self.SHARE_GAIN * (gain - self.mem_gain)
+        self.mission_k_s += k * dt_s
+        self.mission_gain_s += gain * dt_s
+        self.mission_busy_s += dt_s
+
+    def _slopes(self, k: float, gain: float) -> List[float]:
+        """Marginal work per marginal joule between neighbouring clocks for a load of
+        memory share ``k`` (work per second ``1/(t_rel + k)``, power ``P_idle + (P − P_idle)
+        · gain · t_rel/(t_rel + k)``): one value per gap of the table, falling with the clock
+        where the load's work per joule is concave."""
+        model = self.model
+        idle = model.idle_w
+        work, power = [], []
+        for p, rel in zip(model.power_w, model.time_rel):
+            t = rel + k
+            work.append(1.0 / t)
+            power.append(idle + (p - idle) * gain * rel / t)
+        out = []
+        for i in range(len(work) - 1):
+            dp = power[i + 1] - power[i]
+            dw = work[i + 1] - work[i]
+            out.append(dw / dp if dp > 1e-12 else (math.inf if dw > 0 else 0.0))
+        return out
+
+    @staticmethod
+    def _concave(slopes: Sequence[float]) -> bool:
+        """Whether work per joule has falling returns over the whole table."""
+        if not all(math.isfinite(x) and x > 0 for x in slopes):
+            return False
+        return all(b <= a * (1.0 + 1e-9) for a, b in zip(slopes, slopes[1:]))
+
+    @staticmethod
+    def _slope_at(slopes: Sequence[float], x: float) -> float:
+        """The slope at fractional index ``x`` (gap ``i`` sits at ``i + 0.5``)."""
+        if not slopes:
+            return 0.0
+        pos = min(max(x - 0.5, 0.0), len(slopes) - 1.0)
+        i = int(math.floor(pos))
+        if i >= len(slopes) - 1:
+            return slopes[-1]
+        frac = pos - i
+        a, b = slopes[i], slopes[i + 1]
+        if math.isinf(a) or math.isinf(b):
+            return a if frac < 0.5 else b
+        return a + frac * (b - a)
+
+    def _phase_level(self, level: float, over_top: float = 1.0) -> float:
+        """The clock for the load running now, given the plan's ``level`` for the mission's
+        mean load: the same marginal work per joule (a Lagrange condition), so a phase that
+        gains little from a higher clock (memory-bound) runs lower and leaves the joules for
+        one that gains more; the budget feedback (the plan from what is left) keeps the sum.
+        With one load all along the phase is the mean and the level is the plan's.
+        ``over_top`` is the plan's power over the mean load's at the top clock: above 1 the
+        mean load cannot spend it, and the threshold falls so the phase now can."""
+        if self.mem_k is None or self.mission_busy_s <= 0 or len(self.model.clocks_mhz) < 3:
+            return level
+        mean_k = self.mission_k_s / self.mission_busy_s
+        mean_gain = self.mission_gain_s / self.mission_busy_s
+        if abs(self.mem_k - mean_k) <= self.SHARE_SAME * (1.0 + mean_k):
+            return level
+        mean = self._slopes(mean_k, mean_gain)
+        phase = self._slopes(self.mem_k, self.mem_gain)
+        if not (self._concave(mean) and self._concave(phase)):
+            return level  # e.g. a model capped at its power limit: no marginal rate to match
+        lam = self._slope_at(mean, level)
+        if over_top > 1.0:
+            lam /= over_top**self.OVER_TOP_POWER
+        top = float(len(self.model.clocks_mhz) - 1)
+        # the first gap (from the bottom) whose slope falls below lam: the level sits there
+        if self._slope_at(phase, 0.0) <= lam:
+            return 0.0
+        lo, hi = 0.0, top
+        if self._slope_at(phase, top) >= lam:
+            return top
+        for _ in range(30):  # bisection on the interpolated slope
+            mid = 0.5 * (lo + hi)
+            if self._slope_at(phase, mid) > lam:
+                lo = mid
+            else:
+                hi = mid
+        return 0.5 * (lo + hi)
 
     def status(self) -> Dict[str, Any]:
         total = self.busy_s + self.idle_s

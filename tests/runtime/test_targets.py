@@ -228,3 +228,26 @@ def test_throughput_leaves_the_starting_top_clock_without_waiting_out_the_hyster
     assert steady["mean_clock_mhz"] < 0.8 * top
     assert short["deadline_misses"] == 0
     assert short["mean_clock_mhz"] <= 1.05 * steady["mean_clock_mhz"]
+
+
+def test_battery_spends_less_on_a_memory_bound_phase_than_on_a_compute_bound_one(profile_of):
+    """Memory-bound work gains little from a higher clock: the battery runs the memory phase
+    below the compute phase (the same marginal work per joule), where a power target alone
+    would run it higher (it draws less power at the same clock)."""
+    import governor
+    from governor.runtime import Governor
+
+    doc = profile_of("agx-orin")
+    dev = governor.open_device("sim:agx-orin")
+    clocks = {"memory": [], "compute": []}
+    spec = {"policy": "battery", "energy_j": 3000.0, "duration_s": 180.0, "scope": "gpu"}
+    with Governor(dev, spec, profile=doc, background=False) as gov:
+        for phase in ("memory", "compute", "memory"):
+            dev.run_workload(phase)
+            for k in range(600):
+                gov.step()
+                if k >= 100:  # after the phase's share is learnt
+                    clocks[phase].append(gov.applied_clock_mhz)
+        assert gov.status()["remaining_j"] < 0.02 * 3000.0
+    mean = {p: sum(c) / len(c) for p, c in clocks.items()}
+    assert mean["memory"] < mean["compute"]
