@@ -14,6 +14,8 @@ Each board is first calibrated (as a user would with ``governor calibrate``), th
   >= 1, and >= 1.03 on average);
 - throughput: the 30 Hz perception trace (60 s): missed deadlines (target <= 1 %) and energy
   against the cheapest constant clock that misses <= 1 %;
+- throughput with a battery floor: the same loop with a budget above and below what the
+  throughput policy alone uses: the rate holds on the first, the budget on the second;
 - overhead: median time of one control step (device read included), CPU share at 10 Hz in
   real time, RSS a running governor adds, and whether scipy or numpy got imported.
 """
@@ -201,6 +203,51 @@ def bench_throughput(boards, docs, duration):
         )
 
 
+def bench_floor(boards, docs, duration):
+    """Throughput with a battery floor over the 30 Hz loop: a budget 20 % above what the
+    throughput policy alone uses on the board's input (the rate must hold, the floor must not
+    cost energy), and one 20 % below it (the budget must hold: the rate degrades)."""
+    print(
+        f"\n## Throughput with a battery floor: 30 Hz perception loop, {duration:.0f} s, "
+        "budget = throughput-alone board energy × 1.2 (ample) or × 0.8 (short)"
+    )
+    print(
+        "| board | throughput alone: board J, missed % | ample: missed %, energy vs alone | "
+        "short: board energy vs budget, missed %, degraded s |"
+    )
+    print("|---|---:|---:|---:|")
+    worst_over, worst_ample = 0.0, 0.0
+    for board in boards:
+        doc = docs[board]
+        spec = {"policy": "throughput", "rate_hz": 30}
+        alone = simulate(board, spec, "perception-30hz", duration, profile=doc, scope="board")
+        cells = []
+        for share in (1.2, 0.8):
+            budget = share * alone["energy_j"]
+            r = simulate(
+                board,
+                dict(spec, energy_j=budget, duration_s=duration),
+                "perception-30hz",
+                duration,
+                profile=doc,
+            )
+            cells.append((budget, r))
+        (_, ample), (budget, short) = cells
+        miss = lambda r: 100.0 * r["deadline_misses"] / r["frames"]  # noqa: E731
+        worst_over = max(worst_over, short["board_energy_j"] / budget)
+        worst_ample = max(worst_ample, miss(ample))
+        print(
+            f"| {board} | {alone['energy_j']:.0f}, {miss(alone):.2f} | {miss(ample):.2f}, "
+            f"{ample['energy_j'] / alone['energy_j']:.3f} | "
+            f"{short['board_energy_j'] / budget:.3f}, {miss(short):.1f}, "
+            f"{short['rate_degraded_s'] or 0.0:.0f} |"
+        )
+    print(
+        f"ample budget: worst missed {worst_ample:.2f} %; short budget: board energy / budget "
+        f"max {worst_over:.3f}"
+    )
+
+
 def bench_online_ppw(boards, docs, duration):
     """``--policy ppw`` with no profile: the clock found online against the calibrated one,
     by the simulator's true steady-state energy per unit of work of the board's load."""
@@ -320,13 +367,15 @@ def main() -> None:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated sections: cap, battery, throughput, online, overhead (default: all)",
+        help="comma-separated sections: cap, battery, throughput, floor, online, overhead "
+        "(default: all)",
     )
     args = parser.parse_args()
     only = set(filter(None, args.only.split(","))) or {
         "cap",
         "battery",
         "throughput",
+        "floor",
         "online",
         "overhead",
     }
@@ -340,6 +389,8 @@ def main() -> None:
         bench_battery(boards, docs, 600 * scale)
     if "throughput" in only:
         bench_throughput(boards, docs, 60 * scale)
+    if "floor" in only:
+        bench_floor(boards, docs, 60 * scale)
     if "online" in only:
         bench_online_ppw(boards, docs, 60.0)
     if "overhead" in only:

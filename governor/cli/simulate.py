@@ -17,6 +17,7 @@ from governor.cli.run import (
     PolicyOpt,
     RateOpt,
     ScopeOpt,
+    UntilOpt,
     policy_spec,
     quiet_runtime_log,
 )
@@ -57,6 +58,7 @@ def simulate_command(
         ),
     ] = 0,
     scope: ScopeOpt = None,
+    until: UntilOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run a policy on a simulated board over a trace; report energy, power, cap, work, misses."""
@@ -73,9 +75,10 @@ def simulate_command(
             "raise --interval-s or shorten --duration-s"
         )
 
-    spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope)
-    if policy == "battery" and battery_wh is not None and hours is None:
-        spec["duration_s"] = duration_s  # the mission is the simulated run
+    spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope, until)
+    if battery_wh is not None and spec["hours"] is None and spec["until"] is None:
+        if policy in ("battery", "throughput"):
+            spec["duration_s"] = duration_s  # the mission is the simulated run
     doc = simulate(board, spec, trace, duration_s, interval_s=interval_s, seed=seed, scope=scope)
     if json_out:
         for note in doc["notes"]:
@@ -97,6 +100,8 @@ def simulate_command(
         )
     if trace == "perception-30hz":
         lines.append(f"deadline misses   {doc['deadline_misses']} of {doc['frames']} frames")
+    if doc.get("rate_degraded_s"):
+        lines.append(f"rate degraded     {doc['rate_degraded_s']:.1f} s (the battery floor)")
     if "lasted_s" in doc:
         lines.append(f"budget lasted     {doc['lasted_s']:.0f} of {doc['target_s']:.0f} s")
     for note in doc["notes"]:

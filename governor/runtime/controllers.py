@@ -733,6 +733,95 @@ class ThroughputController(Controller):
         }
 
 
+class FloorThroughputController(Controller):
+    """Throughput with a battery floor: the cheapest clock that keeps the rate (as
+    :class:`ThroughputController`) unless the battery plan affords less.
+
+    The plan is :class:`BatteryController`'s mean power (what is left over the time left,
+    kept every period); a clock's mean power at the rate is its busy share of each frame
+    period at its power plus idle power for the rest (the throughput model), corrected by
+    the measured over the predicted mean power. When the rate's clock costs more than the
+    plan affords, the highest clock that fits is held: the budget lasts the mission and the
+    rate degrades gracefully (frames late or dropped) instead of the battery running out.
+    """
+
+    def __init__(
+        self,
+        model: ClockModel,
+        policy: Throughput,
+        floor: Battery,
+        reader: Optional[Callable[[], float]] = None,
+        search: bool = False,
+    ) -> None:
+        super().__init__(model)
+        self.rate = ThroughputController(model, policy, search=search)
+        self.battery = BatteryController(model, floor, reader)
+        self.board = floor.scope == "board"
+        self.rest_w = 0.0
+        self.carry = 0.0
+        self.degraded_s = 0.0
+        self.degraded = False
+        self.afford_mhz: Optional[float] = None
+
+    def initial_mhz(self) -> float:
+        self.battery.initial_mhz()  # its plan's first figures
+        return self.rate.initial_mhz()
+
+    def _mean_costs(self) -> List[float]:
+        model = self.model
+        per_unit = self.rate.per_unit_top
+        mean = sum(per_unit) / len(per_unit) if per_unit else None
+        out = []
+        for p, rel in zip(model.power_w, model.time_rel):
+            busy = 1.0 if mean is None else min(1.0, self.rate.policy.rate_hz * mean * rel)
+            out.append(busy * p + (1.0 - busy) * model.idle_w)
+        return out
+
+    def decide(self, obs, ticks, current_mhz):
+        want, urgent = self.rate.decide(obs, ticks, current_mhz)
+        self.battery.decide(obs, ticks, current_mhz)  # the plan's bookkeeping
+        costs = self._mean_costs()
+        if obs.power_w is not None:
+            if self.board and obs.board_power_w is not None:
+                self.rest_w += 0.2 * (obs.board_power_w - obs.power_w - self.rest_w)
+        target = self.battery.target_w
+        if target is None or not math.isfinite(target):
+            self.degraded = False
+            return want, urgent
+        gpu_w = target - (self.rest_w if self.board else 0.0)
+        clocks = self.model.clocks_mhz
+        i_want = self.model.index(want)
+        self.degraded = costs[i_want] > gpu_w
+        if not self.degraded:
+            self.afford_mhz = want
+            self.carry = 0.0
+            return want, urgent
+        self.degraded_s += obs.dt_s
+        # time-share the rate's clock with the lowest one so the mean power is the plan's:
+        # frames in the rate's periods are on time, the others late (rather than every
+        # frame late at a clock in between)
+        low, high = costs[0], costs[i_want]
+        share = (gpu_w - low) / (high - low) if high > low else 0.0
+        self.afford_mhz = clocks[0]
+        self.carry += min(1.0, max(0.0, share))
+        if self.carry >= 1.0:
+            self.carry -= 1.0
+            return want, want > current_mhz
+        return clocks[0], False
+
+    def safe_mhz(self, current_mhz: float) -> float:
+        safe = self.rate.safe_mhz(current_mhz)
+        return min(safe, self.afford_mhz) if self.afford_mhz is not None else safe
+
+    def status(self) -> Dict[str, Any]:
+        doc = dict(self.battery.status())
+        doc.update(self.rate.status())
+        doc["rate_degraded"] = self.degraded
+        doc["rate_degraded_s"] = self.degraded_s
+        doc["affordable_clock_mhz"] = self.afford_mhz
+        return doc
+
+
 class OnlinePpwController(Controller):
     """The PPW clock found during the job, for a device with no calibrated model.
 
@@ -843,5 +932,8 @@ def make_controller(
     if isinstance(policy, Battery):
         return BatteryController(model, policy, battery)
     if isinstance(policy, Throughput):
+        floor = policy.floor()
+        if floor is not None:
+            return FloorThroughputController(model, policy, floor, battery, search=settle_s < 1.0)
         return ThroughputController(model, policy, search=settle_s < 1.0)
     raise TypeError(f"no controller for {policy!r}")

@@ -185,9 +185,9 @@ def simulate(
     dev = open_device(uri)
     cap = pol.cap_w if isinstance(pol, _policies.PowerCap) else None
     window = pol.window_s if isinstance(pol, _policies.PowerCap) else 1.0
-    budget = pol.budget_j if isinstance(pol, _policies.Battery) else None
+    budget = getattr(pol, "budget_j", None)  # a battery's, or a throughput's floor's
     if scope is None:
-        scope = getattr(pol, "scope", "gpu")
+        scope = getattr(pol, "scope", None) or ("board" if budget is not None else "gpu")
     if scope not in _policies.SCOPES:
         raise InvalidRequestError(
             f"scope must be one of {', '.join(_policies.SCOPES)}, not {scope!r}"
@@ -238,6 +238,7 @@ def simulate(
         "safe_hold": status["safe_hold"],
         "model": status["model"],
         "online_ppw": status.get("online_ppw"),
+        "rate_degraded_s": status.get("rate_degraded_s"),
         "notes": status["notes"],
         "measured": measured,
     }
@@ -319,6 +320,11 @@ def _run_frames(
             if clock.now_s() < arrival:
                 clock.sleep(arrival - clock.now_s())
         jitter = min(1.25, max(0.85, rng.gauss(1.0, 0.05)))
+        if clock.now_s() >= arrival + period - 1e-9:  # a whole period stale: dropped, as a
+            frames += 1  # real-time pipeline does, not queued (the run keeps its length)
+            misses += 1
+            arrival += period
+            continue
         f = gov.applied_clock_mhz or top
         busy = units_per_frame * jitter * workload.time_per_unit_s(f, mem)
         if not running:
