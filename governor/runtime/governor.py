@@ -344,7 +344,7 @@ class Governor:
     def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
         try:
             path = save_online_ppw(self.device, getattr(self.policy, "workload", None), result)
-        except OSError as err:
+        except (OSError, GovernorError) as err:
             self._note(f"PPW clock {result['clock_mhz']:g} MHz found online; not kept: {err}")
             return
         self._note(
@@ -726,6 +726,7 @@ class Governor:
 
 
 def _online_path(device: Device) -> Path:
+    """Where runs before the profile kept it (read still, never written)."""
     from governor.paths import data_dir
     from governor.profiles.profile import board_key
 
@@ -733,15 +734,29 @@ def _online_path(device: Device) -> Path:
 
 
 def load_online_ppw(device: Device, workload: Optional[str]) -> Optional[Dict[str, Any]]:
-    """The PPW clock an earlier run found online for this board and workload, if it is one of
-    the device's clocks; None otherwise (a damaged file is ignored: it is only a cache)."""
+    """The PPW clock an earlier run found online for this board and workload (kept in the
+    board's profile, ``tuning.online_ppw``), if it is one of the device's clocks; None
+    otherwise (a damaged entry is ignored: it is only a cache)."""
     import json
 
+    from governor.errors import ProfileError
+    from governor.profiles.profile import board_key
+    from governor.profiles.store import get_tuning
+
+    entry: Any = None
     try:
-        doc = json.loads(_online_path(device).read_text(encoding="utf-8"))
-        entry = doc["workloads"][workload or "builtin"]
+        entry = get_tuning(board_key(device), "online_ppw", workload or "builtin")
+    except (ProfileError, OSError):
+        entry = None
+    if entry is None:  # kept by an older version beside the profiles
+        try:
+            doc = json.loads(_online_path(device).read_text(encoding="utf-8"))
+            entry = doc["workloads"][workload or "builtin"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    try:
         clock = float(entry["clock_mhz"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
     clocks = device.supported_clocks_mhz()
     if not any(abs(c - clock) <= 0.5 for c in clocks):
@@ -750,25 +765,21 @@ def load_online_ppw(device: Device, workload: Optional[str]) -> Optional[Dict[st
 
 
 def save_online_ppw(device: Device, workload: Optional[str], result: Mapping[str, Any]) -> Path:
-    """Keep an online PPW result for the next run on this board (atomically replaced)."""
-    import datetime
-    import json
+    """Keep an online PPW result for the next run on this board: in the user's profile of
+    the board (``tuning.online_ppw.<workload>``, created when there is none; atomically
+    replaced). Returns the profile's path.
 
-    path = _online_path(device)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(doc.get("workloads"), dict):
-            raise ValueError
-    except (OSError, ValueError, AttributeError):
-        doc = {"format": "governor-online-ppw", "board": device.identity.model, "workloads": {}}
-    entry = dict(result)
+    Raises:
+        OSError: the profile cannot be written; ProfileError: the board's profile is malformed.
+    """
+    import datetime
+
+    from governor.profiles.profile import board_key
+    from governor.profiles.store import put_tuning
+
+    entry = {k: v for k, v in result.items() if v is not None}
     entry["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    doc["workloads"][workload or "builtin"] = entry
-    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return put_tuning(board_key(device), "online_ppw", workload or "builtin", entry)
 
 
 def _finite_at_least(value: Any, low: float) -> bool:

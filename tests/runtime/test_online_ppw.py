@@ -26,8 +26,15 @@ def test_finds_a_clock_within_2_percent_of_the_true_optimum_within_60_s(board, p
 
 
 def test_the_clock_found_is_kept_for_the_next_run():
+    from governor.profiles.store import profile_paths, read_profile_file
+
     first = simulate("agx-orin", {"policy": "ppw"}, "steady", 30, profile=False)
     clock = first["online_ppw"]["clock_mhz"]
+    # kept in the board's (user) profile, which passes the schema and is no calibration
+    path = profile_paths("agx-orin")[0]
+    kept = read_profile_file(path)["tuning"]["online_ppw"]["builtin"]
+    assert kept["clock_mhz"] == clock and kept["probes"] == first["online_ppw"]["probes"]
+    assert any(str(path) in n for n in first["notes"])
     with governor.open_device("sim:agx-orin") as dev:
         dev.run_workload("compute")
         gov = Governor(dev, {"policy": "ppw"}, profile=False, background=False)
@@ -75,3 +82,16 @@ def test_with_ticks_the_cost_is_energy_per_unit_of_work():
     assert spec.steady_energy_per_unit_j(result["clock_mhz"], load) <= 1.02 * (
         spec.steady_energy_per_unit_j(best, load)
     )
+
+
+def test_a_malformed_online_ppw_entry_in_a_profile_is_refused_by_the_schema(tmp_path):
+    from governor.errors import ProfileError
+    from governor.profiles.store import read_profile_file
+
+    bad = tmp_path / "agx-orin.json"
+    bad.write_text(
+        '{"schema_version": 1, "board": "agx-orin", '
+        '"tuning": {"online_ppw": {"builtin": {"clock_mhz": -5}}}}'
+    )
+    with pytest.raises(ProfileError, match="tuning.online_ppw.builtin.clock_mhz"):
+        read_profile_file(bad)
