@@ -592,6 +592,7 @@ class ThroughputController(Controller):
     MEASURE_S = 2.0
     STALE_S = 20.0  # a neighbour's measured power is trusted this long
     HOLD_S = 10.0  # at a local minimum, hold this long before probing again
+    IDLE_GAIN = 0.05  # per period, of the gap to the latest idle-power estimate
 
     def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
         super().__init__(model)
@@ -604,6 +605,8 @@ class ThroughputController(Controller):
         self.choice_mhz: Optional[float] = None
         self.rate_hz: Optional[float] = None
         self.search = search
+        self.metered = search  # an energy counter: the period's mean power is measured
+        self.idle_w: Optional[float] = None  # measured between frames (see _learn_idle)
         self.floor_idx = 0
         self.target: Optional[int] = None
         self.costs: Dict[int, Tuple[float, float]] = {}  # index -> (mean power W, when)
@@ -617,8 +620,10 @@ class ThroughputController(Controller):
     def _learn(self, obs: Observation, ticks: Sequence[Tick]) -> None:
         units = 0.0
         flat = 0.0
+        busy_s = 0.0
         for tick in ticks:
             units += tick.units
+            busy_s += tick.busy_s or 0.0
             self.rate_window.append((tick.t_s, tick.units))
             rel = self.model.time_rel_at(tick.applied_mhz)
             if tick.busy_s is not None and tick.units > 0:
@@ -627,6 +632,7 @@ class ThroughputController(Controller):
                 flat += tick.units * rel
         while self.rate_window and self.rate_window[0][0] < obs.t_s - 2.0:
             self.rate_window.popleft()
+        self._learn_idle(obs, busy_s)
         span = min(2.0, obs.elapsed_s + obs.dt_s)
         self.rate_hz = sum(u for _, u in self.rate_window) / span if span > 0 else None
         if flat > 0 and obs.dt_s > 0:
@@ -636,6 +642,26 @@ class ThroughputController(Controller):
                 if self.capacity_top is None
                 else self.capacity_top + 0.3 * (sample - self.capacity_top)
             )
+
+    def _learn_idle(self, obs: Observation, busy_s: float) -> None:
+        """The power between frames, from the period's mean power (an energy counter's)
+        and its busy share (the frames' ``busy_s``): ``P = b·P_busy + (1 − b)·P_idle``.
+        The profile's idle power is the power model's intercept, which holds what a busy
+        GPU draws at any clock (memory traffic) and so overstates the gaps: a wrong idle
+        power moves the cheapest clock."""
+        if not self.metered or obs.power_w is None or obs.dt_s <= 0:
+            return
+        b = busy_s / obs.dt_s
+        if not (0.1 <= b <= 0.9):
+            return
+        busy_w = self.model.power_at(obs.applied_mhz)
+        sample = (obs.power_w - b * busy_w) / (1.0 - b)
+        if not (0.0 < sample < busy_w):
+            return
+        if self.idle_w is None:
+            self.idle_w = sample
+        else:
+            self.idle_w += self.IDLE_GAIN * (sample - self.idle_w)
 
     def _choose(self) -> Optional[float]:
         model = self.model
@@ -650,12 +676,13 @@ class ThroughputController(Controller):
         else:
             return None
         self.floor_idx = len(model.clocks_mhz) - 1
+        idle_w = self.idle_w if self.idle_w is not None else model.idle_w
         for i, (f, p, rel) in enumerate(zip(model.clocks_mhz, model.power_w, model.time_rel)):
             if worst * rel > budget_s:
                 continue
             self.floor_idx = min(self.floor_idx, i)
             busy = min(1.0, rate * mean * rel)
-            cost = busy * p + (1.0 - busy) * model.idle_w
+            cost = busy * p + (1.0 - busy) * idle_w
             if best is None or cost < best[0] - 1e-12:
                 best = (cost, f)
         return best[1] if best else model.top_mhz
