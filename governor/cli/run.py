@@ -19,7 +19,9 @@ import typer
 from governor.cli import values
 from governor.cli.common import Annotated, DeviceOpt, emit_json
 
-PolicyOpt = Annotated[str, typer.Option("--policy", help="ppw, max, power-cap, battery or clock.")]
+PolicyOpt = Annotated[
+    str, typer.Option("--policy", help="ppw, max, power-cap, battery, throughput or clock.")
+]
 CapOpt = Annotated[
     Optional[float],
     typer.Option("--cap-w", callback=values.policy_number("cap_w"), help="power-cap: the cap (W)."),
@@ -45,7 +47,8 @@ RateOpt = Annotated[
     typer.Option(
         "--rate-hz",
         callback=values.policy_number("rate_hz"),
-        help="throughput: the target rate (Hz).",
+        help="throughput: the target rate (Hz); with --battery-wh and --hours or --until, "
+        "kept while the battery lasts the mission (a battery floor).",
     ),
 ]
 ClockOpt = Annotated[
@@ -64,6 +67,15 @@ IntervalOpt = Annotated[
 ]
 
 
+UntilOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--until",
+        metavar="HH:MM",
+        help="battery, or throughput with --battery-wh: the mission ends at this local time "
+        "(instead of --hours).",
+    ),
+]
 ScopeOpt = Annotated[
     Optional[str],
     typer.Option(
@@ -110,21 +122,39 @@ def policy_spec(
     rate_hz: Optional[float],
     clock_mhz: Optional[float] = None,
     scope: Optional[str] = None,
+    until: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """The policy dictionary of the common CLI options (``scope`` is the battery's)."""
+    """The policy dictionary of the common CLI options (``scope`` is the battery's).
+
+    ``until`` (a local time of day) ends the mission: the battery policy's ``hours`` from
+    now, or the throughput policy's battery floor."""
+    from governor.runtime.policies import seconds_until
+
     if scope is not None and scope not in ("board", "gpu"):
         raise typer.BadParameter(f"choose board or gpu, not {scope!r}", param_hint="--scope")
+    if until is not None:
+        if policy not in ("battery", "throughput"):
+            raise typer.BadParameter(
+                "only the battery and throughput policies have a mission end", param_hint="--until"
+            )
+        if hours is not None:
+            raise typer.BadParameter("give --hours or --until, not both", param_hint="--until")
+        try:
+            seconds = seconds_until(until)
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--until") from None
+        if policy == "battery":
+            hours, until = seconds / 3600.0, None
+    budgeted = policy == "battery" or (policy == "throughput" and battery_wh is not None)
     return {
         "policy": policy,
         "cap_w": cap_w,
         "battery_wh": battery_wh,
         "hours": hours,
+        "until": until,
         "rate_hz": rate_hz,
         "clock_mhz": clock_mhz,
-        # the battery's, or a throughput policy's battery floor's (given with its budget)
-        "scope": scope
-        if policy == "battery" or (policy == "throughput" and (battery_wh or hours))
-        else None,
+        "scope": scope if budgeted else None,
     }
 
 
@@ -139,6 +169,7 @@ def run_command(
     clock: ClockOpt = None,
     interval_s: IntervalOpt = 0.1,
     scope: ScopeOpt = None,
+    until: UntilOpt = None,
     json_out: RunJsonOpt = False,
     json_file: JsonOutOpt = None,
     job_stdout: JobStdoutOpt = None,
@@ -157,7 +188,9 @@ def run_command(
 
     quiet_runtime_log()
 
-    pol = policies.from_spec(policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope))
+    pol = policies.from_spec(
+        policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope, until)
+    )
     battery = None
     if isinstance(pol, policies.Battery):
         from governor.runtime.battery import find_battery
@@ -215,8 +248,8 @@ def run_command(
         if out_stream is not None:
             stack.callback(out_stream.close)
         code = _run_child(command, stdout=out_stream)
-        for gov, _ in reversed(govs):  # close the last period first: a job shorter than one
-            gov.stop()  # control period has no other reading (stop is safe to repeat)
+        for gov, _ in govs:  # close the last interval at the job's exit: a job shorter than
+            gov.stop()  # one control period is metered from start to exit, not reported as 0 J
         reports = [(gov.device, gov.report()) for gov, _ in govs]
     docs = [
         {

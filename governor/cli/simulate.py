@@ -17,6 +17,7 @@ from governor.cli.run import (
     PolicyOpt,
     RateOpt,
     ScopeOpt,
+    UntilOpt,
     policy_spec,
     quiet_runtime_log,
 )
@@ -57,21 +58,10 @@ def simulate_command(
         ),
     ] = 0,
     scope: ScopeOpt = None,
-    frame_load: Annotated[
-        float,
-        typer.Option(
-            "--frame-load",
-            callback=values.number(gt=0, le=1, unit=""),
-            help="perception-30hz: the share of a frame period one frame needs at the top clock.",
-        ),
-    ] = 0.45,
+    until: UntilOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Run a policy on a simulated board over a trace; report energy, power, cap, work, misses.
-
-    A throughput policy given --battery-wh (and --hours) gets a battery floor: the rate is
-    kept while the budget lasts the mission, and the clock held down when it would not.
-    """
+    """Run a policy on a simulated board over a trace; report energy, power, cap, work, misses."""
     from governor.runtime.simulate import FRAME_RATE_HZ, simulate
 
     quiet_runtime_log()
@@ -85,19 +75,11 @@ def simulate_command(
             "raise --interval-s or shorten --duration-s"
         )
 
-    spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope)
-    if policy in ("battery", "throughput") and battery_wh is not None and hours is None:
-        spec["duration_s"] = duration_s  # the mission is the simulated run
-    doc = simulate(
-        board,
-        spec,
-        trace,
-        duration_s,
-        interval_s=interval_s,
-        seed=seed,
-        scope=scope,
-        frame_load=frame_load,
-    )
+    spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope, until)
+    if battery_wh is not None and spec["hours"] is None and spec["until"] is None:
+        if policy in ("battery", "throughput"):
+            spec["duration_s"] = duration_s  # the mission is the simulated run
+    doc = simulate(board, spec, trace, duration_s, interval_s=interval_s, seed=seed, scope=scope)
     if json_out:
         for note in doc["notes"]:
             typer.echo(f"governor: {note}", err=True)
@@ -118,6 +100,8 @@ def simulate_command(
         )
     if trace == "perception-30hz":
         lines.append(f"deadline misses   {doc['deadline_misses']} of {doc['frames']} frames")
+    if doc.get("rate_degraded_s"):
+        lines.append(f"rate degraded     {doc['rate_degraded_s']:.1f} s (the battery floor)")
     if "lasted_s" in doc:
         lines.append(f"budget lasted     {doc['lasted_s']:.0f} of {doc['target_s']:.0f} s")
     for note in doc["notes"]:

@@ -25,8 +25,9 @@ naming the file and the field::
 - ``tuning`` maps sections to objects; the ``tiles`` entries (``tuning/eatss``) hold
   ``tiles``: {loop: positive integer}; the ``blocks`` entries (``tuning/blocks``) hold
   ``blocks``: a list of [x, y, z] positive integers and ``clock_mhz``: a clock or null; the
-  other sections' entries (``online_ppw``: PPW clocks found online by the runtime, see
-  :func:`governor.runtime.governor.load_online_ppw`) are checked by the code that reads them.
+  ``online_ppw`` entries (the PPW clock ``--policy ppw`` found online, per workload) hold
+  ``clock_mhz``: a positive clock; the other sections' entries are checked by the code that
+  reads them.
 
 :func:`check_calibrated` adds what a calibration must have (``board``, ``fingerprint``,
 ``ppw_optimal_clock_mhz``, ``power_model``); :func:`check_clocks_for` checks a profile's
@@ -354,6 +355,21 @@ class _Checker:
             elif section == "blocks":
                 for key, entry in entries.items():
                     self.blocks_entry(entry, f"{field}.{_key(key)}")
+            elif section == "online_ppw":
+                for key, entry in entries.items():
+                    self.online_ppw_entry(entry, f"{field}.{_key(key)}")
+
+    def online_ppw_entry(self, value: Any, field: str) -> None:
+        entry = self.obj(value, field)
+        self.required(entry, ("clock_mhz",), field + ".")
+        clock = entry["clock_mhz"]
+        if (
+            isinstance(clock, bool)
+            or not isinstance(clock, (int, float))
+            or not math.isfinite(clock)
+            or clock <= 0
+        ):
+            raise self.fail(f"{field}.clock_mhz", f"must be a positive clock, not {_show(clock)}")
 
     def tiles_entry(self, value: Any, field: str) -> None:
         entry = self.obj(value, field)

@@ -223,14 +223,13 @@ class GovernorNode(Node):
     def _start_governor(self, pol: Any) -> None:
         """Govern with ``pol`` (None: stop governing; the device returns to its settings)."""
         with self.lock:
-            if pol is not None and self.governor is not None and self.governor.running:
-                # keep the device: the running governor switches (a bad policy raises and
-                # the running one stays)
+            if pol is not None and self.governor is not None:
+                # the running governor changes policy in place: the device is not restored
+                # and taken again between the two, and the run's meter goes on
                 before = len(self.governor.notes)
-                self.governor.set_policy(pol)
-                self._note_all(
-                    [f"{self.device.uri}: {text}" for text in self.governor.notes[before:]]
-                )
+                self.governor.set_policy(pol)  # a bad policy raises; the old one is kept
+                fresh = self.governor.notes[before:]
+                self._note_all([f"{self.device.uri}: {text}" for text in fresh])
                 return
             new = self._new_governor(pol) if pol is not None else None  # validates first
             old, self.governor = self.governor, None

@@ -592,6 +592,7 @@ class ThroughputController(Controller):
     MEASURE_S = 2.0
     STALE_S = 20.0  # a neighbour's measured power is trusted this long
     HOLD_S = 10.0  # at a local minimum, hold this long before probing again
+    IDLE_GAIN = 0.05  # per period, of the gap to the latest idle-power estimate
 
     def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
         super().__init__(model)
@@ -604,6 +605,8 @@ class ThroughputController(Controller):
         self.choice_mhz: Optional[float] = None
         self.rate_hz: Optional[float] = None
         self.search = search
+        self.metered = search  # an energy counter: the period's mean power is measured
+        self.idle_w: Optional[float] = None  # measured between frames (see _learn_idle)
         self.floor_idx = 0
         self.target: Optional[int] = None
         self.costs: Dict[int, Tuple[float, float]] = {}  # index -> (mean power W, when)
@@ -617,8 +620,10 @@ class ThroughputController(Controller):
     def _learn(self, obs: Observation, ticks: Sequence[Tick]) -> None:
         units = 0.0
         flat = 0.0
+        busy_s = 0.0
         for tick in ticks:
             units += tick.units
+            busy_s += tick.busy_s or 0.0
             self.rate_window.append((tick.t_s, tick.units))
             rel = self.model.time_rel_at(tick.applied_mhz)
             if tick.busy_s is not None and tick.units > 0:
@@ -627,6 +632,7 @@ class ThroughputController(Controller):
                 flat += tick.units * rel
         while self.rate_window and self.rate_window[0][0] < obs.t_s - 2.0:
             self.rate_window.popleft()
+        self._learn_idle(obs, busy_s)
         span = min(2.0, obs.elapsed_s + obs.dt_s)
         self.rate_hz = sum(u for _, u in self.rate_window) / span if span > 0 else None
         if flat > 0 and obs.dt_s > 0:
@@ -636,6 +642,26 @@ class ThroughputController(Controller):
                 if self.capacity_top is None
                 else self.capacity_top + 0.3 * (sample - self.capacity_top)
             )
+
+    def _learn_idle(self, obs: Observation, busy_s: float) -> None:
+        """The power between frames, from the period's mean power (an energy counter's)
+        and its busy share (the frames' ``busy_s``): ``P = b·P_busy + (1 − b)·P_idle``.
+        The profile's idle power is the power model's intercept, which holds what a busy
+        GPU draws at any clock (memory traffic) and so overstates the gaps: a wrong idle
+        power moves the cheapest clock."""
+        if not self.metered or obs.power_w is None or obs.dt_s <= 0:
+            return
+        b = busy_s / obs.dt_s
+        if not (0.1 <= b <= 0.9):
+            return
+        busy_w = self.model.power_at(obs.applied_mhz)
+        sample = (obs.power_w - b * busy_w) / (1.0 - b)
+        if not (0.0 < sample < busy_w):
+            return
+        if self.idle_w is None:
+            self.idle_w = sample
+        else:
+            self.idle_w += self.IDLE_GAIN * (sample - self.idle_w)
 
     def _choose(self) -> Optional[float]:
         model = self.model
@@ -650,12 +676,13 @@ class ThroughputController(Controller):
         else:
             return None
         self.floor_idx = len(model.clocks_mhz) - 1
+        idle_w = self.idle_w if self.idle_w is not None else model.idle_w
         for i, (f, p, rel) in enumerate(zip(model.clocks_mhz, model.power_w, model.time_rel)):
             if worst * rel > budget_s:
                 continue
             self.floor_idx = min(self.floor_idx, i)
             busy = min(1.0, rate * mean * rel)
-            cost = busy * p + (1.0 - busy) * model.idle_w
+            cost = busy * p + (1.0 - busy) * idle_w
             if best is None or cost < best[0] - 1e-12:
                 best = (cost, f)
         return best[1] if best else model.top_mhz
@@ -731,6 +758,95 @@ class ThroughputController(Controller):
             "rate_hz": self.rate_hz,
             "choice_mhz": self.choice_mhz,
         }
+
+
+class FloorThroughputController(Controller):
+    """Throughput with a battery floor: the cheapest clock that keeps the rate (as
+    :class:`ThroughputController`) unless the battery plan affords less.
+
+    The plan is :class:`BatteryController`'s mean power (what is left over the time left,
+    kept every period); a clock's mean power at the rate is its busy share of each frame
+    period at its power plus idle power for the rest (the throughput model), corrected by
+    the measured over the predicted mean power. When the rate's clock costs more than the
+    plan affords, the highest clock that fits is held: the budget lasts the mission and the
+    rate degrades gracefully (frames late or dropped) instead of the battery running out.
+    """
+
+    def __init__(
+        self,
+        model: ClockModel,
+        policy: Throughput,
+        floor: Battery,
+        reader: Optional[Callable[[], float]] = None,
+        search: bool = False,
+    ) -> None:
+        super().__init__(model)
+        self.rate = ThroughputController(model, policy, search=search)
+        self.battery = BatteryController(model, floor, reader)
+        self.board = floor.scope == "board"
+        self.rest_w = 0.0
+        self.carry = 0.0
+        self.degraded_s = 0.0
+        self.degraded = False
+        self.afford_mhz: Optional[float] = None
+
+    def initial_mhz(self) -> float:
+        self.battery.initial_mhz()  # its plan's first figures
+        return self.rate.initial_mhz()
+
+    def _mean_costs(self) -> List[float]:
+        model = self.model
+        per_unit = self.rate.per_unit_top
+        mean = sum(per_unit) / len(per_unit) if per_unit else None
+        out = []
+        for p, rel in zip(model.power_w, model.time_rel):
+            busy = 1.0 if mean is None else min(1.0, self.rate.policy.rate_hz * mean * rel)
+            out.append(busy * p + (1.0 - busy) * model.idle_w)
+        return out
+
+    def decide(self, obs, ticks, current_mhz):
+        want, urgent = self.rate.decide(obs, ticks, current_mhz)
+        self.battery.decide(obs, ticks, current_mhz)  # the plan's bookkeeping
+        costs = self._mean_costs()
+        if obs.power_w is not None:
+            if self.board and obs.board_power_w is not None:
+                self.rest_w += 0.2 * (obs.board_power_w - obs.power_w - self.rest_w)
+        target = self.battery.target_w
+        if target is None or not math.isfinite(target):
+            self.degraded = False
+            return want, urgent
+        gpu_w = target - (self.rest_w if self.board else 0.0)
+        clocks = self.model.clocks_mhz
+        i_want = self.model.index(want)
+        self.degraded = costs[i_want] > gpu_w
+        if not self.degraded:
+            self.afford_mhz = want
+            self.carry = 0.0
+            return want, urgent
+        self.degraded_s += obs.dt_s
+        # time-share the rate's clock with the lowest one so the mean power is the plan's:
+        # frames in the rate's periods are on time, the others late (rather than every
+        # frame late at a clock in between)
+        low, high = costs[0], costs[i_want]
+        share = (gpu_w - low) / (high - low) if high > low else 0.0
+        self.afford_mhz = clocks[0]
+        self.carry += min(1.0, max(0.0, share))
+        if self.carry >= 1.0:
+            self.carry -= 1.0
+            return want, want > current_mhz
+        return clocks[0], False
+
+    def safe_mhz(self, current_mhz: float) -> float:
+        safe = self.rate.safe_mhz(current_mhz)
+        return min(safe, self.afford_mhz) if self.afford_mhz is not None else safe
+
+    def status(self) -> Dict[str, Any]:
+        doc = dict(self.battery.status())
+        doc.update(self.rate.status())
+        doc["rate_degraded"] = self.degraded
+        doc["rate_degraded_s"] = self.degraded_s
+        doc["affordable_clock_mhz"] = self.afford_mhz
+        return doc
 
 
 class OnlinePpwController(Controller):
@@ -822,101 +938,6 @@ class OnlinePpwController(Controller):
         return {"online_ppw": self.result, "probes_done": len(self.costs)}
 
 
-class ThroughputFloorController(Controller):
-    """Throughput with a battery floor: the cheapest clock that keeps the rate
-    (:class:`ThroughputController`), never above a ceiling that holds the battery plan.
-
-    The floor's :class:`BatteryController` keeps the books (energy left on its scope, the
-    mean power the rest of the mission may draw). A frame loop's power is bursty, so the
-    ceiling follows the measured power's ~2-s average: down when it is above the plan (by
-    2 %), as far as the model says the power must fall, one step up when it is 5 % below, at
-    most once a second. While the budget
-    lasts the mission at the rate, the ceiling stays above the rate's clock and the rate is
-    kept; when it cannot, the ceiling sets the clock and the rate degrades no more than the
-    budget forces. The ceiling never goes below the calibrated PPW clock: below it each frame
-    costs more energy, so the governor cannot stretch the budget further, and
-    ``status()["budget_short"]`` tells the app to shed work (drop frames) instead."""
-
-    AVERAGE_S = 2.0
-    MOVE_EVERY_S = 1.0
-
-    def __init__(
-        self,
-        model: ClockModel,
-        policy: Throughput,
-        reader: Optional[Callable[[], float]] = None,
-        search: bool = False,
-    ) -> None:
-        super().__init__(model)
-        assert policy.floor is not None
-        self.rate = ThroughputController(model, policy, search=search)
-        self.floor = BatteryController(model, policy.floor, reader)
-        self.board = policy.floor.scope == "board"
-        self.ceiling = len(model.clocks_mhz) - 1  # index of the highest clock allowed
-        self.mean_w: Optional[float] = None
-        self.since_move_s = 0.0
-        self.limited = False
-        self.short = False  # the plan cannot be met even at the ceiling's lowest clock
-
-    def initial_mhz(self) -> float:
-        self.floor.initial_mhz()
-        return self.rate.initial_mhz()
-
-    def _follow_plan(self, obs: Observation) -> None:
-        power = obs.board_power_w if self.board else obs.power_w
-        if power is None:
-            power = obs.power_w
-        if power is not None and obs.dt_s > 0:
-            share = min(1.0, obs.dt_s / self.AVERAGE_S)
-            self.mean_w = (
-                power if self.mean_w is None else self.mean_w + share * (power - self.mean_w)
-            )
-        self.since_move_s += obs.dt_s
-        plan = self.floor.target_w
-        if self.mean_w is None or plan is None or self.since_move_s < self.MOVE_EVERY_S:
-            return
-        top = len(self.model.clocks_mhz) - 1
-        lowest = 0  # the mission must last: below the PPW clock work costs more, power less
-        self.short = self.mean_w > plan and self.ceiling <= lowest
-        if self.mean_w > 1.02 * plan and self.ceiling > lowest:
-            # as far down as the model says the power must fall (at least one step)
-            model_w = self.model.power_w
-            # from the clock that ran (a power-limited board runs below its ceiling)
-            ran = self.ceiling
-            if obs.clock_mhz is not None:
-                ran = min(ran, self.model.index(obs.clock_mhz))
-            want_w = model_w[ran] * plan / self.mean_w
-            i = min(self.ceiling, ran + 1) - 1
-            while i > lowest and model_w[i] > want_w:
-                i -= 1
-            self.ceiling = i
-            self.since_move_s = 0.0
-        elif self.mean_w < 0.95 * plan and self.ceiling < top:
-            self.ceiling += 1
-            self.since_move_s = 0.0
-
-    def decide(self, obs, ticks, current_mhz):
-        want, urgent = self.rate.decide(obs, ticks, current_mhz)
-        self.floor.decide(obs, ticks, current_mhz)  # the books: energy left, the plan
-        self._follow_plan(obs)
-        allowed = self.model.clocks_mhz[self.ceiling]
-        self.limited = allowed < want
-        if self.limited:
-            return allowed, allowed < current_mhz  # lowering for the budget is never delayed
-        return want, urgent
-
-    def safe_mhz(self, current_mhz: float) -> float:
-        return min(self.rate.safe_mhz(current_mhz), self.model.clocks_mhz[self.ceiling])
-
-    def status(self) -> Dict[str, Any]:
-        doc = dict(self.rate.status())
-        doc.update(self.floor.status())
-        doc["limited_by_battery"] = self.limited
-        doc["ceiling_mhz"] = self.model.clocks_mhz[self.ceiling]
-        doc["budget_short"] = self.short
-        return doc
-
-
 def make_controller(
     policy: Policy,
     model: ClockModel,
@@ -938,7 +959,8 @@ def make_controller(
     if isinstance(policy, Battery):
         return BatteryController(model, policy, battery)
     if isinstance(policy, Throughput):
-        if policy.floor is not None:
-            return ThroughputFloorController(model, policy, battery, search=settle_s < 1.0)
+        floor = policy.floor()
+        if floor is not None:
+            return FloorThroughputController(model, policy, floor, battery, search=settle_s < 1.0)
         return ThroughputController(model, policy, search=settle_s < 1.0)
     raise TypeError(f"no controller for {policy!r}")

@@ -30,7 +30,6 @@ from governor.devices.base import Device, board_power_w
 from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 from governor.runtime import policies as _policies
 from governor.runtime.controllers import (
-    Controller,
     Observation,
     OnlinePpwController,
     StaticController,
@@ -191,7 +190,17 @@ class Governor:
         self._profile_arg = profile
         self._battery = battery
         self._online_saved = False
-        self.controller = self._make_controller(self.policy)
+        self.controller = self._make_controller()
+        if getattr(self.policy, "scope", None) == "board" and battery is None:
+            try:
+                has_board = board_power_w(device.sample()) is not None
+            except (GovernorError, OSError):
+                has_board = True  # said by the telemetry checks once running
+            if not has_board:
+                self._note(
+                    "the device reports no whole-board power: the battery budget is metered "
+                    "on its GPU figure (scope gpu)"
+                )
         # run state
         self._owns = False  # whether start() took a layer of the device
         self._ticks: List[Tick] = []
@@ -219,9 +228,8 @@ class Governor:
         self._changes = 0
         self._errors: List[str] = []
         self._meter = _Meter()
-        # (time, energy, board energy) where the current policy began: its controller sees
-        # the energy used and the time elapsed since then (set_policy moves it)
-        self._origin: Tuple[Optional[float], float, Optional[float]] = (None, 0.0, None)
+        # (device time, GPU-figure J, board J) when the policy took over; None: at start()
+        self._policy_origin: Tuple[Optional[float], float, Optional[float]] = (None, 0.0, None)
         self._old_sigterm: Any = None
         self._atexit = False
 
@@ -271,72 +279,67 @@ class Governor:
         self._note(model.source)
         return model
 
-    def _make_controller(self, policy: _policies.Policy) -> Controller:
-        """The controller for ``policy`` on this device and model (notes what it will do)."""
-        device = self.device
-        if isinstance(policy, _policies.MaxEfficiency) and not self.model.fitted:
-            known = load_online_ppw(device, policy.workload)
-            if known is not None:
-                self._online_saved = True
-                self._note(
-                    f"PPW clock {known['clock_mhz']:g} MHz found online by an earlier run "
-                    f"({known.get('probes', '?')} probes, {known.get('date', '?')}); "
-                    "governor calibrate makes it exact"
-                )
-                return StaticController(self.model, float(known["clock_mhz"]))
+    def _make_controller(self) -> Any:
+        """The controller of ``self.policy`` on ``self.model`` (an online PPW clock an
+        earlier run found is held at once, not searched again)."""
+        known = None
+        self._online_saved = False
+        if isinstance(self.policy, _policies.MaxEfficiency) and not self.model.fitted:
+            known = load_online_ppw(self.device, self.policy.workload)
+        if known is not None:
+            self._online_saved = True
+            self._note(
+                f"PPW clock {known['clock_mhz']:g} MHz found online by an earlier run "
+                f"({known.get('probes', '?')} probes, {known.get('date', '?')}); "
+                "governor calibrate makes it exact"
+            )
+            return StaticController(self.model, float(known["clock_mhz"]))
         controller = make_controller(
-            policy,
+            self.policy,
             self.model,
             interval_s=self.interval_s,
             battery=self._battery,
-            settle_s=0.3 if device.capabilities.energy_counter else 1.3,
+            settle_s=0.3 if self.device.capabilities.energy_counter else 1.3,
         )
         if isinstance(controller, OnlinePpwController):
             self._note("finding the PPW clock online: a few probes of the running load")
-        if getattr(policy, "scope", None) == "board" and self._battery is None:
-            try:
-                has_board = board_power_w(device.sample()) is not None
-            except (GovernorError, OSError):
-                has_board = True  # said by the telemetry checks once running
-            if not has_board:
-                self._note(
-                    "the device reports no whole-board power: the battery budget is metered "
-                    "on its GPU figure (scope gpu)"
-                )
         return controller
 
     def set_policy(self, policy: PolicyLike) -> None:
-        """Switch to ``policy`` without letting the device go (thread-safe).
-
-        The new policy starts from now: a battery budget counts the energy used from this
-        call, a throughput target the ticks after it. The run's report keeps metering the
-        whole run. A bad policy raises and leaves the running one in place.
+        """Govern with ``policy`` from the next control step on, without restarting: the
+        device stays taken (no restore in between), the run's energy meter goes on, and the
+        new policy's first clock is applied at once when running. Thread-safe (the swap
+        happens between two control steps).
 
         Raises:
-            InvalidRequestError: a bad policy spec (the running policy is kept).
-            ProfileError: the new policy's workload needs a profile that is malformed.
+            InvalidRequestError: a bad policy (the running one is kept).
         """
-        new_policy = _policies.from_spec(policy)
+        new = _policies.from_spec(policy)
         with self._dev_lock:
-            old = (self.policy, self.model, self.controller, self._online_saved)
+            old_policy, old_model, old_controller = self.policy, self.model, self.controller
+            old_saved = self._online_saved
             try:
-                self.policy = new_policy
-                if getattr(new_policy, "workload", None) != getattr(old[0], "workload", None):
+                self.policy = new
+                if getattr(new, "workload", None) != getattr(old_policy, "workload", None):
                     self.model = self._load_model(self._profile_arg)
-                self._online_saved = False
-                self.controller = self._make_controller(new_policy)
+                self.controller = self._make_controller()
             except BaseException:
-                self.policy, self.model, self.controller, self._online_saved = old
+                self.policy, self.model, self.controller = old_policy, old_model, old_controller
+                self._online_saved = old_saved
                 raise
             with self._tick_lock:
-                self._ticks = []
-            self._origin = (
-                self._t_last,
-                self._meter.energy_j,
-                self._meter.board_energy_j,
-            )
+                self._ticks = []  # progress under the old policy says nothing of the new
+            if self._t_start is not None:  # a budget or a mission counts from here
+                self._policy_origin = (
+                    self._t_last if self._t_last is not None else self.device.clock.now_s(),
+                    self._meter.energy_j,
+                    self._meter.board_energy_j,
+                )
             if self._running:
-                self._set_clock(self.controller.initial_mhz(), urgent=True)
+                try:
+                    self._set_clock(self.controller.initial_mhz(), urgent=True)
+                except GovernorError as err:
+                    self._error(f"setting the new policy's first clock failed: {err}")
 
     def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
         try:
@@ -586,24 +589,23 @@ class Governor:
         self._clock_measured = measured_clock
         self._t_last = now
         self._health(problem)
-        origin_t, origin_j, origin_board_j = self._origin
-        if origin_t is None:
-            origin_t = self._t_start
+        # the policy's own time and energy: from start(), or from set_policy()
+        start, e0, board_e0 = self._policy_origin
+        if start is None:
+            start = self._t_start if self._t_start is not None else now
         return Observation(
             t_s=now,
             dt_s=dt,
             power_w=power,
             clock_mhz=measured_clock,
             applied_mhz=applied,
-            energy_used_j=self._meter.energy_j - origin_j,
-            elapsed_s=now - (origin_t if origin_t is not None else now),
+            energy_used_j=self._meter.energy_j - e0,
+            elapsed_s=now - start,
             busy=busy,
             board_power_w=board_w,
-            board_energy_used_j=(
-                None
-                if self._meter.board_energy_j is None
-                else self._meter.board_energy_j - (origin_board_j or 0.0)
-            ),
+            board_energy_used_j=None
+            if self._meter.board_energy_j is None
+            else self._meter.board_energy_j - (board_e0 or 0.0),
         )
 
     def _health(self, problem: Optional[str]) -> None:
@@ -723,25 +725,37 @@ class Governor:
         return Cached(value, f"cached for {board}{note}")
 
 
-#: the profile's tuning section that keeps PPW clocks found online, per workload
-ONLINE_SECTION = "online_ppw"
+def _online_path(device: Device) -> Path:
+    """Where runs before the profile kept it (read still, never written)."""
+    from governor.paths import data_dir
+    from governor.profiles.profile import board_key
+
+    return data_dir() / "online-ppw" / f"{board_key(device)}.json"
 
 
 def load_online_ppw(device: Device, workload: Optional[str]) -> Optional[Dict[str, Any]]:
     """The PPW clock an earlier run found online for this board and workload (kept in the
-    board's profile, tuning section ``online_ppw``), if it was found on the same kind of
-    device (real or simulated) and is one of the device's clocks; None otherwise (an
-    unreadable profile is reported where calibrations are read; here it is only a cache)."""
+    board's profile, ``tuning.online_ppw``), if it is one of the device's clocks; None
+    otherwise (a damaged entry is ignored: it is only a cache)."""
+    from governor._compat import json_loads
+    from governor.errors import ProfileError
     from governor.profiles.profile import board_key
     from governor.profiles.store import get_tuning
 
+    entry: Any = None
     try:
-        entry = get_tuning(board_key(device), ONLINE_SECTION, workload or "builtin")
+        entry = get_tuning(board_key(device), "online_ppw", workload or "builtin")
+    except (ProfileError, OSError):
+        entry = None
+    if entry is None:  # kept by an older version beside the profiles
+        try:
+            doc = json_loads(_online_path(device).read_text(encoding="utf-8"))
+            entry = doc["workloads"][workload or "builtin"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    try:
         clock = float(entry["clock_mhz"])
-        simulated = bool(entry["simulated"])
-    except (GovernorError, OSError, ValueError, KeyError, TypeError):
-        return None
-    if simulated != (device.identity.kind == "sim") or not math.isfinite(clock):
+    except (ValueError, KeyError, TypeError):
         return None
     clocks = device.supported_clocks_mhz()
     if not any(abs(c - clock) <= 0.5 for c in clocks):
@@ -750,22 +764,21 @@ def load_online_ppw(device: Device, workload: Optional[str]) -> Optional[Dict[st
 
 
 def save_online_ppw(device: Device, workload: Optional[str], result: Mapping[str, Any]) -> Path:
-    """Keep an online PPW result in the board's profile for the next run. Returns its path.
+    """Keep an online PPW result for the next run on this board: in the user's profile of
+    the board (``tuning.online_ppw.<workload>``, created when there is none; atomically
+    replaced). Returns the profile's path.
 
     Raises:
-        ProfileError: the profile exists but is malformed (it is not overwritten).
-        OSError: it cannot be written.
+        OSError: the profile cannot be written; ProfileError: the board's profile is malformed.
     """
     import datetime
 
     from governor.profiles.profile import board_key
     from governor.profiles.store import put_tuning
 
-    entry = dict(result)
+    entry = {k: v for k, v in result.items() if v is not None}
     entry["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    entry["device_model"] = device.identity.model
-    entry["simulated"] = device.identity.kind == "sim"
-    return put_tuning(board_key(device), ONLINE_SECTION, workload or "builtin", entry)
+    return put_tuning(board_key(device), "online_ppw", workload or "builtin", entry)
 
 
 def _finite_at_least(value: Any, low: float) -> bool:

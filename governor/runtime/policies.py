@@ -8,6 +8,7 @@
 ``power-cap``      :class:`PowerCap`: the highest clocks whose *measured* power fits ``cap_w``
 ``battery``        :class:`Battery`: spread ``battery_wh`` (or ``energy_j``) over ``hours``
 ``throughput``     :class:`Throughput`: keep the app's ``gov.tick()`` rate at ``rate_hz``
+                   (optionally while a battery budget lasts a mission: a battery floor)
 =================  ==========================================================================
 
 :func:`from_spec` builds one from the plain dictionary the CLI, the daemon and config files
@@ -36,13 +37,11 @@ __all__ = [
     "Throughput",
     "check_number",
     "from_spec",
+    "seconds_until",
 ]
 
 #: where a battery budget is metered: the board's input rail, or the device's GPU figure
 SCOPES = ("board", "gpu")
-
-#: the battery keys a throughput policy takes for its battery floor
-_FLOOR_KEYS = {"battery_wh", "energy_j", "hours", "duration_s", "scope"}
 
 #: policy names accepted by :func:`from_spec` (and ``--policy``)
 NAMES = ("ppw", "max", "power-cap", "battery", "throughput", "clock")
@@ -59,6 +58,7 @@ _SPEC_KEYS = {
     "workload",
     "margin",
     "scope",
+    "until",
 }
 
 
@@ -253,43 +253,111 @@ class Battery(Policy):
         return f"battery {what} over {self.target_s / 3600.0:g} h ({self.scope})"
 
 
+def seconds_until(until: str, now: Optional[float] = None) -> float:
+    """Seconds from ``now`` (default: the wall clock) to the next local ``HH:MM`` (or
+    ``HH:MM:SS``); a time already past today means tomorrow.
+
+    Raises:
+        InvalidRequestError: not a time of day.
+    """
+    import time as _time
+
+    parts = until.split(":") if isinstance(until, str) else []
+    try:
+        if len(parts) not in (2, 3):
+            raise ValueError
+        h, m = int(parts[0]), int(parts[1])
+        sec = int(parts[2]) if len(parts) == 3 else 0
+        if not (0 <= h < 24 and 0 <= m < 60 and 0 <= sec < 60):
+            raise ValueError
+    except ValueError:
+        raise InvalidRequestError(
+            f"until must be a local time of day HH:MM (e.g. 18:00), not {until!r}"
+        ) from None
+    t = _time.time() if now is None else now
+    local = _time.localtime(t)
+    today = _time.mktime(local[:3] + (h, m, sec) + local[6:8] + (-1,))
+    target = today if today > t else _time.mktime(local[:2] + (local[2] + 1, h, m, sec, 0, 0, -1))
+    return target - t
+
+
 @dataclass(frozen=True)
 class Throughput(Policy):
     """Keep the app's progress rate (``gov.tick()`` per frame or step) at ``rate_hz`` with
     the least energy. ``margin`` is the share of each frame period kept free (default 10 %).
 
-    ``floor``, a :class:`Battery`, adds a battery floor: the rate is kept while the budget
-    allows it to last the mission; when it does not, the clock never goes above what the
-    battery plan allows, so the mission lasts and the rate degrades gradually ("keep 30 Hz
-    as long as the battery lasts until 18:00"). Spec: the battery keys beside ``rate_hz``.
+    With a battery floor (``battery_wh`` or ``energy_j``, and ``hours``, ``duration_s`` or
+    ``until`` — a local time of day, ``"18:00"``) the rate is kept as long as the budget lasts
+    to the end of the mission; when it would not, the clock is held where the budget lasts
+    and the rate degrades (frames late or dropped) instead of the battery running out early.
+    The budget is metered on ``scope`` (``board`` by default, as for :class:`Battery`).
     """
 
     rate_hz: float = 0.0
     margin: float = 0.10
-    floor: Optional[Battery] = None
+    battery_wh: Optional[float] = None
+    energy_j: Optional[float] = None
+    hours: Optional[float] = None
+    duration_s: Optional[float] = None
+    until: Optional[str] = None
+    scope: Optional[str] = None
     name = "throughput"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rate_hz", check_number("rate_hz", self.rate_hz))
         object.__setattr__(self, "margin", _fraction(self.margin, "margin", 0.0, 0.9))
-        if self.floor is not None and not isinstance(self.floor, Battery):
-            raise InvalidRequestError("a throughput policy's floor must be a Battery policy")
+        budget = (self.battery_wh, self.energy_j)
+        mission = (self.hours, self.duration_s, self.until)
+        if all(v is None for v in budget + mission) and self.scope is None:
+            return
+        if sum(v is not None for v in budget) != 1:
+            raise InvalidRequestError(
+                "a battery floor takes exactly one of battery_wh (Wh) or energy_j (J)"
+            )
+        if sum(v is not None for v in mission) != 1:
+            raise InvalidRequestError(
+                "a battery floor needs exactly one of hours, duration_s or until (HH:MM)"
+            )
+        if self.until is not None:
+            seconds_until(self.until)  # checks the spelling
+        self.floor(now=0.0 if self.until is None else None)  # checks the numbers
+
+    def floor(self, now: Optional[float] = None) -> Optional[Battery]:
+        """The battery floor as a :class:`Battery` policy (None without one); ``until``
+        becomes the seconds from ``now`` (the wall clock by default)."""
+        if self.battery_wh is None and self.energy_j is None:
+            return None
+        duration = self.duration_s
+        if self.until is not None:
+            duration = max(1.0, seconds_until(self.until, now))
+        return Battery(
+            battery_wh=self.battery_wh,
+            energy_j=self.energy_j,
+            hours=self.hours,
+            duration_s=duration,
+            scope=self.scope or "board",
+        )
 
     @property
-    def scope(self) -> Optional[str]:
-        """Where the battery floor meters its budget (None without a floor)."""
-        return self.floor.scope if self.floor is not None else None
+    def budget_j(self) -> Optional[float]:
+        """The battery floor's budget in J; None without one."""
+        if self.energy_j is not None:
+            return self.energy_j
+        return float(self.battery_wh) * 3600.0 if self.battery_wh is not None else None
 
-    def to_spec(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"policy": self.name, "rate_hz": self.rate_hz, "margin": self.margin}
-        if self.floor is not None:
-            out.update({k: v for k, v in self.floor.to_spec().items() if k != "policy"})
-        return out
+    @property
+    def target_s(self) -> Optional[float]:
+        """The battery floor's mission length in s (from now, for ``until``)."""
+        floor = self.floor()
+        return floor.target_s if floor is not None else None
 
     def describe(self) -> str:
         text = f"throughput {self.rate_hz:g} Hz"
-        if self.floor is not None:
-            text += " with a floor of " + self.floor.describe()
+        if self.budget_j is not None:
+            end = (
+                f"until {self.until}" if self.until else f"for {self.floor().target_s / 3600.0:g} h"
+            )  # type: ignore[union-attr]
+            text += f" while {self.budget_j / 3600.0:g} Wh last {end}"
         return text
 
 
@@ -300,8 +368,9 @@ def from_spec(spec: Union[Mapping[str, Any], Policy]) -> Policy:
     """A policy from ``{"policy": NAME, ...options}`` (a Policy is returned as is).
 
     Options: ``cap_w`` (power-cap), ``battery_wh`` or ``energy_j`` with ``hours`` or
-    ``duration_s`` (battery), ``rate_hz`` (throughput; with the battery keys, a battery
-    floor), ``clock_mhz`` (clock), ``workload`` (ppw), ``margin`` (power-cap, throughput). Options that are None are ignored; options
+    ``duration_s`` (battery), ``rate_hz`` (throughput; with a battery floor: ``battery_wh``
+    or ``energy_j`` and ``hours``, ``duration_s`` or ``until``), ``clock_mhz`` (clock), ``workload``
+    (ppw), ``margin`` (power-cap, throughput). Options that are None are ignored; options
     that do not belong to the policy are refused.
 
     Raises:
@@ -324,7 +393,16 @@ def from_spec(spec: Union[Mapping[str, Any], Policy]) -> Policy:
         "clock": {"clock_mhz"},
         "power-cap": {"cap_w", "margin"},
         "battery": {"battery_wh", "energy_j", "hours", "duration_s", "scope"},
-        "throughput": {"rate_hz", "margin"} | _FLOOR_KEYS,
+        "throughput": {
+            "rate_hz",
+            "margin",
+            "battery_wh",
+            "energy_j",
+            "hours",
+            "duration_s",
+            "until",
+            "scope",
+        },
     }[name]
     extra = sorted(set(given) - allowed)
     if extra:
@@ -342,15 +420,4 @@ def from_spec(spec: Union[Mapping[str, Any], Policy]) -> Policy:
         return PowerCap(**given)
     if name == "battery":
         return Battery(**given)
-    floor = {k: given.pop(k) for k in _FLOOR_KEYS if k in given}
-    if floor:
-        if set(floor) == {"scope"}:
-            raise InvalidRequestError(
-                "scope applies to the throughput policy's battery floor: give hours (or "
-                "duration_s) and battery_wh (or energy_j) with it"
-            )
-        try:
-            given["floor"] = Battery(**floor)
-        except InvalidRequestError as err:
-            raise InvalidRequestError(f"battery floor: {err}") from None
     return Throughput(**given)

@@ -161,7 +161,6 @@ def simulate(
     battery: Optional[Callable[[], float]] = None,
     noise: bool = True,
     scope: Optional[str] = None,
-    frame_load: float = FRAME_LOAD,
 ) -> Dict[str, Any]:
     """Run ``policy`` on ``sim:<board>`` over ``trace`` for ``duration_s`` of virtual time.
 
@@ -178,8 +177,6 @@ def simulate(
     from governor.devices.registry import open_device
 
     pol = _policies.from_spec(policy)
-    if not (0.0 < float(frame_load) <= 1.0):
-        raise InvalidRequestError(f"frame_load must be within 0..1, not {frame_load!r}")
     if trace not in TRACES:
         raise InvalidRequestError(f"unknown trace {trace!r}; choose one of {', '.join(TRACES)}")
     if not (0 < float(duration_s) <= 7 * 86400):
@@ -188,10 +185,9 @@ def simulate(
     dev = open_device(uri)
     cap = pol.cap_w if isinstance(pol, _policies.PowerCap) else None
     window = pol.window_s if isinstance(pol, _policies.PowerCap) else 1.0
-    battery_pol = pol.floor if isinstance(pol, _policies.Throughput) else pol
-    budget = battery_pol.budget_j if isinstance(battery_pol, _policies.Battery) else None
+    budget = getattr(pol, "budget_j", None)  # a battery's, or a throughput's floor's
     if scope is None:
-        scope = getattr(pol, "scope", None) or "gpu"
+        scope = getattr(pol, "scope", None) or ("board" if budget is not None else "gpu")
     if scope not in _policies.SCOPES:
         raise InvalidRequestError(
             f"scope must be one of {', '.join(_policies.SCOPES)}, not {scope!r}"
@@ -210,7 +206,7 @@ def simulate(
         rec = _Recorder(dev, cap, window, budget, board_scope=scope == "board")
         with gov:
             if trace == "perception-30hz":
-                frames, misses = _run_frames(dev, gov, rec, duration_s, seed, frame_load)
+                frames, misses = _run_frames(dev, gov, rec, duration_s, seed)
             else:
                 _run_segments(dev, gov, rec, trace_segments(trace, duration_s, seed), duration_s)
             status = gov.status()
@@ -242,6 +238,7 @@ def simulate(
         "safe_hold": status["safe_hold"],
         "model": status["model"],
         "online_ppw": status.get("online_ppw"),
+        "rate_degraded_s": status.get("rate_degraded_s"),
         "notes": status["notes"],
         "measured": measured,
     }
@@ -253,7 +250,7 @@ def simulate(
         )
     if budget is not None:
         out["budget_j"] = budget
-        out["target_s"] = battery_pol.target_s  # type: ignore[union-attr]
+        out["target_s"] = pol.target_s  # type: ignore[attr-defined]
         out["lasted_s"] = rec.lasted_s if rec.lasted_s is not None else d
         out["energy_left_j"] = budget - rec.energy_j
     return out
@@ -288,14 +285,14 @@ def _run_segments(
 
 
 def _run_frames(
-    dev: Any, gov: Governor, rec: _Recorder, duration_s: float, seed: int, frame_load: float
+    dev: Any, gov: Governor, rec: _Recorder, duration_s: float, seed: int
 ) -> Tuple[int, int]:
     rng = random.Random(seed * 7919 + 3)
     workload = dev.board.workloads["compute"]
     top = dev.supported_clocks_mhz()[-1]
     mem = dev.state().mem_clock_mhz
     period = 1.0 / FRAME_RATE_HZ
-    units_per_frame = frame_load * period / workload.time_per_unit_s(top, mem)
+    units_per_frame = FRAME_LOAD * period / workload.time_per_unit_s(top, mem)
     clock = dev.clock
     t0 = clock.now_s()
     next_control = t0 + gov.interval_s
@@ -323,6 +320,11 @@ def _run_frames(
             if clock.now_s() < arrival:
                 clock.sleep(arrival - clock.now_s())
         jitter = min(1.25, max(0.85, rng.gauss(1.0, 0.05)))
+        if clock.now_s() >= arrival + period - 1e-9:  # a whole period stale: dropped, as a
+            frames += 1  # real-time pipeline does, not queued (the run keeps its length)
+            misses += 1
+            arrival += period
+            continue
         f = gov.applied_clock_mhz or top
         busy = units_per_frame * jitter * workload.time_per_unit_s(f, mem)
         if not running:

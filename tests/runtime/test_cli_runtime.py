@@ -219,3 +219,53 @@ def test_tune_blocks_command_refuses_a_virtual_time_board(capsys):
     )
     assert code == 1 and "virtual time" in err and "realtime=1" in err
     assert err.count("\n") == 1
+
+
+def _floor_sim(capsys, *extra):
+    return _run(
+        capsys,
+        "simulate",
+        "--board",
+        "a100-pcie",
+        "--policy",
+        "throughput",
+        "--rate-hz",
+        "30",
+        "--trace",
+        "perception-30hz",
+        "--duration-s",
+        "20",
+        *extra,
+        "--json",
+    )
+
+
+def test_simulate_throughput_with_a_battery_floor_holds_the_budget_or_the_rate(capsys):
+    code, out, _ = _floor_sim(capsys)
+    alone = json.loads(out)
+    assert code == 0 and alone["deadline_misses"] == 0
+    alone_wh = alone["board_energy_j"] / 3600.0
+    # ample: the rate holds and the floor costs nothing
+    code, out, _ = _floor_sim(capsys, "--battery-wh", f"{1.2 * alone_wh:.6f}")
+    ample = json.loads(out)
+    assert code == 0 and ample["deadline_misses"] == 0 and not ample["rate_degraded_s"]
+    assert ample["energy_j"] == pytest.approx(alone["energy_j"], rel=0.01)
+    # short: the budget holds (within 1 %) and the rate degrades instead
+    budget_wh = 0.8 * alone_wh
+    code, out, _ = _floor_sim(capsys, "--battery-wh", f"{budget_wh:.6f}")
+    short = json.loads(out)
+    assert code == 0 and short["rate_degraded_s"] > 5
+    assert short["board_energy_j"] <= 1.01 * budget_wh * 3600.0
+    assert short["deadline_misses"] > 0
+
+
+def test_until_is_a_time_of_day_and_only_for_a_mission(capsys):
+    code, _, err = _floor_sim(capsys, "--battery-wh", "1", "--until", "25:00")
+    assert code == 2 and "local time of day" in err and "Traceback" not in err
+    code, _, err = _floor_sim(capsys, "--battery-wh", "1", "--until", "18:00", "--hours", "1")
+    assert code == 2 and "not both" in err
+    code, _, err = _run(capsys, "simulate", "--policy", "max", "--until", "18:00")
+    assert code == 2 and "mission end" in err
+    # a floor needs a budget and a mission end
+    code, out, err = _floor_sim(capsys, "--hours", "1")
+    assert code != 0 and "battery_wh" in err and err.count("\n") == 1

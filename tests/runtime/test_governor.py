@@ -210,3 +210,70 @@ def test_tick_drives_status_rate(orin):
                 gov.tick()
             gov.step()
         assert gov.status()["rate_hz"] == pytest.approx(30, rel=0.05)
+
+
+def test_set_policy_changes_the_running_policy_without_a_restore(orin, profile_of):
+    doc = profile_of("agx-orin")
+    orin.run_workload("compute")
+    gov = Governor(orin, {"policy": "max"}, profile=doc, background=False)
+    with gov:
+        for _ in range(20):
+            gov.step()
+        top = orin.supported_clocks_mhz()[-1]
+        assert orin.state().gpu_clocks_mhz == (top, top)
+        energy_before = gov.report()["energy_j"]
+        releases = []
+        real_release = orin.release
+        orin.release = lambda: releases.append(1) or real_release()  # type: ignore[method-assign]
+        gov.set_policy({"policy": "ppw"})
+        # applied at once, not at the next step, and the device was never let go
+        assert orin.state().gpu_clocks_mhz == (doc["ppw_optimal_clock_mhz"],) * 2
+        assert releases == [] and orin.owned and gov.running
+        assert gov.status()["policy"] == "ppw"
+        for _ in range(20):
+            gov.step()
+        assert gov.report()["energy_j"] > energy_before  # one meter across both policies
+        with pytest.raises(InvalidRequestError):
+            gov.set_policy({"policy": "power-cap"})  # no cap: refused, the old policy stays
+        assert gov.policy.name == "ppw"
+        assert orin.state().gpu_clocks_mhz == (doc["ppw_optimal_clock_mhz"],) * 2
+    assert len(releases) == 1 and not orin.changed
+
+
+def test_a_battery_policy_set_mid_run_budgets_from_then_on(orin, profile_of):
+    """The budget counts energy from set_policy(), not what the earlier policy used."""
+    doc = profile_of("agx-orin")
+    orin.run_workload("compute")
+    gov = Governor(orin, {"policy": "max"}, profile=doc, background=False)
+    with gov:
+        for _ in range(100):  # 10 s at the top clock
+            gov.step()
+        used_before = gov.report()["energy_j"]
+        budget = 0.5 * used_before  # less than what was used before the change
+        gov.set_policy({"policy": "battery", "energy_j": budget, "duration_s": 10, "scope": "gpu"})
+        for _ in range(100):
+            gov.step()
+        status = gov.status()
+        used_after = gov.report()["energy_j"] - used_before
+    # not exhausted by the earlier policy's joules: spent by the end of its own 10 s
+    assert status["exhausted_at_s"] is None or status["exhausted_at_s"] >= 9.5
+    assert used_after == pytest.approx(budget, rel=0.05)
+    assert status["remaining_j"] == pytest.approx(budget - used_after, abs=0.02 * budget)
+
+
+def test_set_policy_from_another_thread_while_the_loop_runs(profile_of):
+    from governor.timebase import WallClock
+
+    dev = governor.open_device("sim:agx-orin", clock=WallClock())
+    dev.run_workload("compute")
+    gov = Governor(dev, {"policy": "max"}, profile=profile_of("agx-orin"), interval_s=0.01)
+    with gov:
+        time.sleep(0.1)
+        for spec in ({"policy": "ppw"}, {"policy": "clock", "clock_mhz": 612}, {"policy": "max"}):
+            gov.set_policy(spec)
+            time.sleep(0.05)
+        gov.set_policy({"policy": "clock", "clock_mhz": 612})
+        time.sleep(0.05)
+        assert dev.state().gpu_clocks_mhz == (612.0, 612.0)
+        assert gov.status()["errors"] == []
+    dev.close()

@@ -26,8 +26,15 @@ def test_finds_a_clock_within_2_percent_of_the_true_optimum_within_60_s(board, p
 
 
 def test_the_clock_found_is_kept_for_the_next_run():
+    from governor.profiles.store import profile_paths, read_profile_file
+
     first = simulate("agx-orin", {"policy": "ppw"}, "steady", 30, profile=False)
     clock = first["online_ppw"]["clock_mhz"]
+    # kept in the board's (user) profile, which passes the schema and is no calibration
+    path = profile_paths("agx-orin")[0]
+    kept = read_profile_file(path)["tuning"]["online_ppw"]["builtin"]
+    assert kept["clock_mhz"] == clock and kept["probes"] == first["online_ppw"]["probes"]
+    assert any(str(path) in n for n in first["notes"])
     with governor.open_device("sim:agx-orin") as dev:
         dev.run_workload("compute")
         gov = Governor(dev, {"policy": "ppw"}, profile=False, background=False)
@@ -77,37 +84,14 @@ def test_with_ticks_the_cost_is_energy_per_unit_of_work():
     )
 
 
-def test_the_clock_is_kept_in_the_boards_profile_not_as_a_calibration():
-    import json
+def test_a_malformed_online_ppw_entry_in_a_profile_is_refused_by_the_schema(tmp_path):
+    from governor.errors import ProfileError
+    from governor.profiles.store import read_profile_file
 
-    from governor.profiles.profile import find_profile
-    from governor.profiles.store import profile_paths, read_profile_file
-
-    first = simulate("orin-nano", {"policy": "ppw"}, "steady", 30, profile=False)
-    found = first["online_ppw"]
-    path = profile_paths("orin-nano")[0]
-    raw = json.loads(path.read_text())  # the file itself, as the next run reads it
-    entry = raw["tuning"]["online_ppw"]["builtin"]
-    assert entry["clock_mhz"] == found["clock_mhz"] and entry["simulated"] is True
-    with governor.open_device("sim:orin-nano") as dev:
-        assert entry["device_model"] == dev.identity.model
-    read_profile_file(path)  # a valid profile document
-    assert find_profile("orin-nano") is None  # only a cache: no calibration is claimed
-    assert "power_model" not in raw
-
-
-def test_a_clock_found_on_other_hardware_is_not_used():
-    """An entry from a real board is not applied to its simulation (nor the reverse)."""
-    from governor.profiles.store import put_tuning
-
-    spec = get_board("orin-nano")
-    put_tuning(
-        "orin-nano",
-        "online_ppw",
-        "builtin",
-        {"clock_mhz": spec.clocks_mhz[0], "simulated": False, "probes": 4},
+    bad = tmp_path / "agx-orin.json"
+    bad.write_text(
+        '{"schema_version": 1, "board": "agx-orin", '
+        '"tuning": {"online_ppw": {"builtin": {"clock_mhz": -5}}}}'
     )
-    with governor.open_device("sim:orin-nano") as dev:
-        gov = Governor(dev, {"policy": "ppw"}, profile=False, background=False)
-        assert not any("found online by an earlier run" in n for n in gov.notes)
-        assert any("finding the PPW clock online" in n for n in gov.notes)
+    with pytest.raises(ProfileError, match="tuning.online_ppw.builtin.clock_mhz"):
+        read_profile_file(bad)

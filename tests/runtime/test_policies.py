@@ -88,3 +88,32 @@ def test_dithering_reaches_the_target_when_the_load_is_not_shaped_like_the_model
     mean = sum(powers[100:]) / len(powers[100:])
     assert 0.95 * target <= mean <= target
     assert set(powers[100:]) == {3.95, 6.2}  # it alternates between the two neighbours
+
+
+def test_throughput_battery_floor_spec_round_trips_and_checks():
+    from governor.runtime.policies import Throughput, from_spec, seconds_until
+
+    pol = from_spec({"policy": "throughput", "rate_hz": 30, "battery_wh": 50, "hours": 2})
+    assert isinstance(pol, Throughput) and pol.budget_j == 50 * 3600.0
+    floor = pol.floor()
+    assert floor.target_s == 7200.0 and floor.scope == "board" and floor.budget_j == 180000.0
+    assert from_spec(pol.to_spec()) == pol
+    assert "while 50 Wh last" in pol.describe()
+    assert from_spec({"policy": "throughput", "rate_hz": 30}).floor() is None
+    for bad, words in (
+        ({"battery_wh": 50}, "exactly one of hours"),
+        ({"hours": 2}, "exactly one of battery_wh"),
+        ({"battery_wh": 50, "energy_j": 5, "hours": 2}, "exactly one of battery_wh"),
+        ({"battery_wh": 50, "until": "7pm"}, "HH:MM"),
+        ({"battery_wh": 50, "hours": 2, "until": "18:00"}, "exactly one of hours"),
+    ):
+        with pytest.raises(InvalidRequestError, match=words):
+            from_spec(dict({"policy": "throughput", "rate_hz": 30}, **bad))
+    # until: the seconds to the next such local time, tomorrow once past
+    import time
+
+    now = time.mktime((2026, 3, 10, 17, 0, 0, 0, 0, -1))
+    assert seconds_until("18:00", now) == pytest.approx(3600.0)
+    assert seconds_until("16:00", now) == pytest.approx(23 * 3600.0, abs=3600.0)
+    timed = from_spec({"policy": "throughput", "rate_hz": 30, "energy_j": 1e5, "until": "18:00"})
+    assert 0 < timed.floor().target_s <= 86400.0

@@ -251,3 +251,30 @@ def test_battery_spends_less_on_a_memory_bound_phase_than_on_a_compute_bound_one
         assert gov.status()["remaining_j"] < 0.02 * 3000.0
     mean = {p: sum(c) / len(c) for p, c in clocks.items()}
     assert mean["memory"] < mean["compute"]
+
+
+def test_throughput_measures_the_power_between_frames_on_a_counter_board(profile_of):
+    """The profile's idle power is the power model's intercept (31.6 W on an A100 PCIe, with
+    the memory traffic of a busy GPU in it); the simulated card idles at ~25.7 W. With an
+    energy counter the controller learns the gap power from the periods' mean power and the
+    frames' busy time, and its cheapest clock moves up to the measured optimum."""
+    from governor.runtime.controllers import Observation, ThroughputController, Tick
+    from governor.runtime.model import model_from_profile
+    from governor.runtime.policies import Throughput
+
+    board = "a100-pcie"
+    spec = get_board(board)
+    model = model_from_profile(spec.clocks_mhz, profile_of(board))
+    true_idle_w = spec.gpu_power_w(spec.clocks_mhz[0], 40.0, None)
+    assert model.idle_w > true_idle_w + 3.0
+    ctl = ThroughputController(model, Throughput(rate_hz=30), search=True)
+    f = model.ppw_clock_mhz
+    frame_s = 0.45 / 30 * model.time_rel_at(f)
+    b = 3 * frame_s / 0.1  # three frames per 0.1-s period
+    power = b * model.power_at(f) + (1 - b) * true_idle_w
+    for k in range(200):
+        t = 0.1 * (k + 1)
+        ticks = [Tick(t - 0.1 + i / 30, 1.0, frame_s, f) for i in range(3)]
+        obs = Observation(t, 0.1, power, f, f, power * t, t, True)
+        ctl.decide(obs, ticks, f)
+    assert ctl.idle_w == pytest.approx(true_idle_w, rel=0.02)
