@@ -41,7 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES: Dict[str, Tuple[str, Sequence[str]]] = {
     "formulas": (
         "models/formulas.py",
-        ["tests/calibrate/test_models.py", "tests/devices/test_sim_physics.py"],
+        [
+            "tests/calibrate/test_formulas_exact.py",
+            "tests/calibrate/test_models.py",
+            "tests/devices/test_sim_physics.py",
+        ],
     ),
     "power": (
         "models/power.py",
