@@ -128,8 +128,9 @@ def test_a_job_shorter_than_one_control_period_reports_its_energy(tmp_path):
     doc = json.loads(report.read_text())
     assert 0 < doc["duration_s"] < 5
     assert doc["energy_j"] > 0
-    # the top clock's compute load on an AGX Orin draws tens of watts, not milliwatts
-    assert 5 < doc["energy_j"] / doc["duration_s"] < 200
+    # watts, not milliwatts (the rail's filtered reading may not have risen to the load's
+    # power within a job of a few milliseconds: at least the GPU rail's idle power)
+    assert 1 < doc["energy_j"] / doc["duration_s"] < 200
     assert doc["mean_power_w"] == pytest.approx(doc["energy_j"] / doc["duration_s"])
 
 
