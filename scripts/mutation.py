@@ -51,7 +51,10 @@ MODULES: Dict[str, Tuple[str, Sequence[str]]] = {
         "models/power.py",
         ["tests/calibrate/test_models.py", "tests/calibrate/test_uncertainty.py"],
     ),
-    "time": ("models/time.py", ["tests/calibrate/test_models.py"]),
+    "time": (
+        "models/time.py",
+        ["tests/calibrate/test_time_model_exact.py", "tests/calibrate/test_models.py"],
+    ),
     "optimum": ("models/optimum.py", ["tests/calibrate/test_optimum_interval.py"]),
     "procedure": ("calibrate/procedure.py", ["tests/calibrate/test_procedure.py"]),
     "loads": ("calibrate/loads.py", ["tests/calibrate/test_procedure.py"]),
