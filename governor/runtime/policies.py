@@ -109,6 +109,13 @@ def _fraction(value: Any, what: str, lo: float, hi: float) -> float:
     return number
 
 
+def _budget_j(energy_j: Optional[float], battery_wh: Optional[float]) -> Optional[float]:
+    """An energy budget in J from ``energy_j`` or ``battery_wh`` (None: neither given)."""
+    if energy_j is not None:
+        return energy_j
+    return float(battery_wh) * 3600.0 if battery_wh is not None else None
+
+
 class Policy:
     """Base of every policy. ``name`` is the ``--policy`` spelling."""
 
@@ -238,9 +245,7 @@ class Battery(Policy):
     @property
     def budget_j(self) -> Optional[float]:
         """The energy budget in J; None when the battery itself is the budget."""
-        if self.energy_j is not None:
-            return self.energy_j
-        return float(self.battery_wh) * 3600.0 if self.battery_wh is not None else None
+        return _budget_j(self.energy_j, self.battery_wh)
 
     @property
     def target_s(self) -> float:
@@ -341,9 +346,7 @@ class Throughput(Policy):
     @property
     def budget_j(self) -> Optional[float]:
         """The battery floor's budget in J; None without one."""
-        if self.energy_j is not None:
-            return self.energy_j
-        return float(self.battery_wh) * 3600.0 if self.battery_wh is not None else None
+        return _budget_j(self.energy_j, self.battery_wh)
 
     @property
     def target_s(self) -> Optional[float]:
