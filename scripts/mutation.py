@@ -55,7 +55,10 @@ MODULES: Dict[str, Tuple[str, Sequence[str]]] = {
         "models/time.py",
         ["tests/calibrate/test_time_model_exact.py", "tests/calibrate/test_models.py"],
     ),
-    "optimum": ("models/optimum.py", ["tests/calibrate/test_optimum_interval.py"]),
+    "optimum": (
+        "models/optimum.py",
+        ["tests/calibrate/test_optimum_exact.py", "tests/calibrate/test_optimum_interval.py"],
+    ),
     "procedure": ("calibrate/procedure.py", ["tests/calibrate/test_procedure.py"]),
     "loads": ("calibrate/loads.py", ["tests/calibrate/test_procedure.py"]),
     "journal": (
