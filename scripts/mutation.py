@@ -59,7 +59,10 @@ MODULES: Dict[str, Tuple[str, Sequence[str]]] = {
         "models/optimum.py",
         ["tests/calibrate/test_optimum_exact.py", "tests/calibrate/test_optimum_interval.py"],
     ),
-    "procedure": ("calibrate/procedure.py", ["tests/calibrate/test_procedure.py"]),
+    "procedure": (
+        "calibrate/procedure.py",
+        ["tests/calibrate/test_procedure_rules.py", "tests/calibrate/test_procedure.py"],
+    ),
     "loads": ("calibrate/loads.py", ["tests/calibrate/test_procedure.py"]),
     "journal": (
         "devices/journal.py",
