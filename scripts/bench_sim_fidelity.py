@@ -145,6 +145,34 @@ def cross_memory(folder):
             f"{statistics.median(r[3] for r in rows):.1f} %, time {statistics.median(r[4] for r in rows):.1f} %, "
             f"within one step {sum(r[5] for r in rows)}/{n}.\n"
         )
+        print("The same with the one 810 MHz row taken at other clocks:\n")
+        print("| probe row | power median % | time median % | optimum within one step |")
+        print("|---|---|---|---|")
+        for label in ("lowest", "middle", "highest"):
+            pw, tw, ok = [], [], 0
+            for hi_path in sorted(folder.glob("titanx_*_mem3505.csv")):
+                lo_path = hi_path.with_name(hi_path.name.replace("mem3505", "mem810"))
+                if not lo_path.exists():
+                    continue
+                hi, lo = read_sweep(hi_path), read_sweep(lo_path)
+                j = {"lowest": 0, "middle": len(lo) // 2, "highest": len(lo) - 1}[label]
+                board = twin_board(TwinSweeps(hi, 3505.0, {810.0: subset(lo, {j})}))
+                preds = [predict(board, f, 810.0) for f in lo.clock_mhz]
+                pw.append(
+                    statistics.median(abs(p / m - 1) * 100 for (p, _), m in zip(preds, lo.power_w))
+                )
+                tw.append(
+                    statistics.median(abs(t / m - 1) * 100 for (_, t), m in zip(preds, lo.time_s))
+                )
+                energy = [p * t for p, t in preds]
+                true_e = lo.energy_j()
+                i_twin = min(range(len(energy)), key=energy.__getitem__)
+                i_true = min(range(len(true_e)), key=true_e.__getitem__)
+                ok += abs(i_twin - i_true) <= 1
+            print(
+                f"| {label} | {statistics.median(pw):.1f} | {statistics.median(tw):.1f} | {ok}/{len(pw)} |"
+            )
+        print()
     return rows
 
 
