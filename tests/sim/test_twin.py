@@ -138,3 +138,13 @@ def test_calibrate_a_twin_through_the_cli(capsys):
     # within one measured step of the sweep's own energy optimum
     step = max(b - a for a, b in zip(sweep.clock_mhz, sweep.clock_mhz[1:]))
     assert abs(chosen - sweep.clock_mhz[best]) <= step + 1e-6
+
+
+def test_twin_of_a_kernel_tuner_cache():
+    path = DATA.parent / "kernel_tuner" / "synthetic_fp32_cache_NVIDIA_A100-PCIE-40GB.json"
+    sweep = read_sweep(path)
+    with governor.open_device(f"twin:{path}") as dev:
+        i = len(sweep) // 2
+        power, time = _steady(dev, sweep.clock_mhz[i])
+        assert power == pytest.approx(sweep.power_w[i], rel=0.03)
+        assert time == pytest.approx(sweep.time_s[i], rel=0.03)
