@@ -18,17 +18,16 @@ the committed file differs, which a test uses).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import least_squares, nnls
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from governor.devices.replay_files import read_sweep  # noqa: E402
+from governor.devices.sim.fit import fit_power, fit_time  # noqa: E402
 
 REPLAY = ROOT / "tests" / "data" / "replay"
 OUT = ROOT / "profiles" / "boards.toml"
@@ -304,51 +303,6 @@ DATACENTER = [
 
 
 # ---------------------------------------------------------------------------- fitting
-def t_model(f, tm, c, k):
-    return (tm**k + (c / f) ** k) ** (1.0 / k)
-
-
-def fit_time(f, t):
-    """Smooth roofline t = (tm^k + (c/f)^k)^(1/k): best k on a grid, tm and c by least squares."""
-    best = None
-    for k in (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0):
-        for tm0 in (t.min() * 0.5, t.min() * 0.9, t.min() * 1e-3):
-
-            def resid(p, k=k):
-                tm, c = np.exp(p)
-                return t_model(f, tm, c, k) / t - 1.0
-
-            sol = least_squares(resid, [math.log(tm0), math.log(t[0] * f[0])])
-            err = float(np.abs(sol.fun).max())
-            if best is None or err < best[0]:
-                best = (err, k, *np.exp(sol.x))
-    return best[1], float(best[2]), float(best[3])  # k, tm, c
-
-
-def fit_power(f, p, t, k, tm, c):
-    """Ridge, slope and NNLS (P0, x_stall, x_busy) of P = P0 + f·V²·(x_stall + x_busy·u).
-
-    The score is the squared relative error plus a penalty when the model's energy optimum
-    lands more than one clock away from the measured one (energy is flat there).
-    """
-    u = (c / f) / t_model(f, tm, c, k)
-    t_fit = t_model(f, tm, c, k)
-    best = None
-    for ridge in np.linspace(f.min() - 200.0, f.max(), 60):
-        for beta in np.concatenate([[0.0], np.geomspace(1e-5, 3e-3, 40)]):
-            volts = 1.0 + beta * np.maximum(0.0, f - ridge)
-            a = np.stack([np.ones_like(f), f * volts**2, f * volts**2 * u], 1)
-            x, _ = nnls(a / p[:, None], np.ones_like(p))
-            model = a @ x
-            score = float(np.sum((model / p - 1) ** 2))
-            if abs(int(np.argmin(model * t_fit)) - int(np.argmin(p * t))) > 1:
-                score += 1.0
-            if best is None or score < best[0]:
-                best = (score, float(ridge), float(beta), x)
-    _, ridge, beta, x = best
-    return ridge, beta, [float(v) for v in x]
-
-
 def r4(x: float) -> float:
     return float(f"{x:.6g}")
 

@@ -1,6 +1,7 @@
 """Opening devices by URI, and discovering what is there.
 
-URIs: ``sim:<board>[?options]``, ``replay:<path>``, ``nvml:<index>``, ``jetson``, ``jtop``,
+URIs: ``sim:<board>[?options]``, ``replay:<path>``, ``twin:<path>`` (a simulated board
+fitted to a measured sweep), ``nvml:<index>``, ``jetson``, ``jtop``,
 ``tegrastats``, and ``auto`` (real hardware first, then the simulated default board, saying
 so on the ``governor`` logger and in :func:`last_auto_note`).
 
@@ -33,6 +34,7 @@ log = logging.getLogger("governor")
 BACKENDS: Dict[str, Tuple[str, str, Optional[str]]] = {
     "sim": ("governor.devices.sim.device", "open_sim", None),
     "replay": ("governor.devices.replay", "open_replay", None),
+    "twin": ("governor.devices.sim.device", "open_twin", None),
     "nvml": ("governor.devices.nvml", "open_nvml", "discover_nvml"),
     "jetson": ("governor.devices.jetson.device", "open_jetson", "discover_jetson"),
     "jtop": ("governor.devices.jtop", "open_jtop", "discover_jtop"),

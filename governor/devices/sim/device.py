@@ -484,3 +484,35 @@ def open_sim(
         power_mode=options.get("power_mode"),
         mem_clock_mhz=_float_option(options, "mem_clock", 0.0, 1.0, 1e6) if mem else None,
     )
+
+
+def open_twin(
+    spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
+) -> SimDevice:
+    """Open ``twin:PATH[?options]``: a simulated board fitted to the sweep in PATH (a replay
+    CSV, optionally with a ``mem_clock_mhz`` column). Its built-in load is the sweep's workload;
+    it answers at every clock of its table, measured or not. Options as for ``sim:``.
+
+    Raises:
+        InvalidRequestError: no path, unreadable or malformed file, too few clocks.
+    """
+    path, _, query = spec.partition("?")
+    if not path:
+        raise InvalidRequestError("a twin needs a sweep file, e.g. twin:sweep.csv")
+    from governor.devices.sim.fit import read_twin_sweeps, twin_board
+
+    board = twin_board(read_twin_sweeps(path), name="twin")
+    options = parse_options(query)
+    realtime = options.get("realtime", "0") not in ("", "0", "false", "no")
+    if clock is None:
+        clock = WallClock() if realtime else VirtualClock()
+    mem = options.get("mem_clock")
+    return SimDevice(
+        board,
+        uri=f"twin:{spec}",
+        clock=clock,
+        journal=journal,
+        seed=int(_float_option(options, "seed", 0, 0, 2**31)),
+        noise=options.get("noise", "1") not in ("0", "false", "no"),
+        mem_clock_mhz=_float_option(options, "mem_clock", 0.0, 1.0, 1e6) if mem else None,
+    )

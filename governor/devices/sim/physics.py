@@ -73,6 +73,9 @@ class Workload:
     voltage: Optional[VoltageCurve] = None
     description: str = ""
     source: str = ""
+    #: the memory part measured at several memory clocks (MHz -> s); empty: ``mem_s`` scales
+    #: as 1/f_mem from ``mem_clock_mhz``
+    mem_s_at: Mapping[float, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not (
@@ -85,7 +88,18 @@ class Workload:
             raise ValueError(f"workload {self.name!r}: activities and mem_w must be >= 0")
 
     def mem_time_s(self, mem_clock_mhz: Optional[float]) -> float:
-        return formulas.mem_time_s(self.mem_s, mem_clock_mhz, self.mem_clock_mhz)
+        """The memory part (s) at ``mem_clock_mhz``: a + b/f_mem through the two measured
+        memory clocks nearest to it (a: latency that does not scale, b: bandwidth), or
+        ``mem_s`` scaled as 1/f_mem when only one is known."""
+        points = self.mem_s_at
+        if len(points) < 2 or not mem_clock_mhz:
+            return formulas.mem_time_s(self.mem_s, mem_clock_mhz, self.mem_clock_mhz)
+        if mem_clock_mhz in points:
+            return float(points[mem_clock_mhz])
+        m1, m2 = sorted(points, key=lambda m: abs(m - mem_clock_mhz))[:2]
+        t1, t2 = points[m1], points[m2]
+        b = (t1 - t2) / (1.0 / m1 - 1.0 / m2)
+        return max(0.0, t1 + b * (1.0 / mem_clock_mhz - 1.0 / m1))
 
     def time_per_unit_s(self, clock_mhz: float, mem_clock_mhz: Optional[float] = None) -> float:
         """Seconds per unit of work at GPU clock ``clock_mhz``."""
@@ -168,9 +182,14 @@ class BoardSpec:
             return 0.0
         if mem_clock_mhz in self.mem_static_w:
             return float(self.mem_static_w[mem_clock_mhz])
-        # nearest known memory clock
-        key = min(self.mem_static_w, key=lambda m: abs(m - (mem_clock_mhz or 0.0)))
-        return float(self.mem_static_w[key])
+        known = sorted(self.mem_static_w)
+        if mem_clock_mhz is None or len(known) < 2:  # nearest known memory clock
+            key = min(known, key=lambda m: abs(m - (mem_clock_mhz or 0.0)))
+            return float(self.mem_static_w[key])
+        # memory power is linear in its clock between (and beyond) the two nearest known
+        m1, m2 = sorted(known, key=lambda m: abs(m - mem_clock_mhz))[:2]
+        p1, p2 = self.mem_static_w[m1], self.mem_static_w[m2]
+        return float(p1 + (p2 - p1) * (mem_clock_mhz - m1) / (m2 - m1))
 
     def gpu_power_w(
         self,
