@@ -20,7 +20,7 @@ DeviceOpt = Annotated[
         "--device",
         "-d",
         envvar="GOVERNOR_DEVICE",
-        help="Device URI: auto, sim:NAME, replay:PATH, nvml:N, jetson, jtop, tegrastats; "
+        help="Device URI: auto, sim:NAME, twin:PATH, replay:PATH, nvml:N, jetson, jtop, tegrastats; "
         "where a command says so, also 'all' (every GPU of this host) or URI,URI.",
     ),
 ]
