@@ -24,6 +24,7 @@ import ast
 import atexit
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -278,6 +279,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed for --sample")
     parser.add_argument("--max", type=int, help="at most the first N mutants per module")
     args = parser.parse_args(argv)
+    # SIGTERM (and SIGINT, ignored in background jobs) unwind through the finally blocks,
+    # so the original module is always written back
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     modules = list(TABLE)
     if args.module:
