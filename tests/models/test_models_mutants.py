@@ -95,3 +95,16 @@ def test_time_model_memory_share_and_round_trip():
     back = TimeModel.from_dict(doc)
     assert back.time_s(700.0) == pytest.approx(m.time_s(700.0))
     assert back.top_clock_mhz == 1000.0 and math.isnan(back.loo_rel_error)
+
+
+def test_defaults_are_additive_roofline_without_low_clock_term():
+    # k defaults to 1: the parts add up; no low-clock term unless asked for
+    assert formulas.roofline_time_s(3.0, 4.0) == pytest.approx(7.0)
+    assert formulas.time_s(500.0, 1.0, 1000.0, 2.0) == pytest.approx(math.sqrt(5.0))
+    assert formulas.time_s(500.0, 1.0, 1000.0, 1.0, 0.5) == pytest.approx(3.5)
+    # low_ref_mhz defaults to 1 MHz: 0.5 * (1/500)^1 = 0.001
+    assert formulas.time_s(500.0, 1.0, 1000.0, 1.0, 0.5, low_exp=1.0) == pytest.approx(3.001)
+
+
+def test_mem_time_of_one_second_scales_too():
+    assert formulas.mem_time_s(1.0, 3200.0, 1600.0) == pytest.approx(0.5)
