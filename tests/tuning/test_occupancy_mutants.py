@@ -163,3 +163,19 @@ def test_to_dict_keys():
         "blocks_per_sm_by_limit": {"warps": 6, "registers": 4, "shared": 16, "blocks": 16},
     }
     assert occupancy(arch_limits("8.6"), 256).compute_capability == "8.6"
+
+
+def test_limits_are_frozen_whole_numbers():
+    import dataclasses
+
+    a = arch_limits("8.6")
+    assert type(a.max_warps_per_sm) is int
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.max_threads_per_sm = 1  # type: ignore[misc]
+
+
+def test_one_byte_of_shared_memory_counts_as_used():
+    # 1 B + 1 KB reserved -> 1152 B (128 B units); 102400 // 1152 = 88 blocks by shared
+    occ = occupancy("8.6", 32, 0, 1)
+    assert dict(occ.limits)["shared"] == 88
+    assert occ.limited_by == "blocks" and occ.blocks_per_sm == 16
