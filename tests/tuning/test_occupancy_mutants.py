@@ -179,3 +179,10 @@ def test_one_byte_of_shared_memory_counts_as_used():
     occ = occupancy("8.6", 32, 0, 1)
     assert dict(occ.limits)["shared"] == 88
     assert occ.limited_by == "blocks" and occ.blocks_per_sm == 16
+
+
+def test_one_register_counts_as_used():
+    # 1 reg: 32 per warp -> 256 (unit); 16384 // 256 = 64 warps per sub-partition x4 = 256
+    occ = occupancy("8.6", 32, 1)
+    assert dict(occ.limits)["registers"] == 256
+    assert occ.limited_by == "blocks"
