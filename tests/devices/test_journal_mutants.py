@@ -207,3 +207,34 @@ def test_read_journal_refuses_links_and_non_files(tmp_path):
     big.write_bytes(b" " * ((1 << 20) + 70000))
     with pytest.raises(JournalCorruptError, match="bytes is not a journal"):
         read_journal(big)
+
+
+def test_layer_describes_its_owner():
+    assert Layer(OWNER).describe() == "pid 4242 (governor run)"
+    assert Layer({}).describe() == "pid ? (unknown command)"
+
+
+def test_owner_record_names_this_process(monkeypatch):
+    from governor.devices.journal import owner_record
+
+    monkeypatch.setattr("sys.argv", ["/usr/bin/governor", "run", "x"])
+    rec = owner_record()
+    assert rec["command"] == "governor run x" and rec["pid"] == os.getpid()
+    monkeypatch.setattr("sys.argv", ["", "-c"])
+    assert owner_record()["command"] == "python -c"
+    assert owner_record("y" * 300)["command"] == "y" * 200
+
+
+def test_a_journal_that_is_not_json_cannot_be_written(tmp_path):
+    j = Journal("k", "sim:x", "sim", [Layer({"t": float("nan")}, original={"mem_clock": 1.0})])
+    with pytest.raises(ValueError):
+        j.to_dict()
+
+
+def test_a_failed_replace_raises_and_leaves_no_temporary(tmp_path):
+    target = tmp_path / "j.json"
+    target.mkdir()  # os.replace cannot put a file over a directory
+    j = Journal("k", "sim:x", "sim", [Layer(OWNER, original={"mem_clock": 1.0})])
+    with pytest.raises(OSError):
+        write_journal(target, j)
+    assert [p.name for p in tmp_path.iterdir()] == ["j.json"]
