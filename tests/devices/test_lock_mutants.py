@@ -106,3 +106,12 @@ def test_refuses_a_symlinked_or_hard_linked_lock_file(tmp_path):
     lock.path.mkdir()
     with pytest.raises(GovernorError):
         lock.acquire()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to hand a directory to another uid")
+def test_state_dir_of_another_user_is_refused(tmp_path):
+    other = tmp_path / "other"
+    other.mkdir(mode=0o700)
+    os.chown(other, 1, 1)
+    with pytest.raises(GovernorError, match="belongs to uid 1"):
+        ensure_state_dir(other)
