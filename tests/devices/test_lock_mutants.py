@@ -115,3 +115,12 @@ def test_state_dir_of_another_user_is_refused(tmp_path):
     os.chown(other, 1, 1)
     with pytest.raises(GovernorError, match="belongs to uid 1"):
         ensure_state_dir(other)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_release_closes_the_lock_file(tmp_path):
+    before = len(os.listdir("/proc/self/fd"))
+    lock = DeviceLock("dev", tmp_path).acquire()
+    assert len(os.listdir("/proc/self/fd")) == before + 1
+    lock.release()
+    assert len(os.listdir("/proc/self/fd")) == before
