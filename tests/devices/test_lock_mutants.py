@@ -124,3 +124,11 @@ def test_release_closes_the_lock_file(tmp_path):
     assert len(os.listdir("/proc/self/fd")) == before + 1
     lock.release()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_refuses_a_fifo_in_place_of_the_lock_file(tmp_path):
+    lock = DeviceLock("dev", tmp_path)
+    os.mkfifo(lock.path)
+    with pytest.raises(GovernorError, match="is not a regular file"):
+        lock.acquire()
+    assert not lock.held
