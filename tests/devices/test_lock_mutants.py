@@ -132,3 +132,11 @@ def test_refuses_a_fifo_in_place_of_the_lock_file(tmp_path):
     with pytest.raises(GovernorError, match="is not a regular file"):
         lock.acquire()
     assert not lock.held
+
+
+def test_a_stale_longer_lock_file_is_overwritten_whole(tmp_path):
+    lock = DeviceLock("dev", tmp_path, command="new")
+    lock.path.write_text('{"pid": 1, "command": "' + "old " * 200 + '"}\n')
+    with lock:
+        doc = json.loads(lock.path.read_text())
+        assert doc["command"] == "new" and doc["pid"] == os.getpid()
