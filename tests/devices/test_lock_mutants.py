@@ -140,3 +140,19 @@ def test_a_stale_longer_lock_file_is_overwritten_whole(tmp_path):
     with lock:
         doc = json.loads(lock.path.read_text())
         assert doc["command"] == "new" and doc["pid"] == os.getpid()
+
+
+def test_default_command_is_this_program(monkeypatch, tmp_path):
+    monkeypatch.setattr("sys.argv", ["/usr/bin/governor", "run", "x"])
+    assert DeviceLock("dev", tmp_path).command == "governor run x"
+    monkeypatch.setattr("sys.argv", ["", "-c"])
+    assert DeviceLock("dev", tmp_path).command == "python -c"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to hand a file to another uid")
+def test_lock_file_of_another_user_is_refused(tmp_path):
+    lock = DeviceLock("dev", tmp_path)
+    lock.path.write_text("")
+    os.chown(lock.path, 1, 1)
+    with pytest.raises(GovernorError, match="belongs to uid 1"):
+        lock.acquire()
