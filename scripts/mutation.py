@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import copy
 import os
 import random
 import shutil
@@ -174,14 +173,14 @@ def enumerate_mutants(source):
                     def fn(n, k=k, new=new):
                         n.ops[k] = new()
 
-                    add(pos, lineno, "%s -> %s" % (type(op).__name__, new.__name__), fn)
+                    add(pos, lineno, f"{type(op).__name__} -> {new.__name__}", fn)
         elif isinstance(node, (ast.BinOp, ast.AugAssign)):
             for new in _BIN_SWAPS.get(type(node.op), []):
 
                 def fn(n, new=new):
                     n.op = new()
 
-                add(pos, lineno, "%s -> %s" % (type(node.op).__name__, new.__name__), fn)
+                add(pos, lineno, f"{type(node.op).__name__} -> {new.__name__}", fn)
         elif isinstance(node, ast.Constant) and id(node) not in docs:
             v = node.value
             if isinstance(v, bool):
@@ -189,7 +188,7 @@ def enumerate_mutants(source):
                 def fn(n):
                     n.value = not n.value
 
-                add(pos, lineno, "%r -> %r" % (v, not v), fn)
+                add(pos, lineno, f"{v!r} -> {not v!r}", fn)
             elif isinstance(v, (int, float)):
                 if v == 0:
                     new_v = type(v)(1)
@@ -201,14 +200,14 @@ def enumerate_mutants(source):
                 def fn(n, new_v=new_v):
                     n.value = new_v
 
-                add(pos, lineno, "%r -> %r" % (v, new_v), fn)
+                add(pos, lineno, f"{v!r} -> {new_v!r}", fn)
         elif isinstance(node, ast.BoolOp):
             other = ast.Or if isinstance(node.op, ast.And) else ast.And
 
             def fn(n, other=other):
                 n.op = other()
 
-            add(pos, lineno, "%s -> %s" % (type(node.op).__name__, other.__name__), fn)
+            add(pos, lineno, f"{type(node.op).__name__} -> {other.__name__}", fn)
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             add(pos, lineno, "drop not", "DROP_NOT")
         elif isinstance(node, ast.Return) and node.value is not None:
@@ -278,8 +277,8 @@ def check_import_origin(tmp):
     ).stdout.decode()
     origin = out.strip()
     if not origin.startswith(os.path.realpath(tmp)) and not origin.startswith(tmp):
-        sys.exit("governor imported from %s, not the mutated copy in %s" % (origin, tmp))
-    print("tests import governor from %s" % origin)
+        sys.exit(f"governor imported from {origin}, not the mutated copy in {tmp}")
+    print(f"tests import governor from {origin}")
 
 
 def _diff_line(original, mutated):
@@ -307,7 +306,7 @@ def run_module(name, tmp, sample, seed, verbose):
     status, clean_s, out = run_tests(tmp, tests, None)
     if status != "passed":
         print(out)
-        sys.exit("%s: tests fail on the unmutated code" % name)
+        sys.exit(f"{name}: tests fail on the unmutated code")
     timeout = max(3 * clean_s, 10.0)
     print(
         "## %s: %d mutants (%s), clean run %.1f s, tests: %s"
@@ -386,7 +385,7 @@ def main(argv=None):
         )
     for name, _total, _run, _killed, survivors in results:
         if survivors:
-            print("\n### Survivors: %s" % name)
+            print(f"\n### Survivors: {name}")
             for rel, lineno, desc, orig_line, new_line in survivors:
                 print("- %s:%d (%s): `%s` -> `%s`" % (rel, lineno, desc, orig_line, new_line))
     return 0
