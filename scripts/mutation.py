@@ -73,7 +73,7 @@ MODULES = {
         "governor/calibrate/loads.py",
         [
             "tests/calibrate/test_procedure.py",
-            "tests/calibrate/test_procedure_mutants.py",
+            "tests/calibrate/test_loads_mutants.py",
         ],
     ),
     "devices.journal": (
