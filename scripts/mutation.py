@@ -24,6 +24,7 @@ import ast
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,65 +37,65 @@ MODULES = {
     "models.formulas": (
         "governor/models/formulas.py",
         [
-            "tests/calibrate/test_models.py",
             "tests/models/test_models_mutants.py",
+            "tests/calibrate/test_models.py",
         ],
     ),
     "models.power": (
         "governor/models/power.py",
         [
-            "tests/calibrate/test_models.py",
             "tests/models/test_models_mutants.py",
+            "tests/calibrate/test_models.py",
         ],
     ),
     "models.time": (
         "governor/models/time.py",
         [
-            "tests/calibrate/test_models.py",
             "tests/models/test_models_mutants.py",
+            "tests/calibrate/test_models.py",
         ],
     ),
     "models.optimum": (
         "governor/models/optimum.py",
         [
+            "tests/models/test_models_mutants.py",
             "tests/calibrate/test_optimum_interval.py",
             "tests/calibrate/test_models.py",
-            "tests/models/test_models_mutants.py",
         ],
     ),
     "calibrate.procedure": (
         "governor/calibrate/procedure.py",
         [
-            "tests/calibrate/test_procedure.py",
             "tests/calibrate/test_procedure_mutants.py",
+            "tests/calibrate/test_procedure.py",
         ],
     ),
     "calibrate.loads": (
         "governor/calibrate/loads.py",
         [
-            "tests/calibrate/test_procedure.py",
             "tests/calibrate/test_loads_mutants.py",
+            "tests/calibrate/test_procedure.py",
         ],
     ),
     "devices.journal": (
         "governor/devices/journal.py",
         [
-            "tests/runtime/test_ownership.py",
             "tests/devices/test_journal_mutants.py",
+            "tests/runtime/test_ownership.py",
         ],
     ),
     "devices.lock": (
         "governor/devices/lock.py",
         [
-            "tests/runtime/test_ownership.py",
             "tests/devices/test_lock_mutants.py",
+            "tests/runtime/test_ownership.py",
         ],
     ),
     "tuning.occupancy": (
         "governor/tuning/occupancy.py",
         [
-            "tests/tuning/test_occupancy.py",
             "tests/tuning/test_occupancy_mutants.py",
+            "tests/tuning/test_occupancy.py",
         ],
     ),
 }
@@ -354,6 +355,8 @@ def main(argv=None):
             with open(os.path.join(ROOT, MODULES[name][0])) as fh:
                 print("| %s | %d |" % (name, len(enumerate_mutants(fh.read()))))
         return 0
+    # a plain kill (SIGTERM) still removes the temporary copy
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("mutation run terminated"))
     results = []
     tmp = tempfile.mkdtemp(prefix="governor-mut-")
     try:
