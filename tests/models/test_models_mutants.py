@@ -40,6 +40,7 @@ def test_mem_time_scales_inversely_with_memory_clock():
     assert fm.mem_time_s(0.5, 1600.0, 3200.0) == pytest.approx(1.0, rel=1e-12)
     assert fm.mem_time_s(0.5, 6400.0, 3200.0) == pytest.approx(0.25, rel=1e-12)
     assert fm.mem_time_s(0.0, 1600.0, 3200.0) == 0.0
+    assert fm.mem_time_s(1.0, 1600.0, 3200.0) == pytest.approx(2.0, rel=1e-12)  # 1 * 3200 / 1600
     assert fm.mem_time_s(0.5, None, 3200.0) == 0.5
     assert fm.mem_time_s(0.5, 1600.0, None) == 0.5
 
@@ -50,6 +51,9 @@ def test_roofline_adds_or_overlaps():
     assert fm.roofline_time_s(0.2, 0.3, 2.0) == pytest.approx(math.sqrt(0.13), rel=1e-12)
     assert fm.roofline_time_s(0.2, 0.0, 2.0) == 0.2
     assert fm.roofline_time_s(0.0, 0.3, 2.0) == 0.3
+    # a part of exactly 1 s is not a special case: 1 + 0.5
+    assert fm.roofline_time_s(1.0, 0.5) == pytest.approx(1.5, rel=1e-12)
+    assert fm.roofline_time_s(0.5, 1.0) == pytest.approx(1.5, rel=1e-12)
     arr = fm.roofline_time_s(np.array([0.2, 0.4]), np.array([0.3, 0.3]), 2.0)
     assert arr.tolist() == pytest.approx([math.sqrt(0.13), 0.5], rel=1e-12)  # 0.5 = hypot(.4,.3)
 
@@ -74,3 +78,123 @@ def test_time_with_and_without_the_low_clock_term():
     assert fm.time_s(1000.0, 0.1, 200.0, low_s=0.05, low_exp=2.0) == pytest.approx(
         0.3 + 5e-8, rel=1e-13
     )
+
+
+# -- power.py ----------------------------------------------------------------------------
+
+from governor.models import power as pw  # noqa: E402
+from governor.errors import CalibrationError  # noqa: E402
+
+
+def _truth():
+    return pw.PowerModel(20.0, 0.05, 1000.0, 0.0008)
+
+
+def test_power_model_evaluates_the_formula_scalar_and_array():
+    m = pw.PowerModel(20.0, 0.05, 1000.0, 0.0008, p_max_w=100.0)
+    # 1500 MHz: V = 1 + 0.0008 * 500 = 1.4; 20 + 0.05 * 1500 * 1.96 = 167 -> capped 100
+    # 800 MHz: 20 + 0.05 * 800 = 60
+    assert isinstance(m.power_w(800.0), float) and m.power_w(800.0) == pytest.approx(60.0)
+    assert m.power_w(np.array([800.0, 1500.0])).tolist() == pytest.approx([60.0, 100.0])
+    assert m.volts(1500.0) == pytest.approx(1.4)
+
+
+def test_power_model_dict_round_trip_and_defaults():
+    m = pw.PowerModel(
+        20.0,
+        0.05,
+        1000.0,
+        0.0008,
+        150.0,
+        {"p_idle_w": 0.5},
+        0.1,
+        0.02,
+        9,
+        2,
+        False,
+        (900.0, 1100.0),
+    )
+    d = m.to_dict()
+    assert d["p_max_w"] == 150.0 and d["ridge_interval_mhz"] == [900.0, 1100.0]
+    assert d["interval_level"] == 0.9 and d["ridge_reached"] is False
+    assert pw.PowerModel.from_dict(d) == m
+    bare = pw.PowerModel.from_dict(
+        {
+            "p_idle_w": 1,
+            "alpha_w_per_mhz": 2,
+            "ridge_clock_mhz": 3,
+            "beta_per_mhz": 4,
+            "uncertainty": {"beta_per_mhz": None, "p_idle_w": 1},
+        }
+    )
+    assert math.isinf(bare.p_max_w) and bare.uncertainty == {"p_idle_w": 1.0}
+    assert (bare.residual_rms_w, bare.max_rel_residual, bare.n_points, bare.n_capped) == (
+        0.0,
+        0.0,
+        0,
+        0,
+    )
+    assert bare.ridge_reached is True and all(math.isnan(v) for v in bare.ridge_interval_mhz)
+    d = bare.to_dict()
+    assert d["p_max_w"] is None and d["ridge_interval_mhz"] == [None, None]
+
+
+def test_fit_recovers_exact_parameters_and_counts():
+    f = np.arange(300.0, 1801.0, 100.0)  # 16 clocks
+    # +-0.1 % deterministic ripple, so the ridge interval has a residual to work from
+    ripple = 1.0 + 0.001 * np.where(np.arange(16) % 2 == 0, 1.0, -1.0)
+    m = pw.fit_power_model(f, _truth().power_w(f) * ripple)
+    assert m.p_idle_w == pytest.approx(20.0, rel=2e-2)
+    assert m.alpha_w_per_mhz == pytest.approx(0.05, rel=2e-2)
+    assert m.ridge_clock_mhz == pytest.approx(1000.0, rel=2e-2)
+    assert m.beta_per_mhz == pytest.approx(0.0008, rel=5e-2)
+    assert (m.n_points, m.n_capped, m.ridge_reached) == (16, 0, True)
+    assert math.isinf(m.p_max_w) and m.max_rel_residual < 3e-3 and m.residual_rms_w < 0.3
+    lo, hi = m.ridge_interval_mhz
+    assert lo <= 1000.0 <= hi
+    assert set(m.uncertainty) == {"p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz"}
+    # the ridge SD is the interval's half-width over z(0.95) = 1.645
+    assert m.uncertainty["ridge_clock_mhz"] == pytest.approx((hi - lo) / 2 / 1.645, rel=1e-6)
+
+
+def test_fit_of_a_straight_line():
+    f = np.arange(300.0, 901.0, 100.0)  # all below 1000: a straight line
+    m = pw.fit_power_model(f, _truth().power_w(f))
+    # a straight line: P = 20 + 0.05 f at every point
+    assert m.power_w(600.0) == pytest.approx(50.0, rel=1e-6)
+
+
+def test_plateau_at_the_top_is_detected_as_capped():
+    f = np.arange(300.0, 1801.0, 100.0)
+    p = np.minimum(_truth().power_w(f), 120.0)  # truth: 1500 -> 167 W; 1300 -> 125.5 W
+    capped_truth = p >= 120.0
+    m = pw.fit_power_model(f, p)
+    assert m.n_capped == int(capped_truth.sum()) and m.p_max_w == pytest.approx(120.0)
+    assert m.ridge_clock_mhz == pytest.approx(1000.0, rel=0.02)
+    flags = pw._detect_capped(f, p)
+    assert flags.tolist() == capped_truth.tolist()
+    # no rising pair at all: nothing is capped
+    assert not pw._detect_capped(np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])).any()
+    # given flags win over detection; too few free points: flags dropped
+    m2 = pw.fit_power_model(f, p, capped=capped_truth)
+    assert m2.n_capped == int(capped_truth.sum())
+
+
+def test_fit_refusals():
+    f = [300.0, 600.0, 900.0]
+    for clocks, powers, match in [
+        ([1.0, 2.0], [1.0], "equal-length"),
+        ([0.0, 1.0, 2.0], [1.0, 2.0, 3.0], "positive finite"),
+        ([1.0, 2.0, 3.0], [1.0, -2.0, 3.0], "positive finite"),
+        ([1.0, math.nan, 3.0], [1.0, 2.0, 3.0], "positive finite"),
+        ([1.0, 1.0, 3.0, 3.0], [1.0, 2.0, 3.0, 4.0], "at least 3 distinct clocks, got 2"),
+        (f, [30.0, 20.0, 10.0], "does not rise"),
+    ]:
+        with pytest.raises(CalibrationError, match=match):
+            pw.fit_power_model(clocks, powers)
+
+
+def test_numeric_jacobian_of_a_linear_map():
+    mat = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    jac = pw._numeric_jacobian(lambda q: mat @ q, np.array([0.5, 2.0]))
+    assert jac == pytest.approx(mat, rel=1e-5)
