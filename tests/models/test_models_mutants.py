@@ -82,8 +82,8 @@ def test_time_with_and_without_the_low_clock_term():
 
 # -- power.py ----------------------------------------------------------------------------
 
-from governor.models import power as pw  # noqa: E402
 from governor.errors import CalibrationError  # noqa: E402
+from governor.models import power as pw  # noqa: E402
 
 
 def _truth():
