@@ -198,3 +198,117 @@ def test_numeric_jacobian_of_a_linear_map():
     mat = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     jac = pw._numeric_jacobian(lambda q: mat @ q, np.array([0.5, 2.0]))
     assert jac == pytest.approx(mat, rel=1e-5)
+
+
+# -- time.py -----------------------------------------------------------------------------
+
+from governor.models import time as tmod  # noqa: E402
+
+F = np.arange(300.0, 1501.0, 150.0)  # 9 clocks
+
+
+def test_time_model_evaluates_and_splits_memory_share():
+    m = tmod.TimeModel(0.1, 200.0, top_clock_mhz=1000.0)
+    # 0.1 + 200 / 1000 = 0.3
+    assert isinstance(m.time_s(1000.0), float) and m.time_s(1000.0) == pytest.approx(0.3)
+    assert m.time_s(np.array([1000.0, 2000.0])).tolist() == pytest.approx([0.3, 0.2])
+    assert m.memory_share(1000.0) == pytest.approx(1 / 3)
+    assert m.memory_bound_share == pytest.approx(1 / 3)
+    # no top clock: taken where the parts are equal, c / t_mem = 2000 MHz -> 0.1 / 0.2
+    assert tmod.TimeModel(0.1, 200.0).memory_bound_share == pytest.approx(0.5)
+    assert tmod.TimeModel(0.0, 200.0).memory_bound_share == 0.0
+    # a sharp roofline where memory dominates: the share is capped at 1
+    assert tmod.TimeModel(0.5, 200.0, k=16.0).memory_share(1000.0) <= 1.0
+
+
+def test_time_model_dict_round_trip_and_defaults():
+    m = tmod.TimeModel(
+        0.1,
+        200.0,
+        2.0,
+        {"c_s_mhz": 1.0},
+        0.01,
+        0.05,
+        300.0,
+        3.0,
+        0.004,
+        1500.0,
+        "roofline + low-clock (f_low/f)^3",
+    )
+    d = m.to_dict()
+    assert d["kind"] == m.form and d["loo_rel_error"] == 0.004 and d["top_clock_mhz"] == 1500.0
+    assert tmod.TimeModel.from_dict(d) == m
+    bare = tmod.TimeModel.from_dict({"t_mem_s": 0.1, "c_s_mhz": 200, "k": None})
+    assert (bare.k, bare.low_s, bare.low_ref_mhz, bare.low_exp, bare.max_rel_residual) == (
+        1.0,
+        0.0,
+        1.0,
+        0.0,
+        0.0,
+    )
+    assert math.isnan(bare.loo_rel_error) and math.isnan(bare.top_clock_mhz)
+    assert bare.form == "roofline"
+    d = bare.to_dict()
+    assert d["loo_rel_error"] is None and d["top_clock_mhz"] is None
+
+
+def test_forms_tried_depend_on_the_point_count():
+    assert tmod._forms(3) == [(1.0, 0.0)]
+    forms = tmod._forms(4)
+    assert forms[0] == (1.0, 0.0) and len(forms) == 1 + 6 + 4
+    assert (16.0, 0.0) in forms and (1.0, 6.0) in forms
+
+
+def test_fit_two_term_data_exactly():
+    m = tmod.fit_time_model(F, 0.1 + 200.0 / F)
+    assert m.t_mem_s == pytest.approx(0.1, rel=1e-4) and m.c_s_mhz == pytest.approx(200.0, rel=1e-4)
+    assert (m.k, m.low_exp, m.low_ref_mhz, m.form) == (1.0, 0.0, 1.0, "two-term")
+    assert m.top_clock_mhz == 1500.0 and m.max_rel_residual < 1e-4
+    assert m.loo_rel_error < 1e-4
+    # three points: only the simplest form, no held-out error
+    m3 = tmod.fit_time_model(F[:3], 0.1 + 200.0 / F[:3])
+    assert m3.form == "two-term" and math.isnan(m3.loo_rel_error)
+
+
+def test_fit_low_clock_rise_is_modelled():
+    t = 0.1 + 200.0 / F + 0.3 * (300.0 / F) ** 3
+    m = tmod.fit_time_model(F, t)
+    assert m.low_exp > 0 and m.low_ref_mhz == 300.0 and "low-clock" in m.form
+    assert m.max_rel_residual < 0.02
+    two = tmod.fit_time_model(F, t, forms=[(1.0, 0.0)])
+    assert two.max_rel_residual > m.max_rel_residual
+
+
+def test_fit_sharp_roofline():
+    t = (0.2**8 + (200.0 / F) ** 8) ** (1 / 8)
+    m = tmod.fit_time_model(F, t)
+    assert m.k > 1.0 and m.form.startswith("roofline")
+    assert m.time_s(1500.0) == pytest.approx(0.2, rel=0.02)
+
+
+def test_one_outlier_is_allowed_with_six_points_two_are_not():
+    t = 0.1 + 200.0 / F
+    one = t.copy()
+    one[4] *= 1.3
+    assert tmod.fit_time_model(F, one, forms=[(1.0, 0.0)]).max_rel_residual > 0.08
+    two = one.copy()
+    two[6] *= 1.3
+    with pytest.raises(CalibrationError, match="time model does not explain"):
+        tmod.fit_time_model(F, two, forms=[(1.0, 0.0)])
+    few = (0.1 + 200.0 / F)[:5]
+    few[2] *= 1.3
+    with pytest.raises(CalibrationError, match="time model does not explain"):
+        tmod.fit_time_model(F[:5], few, forms=[(1.0, 0.0)])
+
+
+def test_time_fit_refusals():
+    for clocks, times, match in [
+        ([1.0, 2.0], [1.0], "equal-length"),
+        ([1.0, 2.0], [1.0, 0.0], "positive finite"),
+        ([1.0, -2.0], [1.0, 1.0], "positive finite"),
+        ([1.0, math.inf], [1.0, 1.0], "positive finite"),
+        ([1.0, 2.0], [1.0, math.nan], "positive finite"),
+        ([5.0, 5.0, 5.0], [1.0, 1.0, 1.0], "at least 2 distinct"),
+    ]:
+        with pytest.raises(CalibrationError, match=match):
+            tmod.fit_time_model(clocks, times)
