@@ -312,3 +312,76 @@ def test_time_fit_refusals():
     ]:
         with pytest.raises(CalibrationError, match=match):
             tmod.fit_time_model(clocks, times)
+
+
+# -- optimum.py --------------------------------------------------------------------------
+
+from statistics import NormalDist  # noqa: E402
+
+from governor.models import optimum as om  # noqa: E402
+
+TABLE = np.arange(300.0, 1801.0, 50.0)
+TRUE_T = tmod.TimeModel(0.004, 6.0)  # t = 0.004 + 6 / f
+
+
+def _energy(clocks):
+    return _truth().power_w(clocks) * TRUE_T.time_s(clocks)
+
+
+def _band(spread):
+    return NormalDist().inv_cdf(0.9) * math.sqrt(2.0) * spread
+
+
+def test_interval_on_exact_probes_uses_the_minimum_error():
+    probes = np.array([300.0, 600.0, 900.0, 1200.0, 1500.0, 1800.0])
+    p, t = _truth().power_w(probes), TRUE_T.time_s(probes)
+    iv = om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T)
+    assert iv.held_out_rel_error < 1e-3  # exact data: held-out error ~0
+    assert iv.band_rel == pytest.approx(_band(0.002), rel=1e-9)  # floored at 0.2 %
+    e = _energy(TABLE)
+    inside = TABLE[e <= e.min() * (1.0 + _band(0.002))]
+    assert (iv.low_mhz, iv.high_mhz) == (inside.min(), inside.max())
+    assert iv.low_mhz <= TABLE[np.argmin(e)] <= iv.high_mhz and iv.level == 0.9
+    # a chosen clock outside stretches it, on either side; NaN is ignored
+    assert (
+        om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T, chosen_mhz=300.0).low_mhz
+        == 300.0
+    )
+    assert (
+        om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T, chosen_mhz=1800.0).high_mhz
+        == 1800.0
+    )
+    same = om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T, chosen_mhz=math.nan)
+    assert (same.low_mhz, same.high_mhz) == (iv.low_mhz, iv.high_mhz)
+    wider = om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T, level=0.99)
+    assert wider.band_rel == pytest.approx(NormalDist().inv_cdf(0.99) * math.sqrt(2) * 0.002)
+    d = iv.to_dict()
+    assert d["low_mhz"] == iv.low_mhz and d["band_rel"] == iv.band_rel and d["level"] == 0.9
+    assert d["held_out_rel_error"] == iv.held_out_rel_error
+
+
+def test_interval_without_held_out_probes_uses_the_fit_residual():
+    probes = np.array([300.0, 1000.0, 1800.0])  # one interior probe: 2 left, no fit
+    p, t = _truth().power_w(probes), TRUE_T.time_s(probes)
+    loose = tmod.TimeModel(0.004, 6.0, max_rel_residual=0.05)
+    iv = om.optimum_interval(TABLE, probes, p, t, _truth(), loose)
+    assert math.isnan(iv.held_out_rel_error) and iv.to_dict()["held_out_rel_error"] is None
+    assert iv.band_rel == pytest.approx(_band(0.05), rel=1e-9)
+    tight = om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T)  # residual 0 -> 0.2 %
+    assert tight.band_rel == pytest.approx(_band(0.002), rel=1e-9)
+
+
+def test_held_out_error_is_the_robust_spread_of_relative_errors():
+    probes = np.array([300.0, 500.0, 700.0, 900.0, 1100.0, 1300.0, 1500.0, 1800.0])
+    p, t = _truth().power_w(probes), TRUE_T.time_s(probes).copy()
+    t[3] *= 1.05  # one interior probe 5 % slow
+    cap = np.zeros(len(probes), dtype=bool)
+    errs = om._held_out_errors(probes, p, t, cap, (1.0, 0.0))
+    assert len(errs) == 6  # interior probes only
+    iv = om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T)
+    assert iv.held_out_rel_error == pytest.approx(float(np.median(np.abs(errs))) / 0.6745)
+    # capped probes (a 150 W plateau at 1500 and 1800 MHz) are not held out: 5 of 6 interior
+    p = p.copy()
+    p[6] = p[7] = 150.0
+    cap[6] = cap[7] = True
+    assert len(om._held_out_errors(probes, p, t, cap, (1.0, 0.0))) == 5
