@@ -146,3 +146,23 @@ def test_planted_links_and_non_files_are_refused(tmp_path):
     with pytest.raises(GovernorError, match="not a regular file"):
         lock.acquire()
     assert not lock.held
+
+
+def test_a_lock_file_replaced_under_us_is_retried_five_times(tmp_path):
+    d = _private(tmp_path)
+    lock = lk.DeviceLock("gpu", d)
+    real_open = lock._open
+    calls = []
+
+    def racing_open():
+        fd = real_open()
+        calls.append(fd)
+        fresh = d / "fresh"
+        fresh.write_text("")
+        os.replace(fresh, lock.path)  # another process swapped the file: new inode
+        return fd
+
+    lock._open = racing_open
+    with pytest.raises(DeviceBusyError, match="by another process"):
+        lock.acquire()
+    assert len(calls) == 5 and not lock.held
