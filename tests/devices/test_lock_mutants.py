@@ -56,7 +56,8 @@ def test_state_dir_created_private_and_permissions_checked(tmp_path):
         lk.ensure_state_dir(link)
     f = tmp_path / "file"
     f.write_text("x")
-    with pytest.raises(GovernorError, match="cannot create state directory"):
+    # the OS's reason, not the exception's repr
+    with pytest.raises(GovernorError, match=r"cannot create state directory .*: File exists$"):
         lk.ensure_state_dir(f)
 
 
@@ -135,7 +136,10 @@ def test_planted_links_and_non_files_are_refused(tmp_path):
     target = tmp_path / "target"
     target.write_text("")
     lock.path.symlink_to(target)
-    with pytest.raises(GovernorError, match="symbolic link"):
+    with pytest.raises(
+        GovernorError,
+        match=r": Too many levels of symbolic links \(it is a symbolic link: remove it\)$",
+    ):
         lock.acquire()
     lock.path.unlink()
     os.link(target, lock.path)
@@ -164,5 +168,23 @@ def test_a_lock_file_replaced_under_us_is_retried_five_times(tmp_path):
 
     lock._open = racing_open
     with pytest.raises(DeviceBusyError, match="by another process"):
+        lock.acquire()
+    assert len(calls) == 5 and not lock.held
+
+
+def test_a_lock_file_removed_under_us_is_retried_too(tmp_path):
+    d = _private(tmp_path)
+    lock = lk.DeviceLock("gpu", d)
+    real_open = lock._open
+    calls = []
+
+    def vanishing_open():
+        fd = real_open()
+        calls.append(fd)
+        lock.path.unlink()  # another process released and removed it: our file is gone
+        return fd
+
+    lock._open = vanishing_open
+    with pytest.raises(DeviceBusyError):
         lock.acquire()
     assert len(calls) == 5 and not lock.held
