@@ -32,7 +32,21 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Module -> (source file, smallest set of test files that exercise it).
+# tests/calibrate/test_procedure.py without its slow sweeps over every replay file and every
+# simulated board (about 90 s: a surviving mutant would cost that much each)
+_PROCEDURE = "tests/calibrate/test_procedure.py"
+_PROCEDURE_FAST = [
+    "test_memory_bound_load_gets_a_lower_clock_than_compute",
+    "test_power_capped_probes_are_flagged_and_fit_p_max",
+    "test_initial_clocks_are_spread_and_distinct",
+    "test_probe_budget_and_tiny_tables_are_validated",
+    "test_energy_from_counter_and_from_integrated_power_agree_with_the_truth",
+    "test_flaky_sensors_are_tolerated_and_counted",
+    "test_command_load_counts_runs_and_reports_failures",
+    "test_builtin_load_needs_a_known_kind_of_device",
+]
+
+# Module -> (source file, smallest set of test files (or test ids) that exercise it).
 MODULES = {
     "models.formulas": (
         "governor/models/formulas.py",
@@ -67,15 +81,15 @@ MODULES = {
         "governor/calibrate/procedure.py",
         [
             "tests/calibrate/test_procedure_mutants.py",
-            "tests/calibrate/test_procedure.py",
-        ],
+        ]
+        + [_PROCEDURE + "::" + t for t in _PROCEDURE_FAST],
     ),
     "calibrate.loads": (
         "governor/calibrate/loads.py",
         [
             "tests/calibrate/test_loads_mutants.py",
-            "tests/calibrate/test_procedure.py",
-        ],
+        ]
+        + [_PROCEDURE + "::" + t for t in _PROCEDURE_FAST],
     ),
     "devices.journal": (
         "governor/devices/journal.py",
@@ -291,7 +305,7 @@ def _diff_line(original, mutated):
 
 def run_module(name, tmp, sample, seed, verbose):
     rel, tests = MODULES[name]
-    tests = [t for t in tests if os.path.exists(os.path.join(ROOT, t))]
+    tests = [t for t in tests if os.path.exists(os.path.join(ROOT, t.split("::")[0]))]
     path = os.path.join(ROOT, rel)
     with open(path) as fh:
         source = fh.read()
