@@ -104,7 +104,8 @@ def test_command_load_runs_and_reports_exit_codes():
 
 def test_command_load_counts_runs_in_its_thread():
     load = loads.CommandLoad("true")
-    with load:
+    with load as entered:
+        assert entered is load
         deadline = 200
         while load._units < 2 and deadline:
             import time
