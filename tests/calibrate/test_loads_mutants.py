@@ -52,6 +52,7 @@ def test_start_twice_keeps_one_thread():
     load = _Stepped(1)
     load.start()
     first = load._thread
+    assert first.daemon  # a load thread never keeps the process alive
     load.start()
     assert load._thread is first
     load.stop()
@@ -149,3 +150,18 @@ def test_no_builtin_load_without_a_gpu_kind():
         loads.make_load(fake, "builtin")
     with pytest.raises(UnsupportedError, match="not a simulated board"):
         loads.SimLoad(fake, "compute")
+
+
+def test_gpu_devices_get_the_cuda_load(monkeypatch):
+    made = []
+    fake = types.ModuleType("governor.calibrate.cuda_loads")
+    fake.make_cuda_load = lambda device, kind: made.append((device.uri, kind)) or "cuda-load"
+    import governor.calibrate
+
+    monkeypatch.setitem(sys.modules, "governor.calibrate.cuda_loads", fake)
+    monkeypatch.setattr(governor.calibrate, "cuda_loads", fake, raising=False)
+    for kind in ("nvml", "jetson", "jtop", "tegrastats"):
+        dev = types.SimpleNamespace(uri=kind + ":0", identity=types.SimpleNamespace(kind=kind))
+        assert loads.make_load(dev, "memory") == "cuda-load"
+    assert loads.make_load(dev, "builtin") == "cuda-load"
+    assert made[0] == ("nvml:0", "memory") and made[-1] == ("tegrastats:0", "builtin")
