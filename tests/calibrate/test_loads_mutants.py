@@ -92,7 +92,8 @@ def test_command_load_runs_and_reports_exit_codes():
     ok = loads.CommandLoad("true")
     assert ok.kind == "command" and ok.argv == ["true"] and ok.name == "true"
     ok._run_once()
-    cmd = "%s -c \"import sys; sys.stderr.write('a\\noops\\n'); sys.exit(3)\"" % sys.executable
+    script = "import sys; sys.stderr.write('a\\noops\\n'); sys.exit(3)"
+    cmd = f'{sys.executable} -c "{script}"'
     with pytest.raises(loads.LoadFailed, match="^load command exited with 3: oops$"):
         loads.CommandLoad(cmd)._run_once()
     with pytest.raises(loads.LoadFailed, match="^load command exited with 1: $"):
