@@ -98,7 +98,9 @@ def test_command_load_runs_and_reports_exit_codes():
         loads.CommandLoad(cmd)._run_once()
     with pytest.raises(loads.LoadFailed, match="^load command exited with 1: $"):
         loads.CommandLoad("false")._run_once()
-    with pytest.raises(loads.LoadFailed, match="cannot run 'no-such-cmd-xyz'"):
+    with pytest.raises(
+        loads.LoadFailed, match="^cannot run 'no-such-cmd-xyz': No such file or directory$"
+    ):
         loads.CommandLoad("no-such-cmd-xyz --x")._run_once()
     with pytest.raises(InvalidRequestError, match="empty"):
         loads.CommandLoad("   ")
