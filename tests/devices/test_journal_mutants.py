@@ -216,3 +216,9 @@ def test_read_refuses_links_non_files_and_oversized_files(tmp_path):
     with pytest.raises(GovernorError, match="cannot write journal"):
         j = jn.Journal("k", "u", "", [jn.Layer(owner={}, original={"mem_clock": 1.0})])
         jn.write_journal(tmp_path / "no-dir" / "j.json", j)
+
+
+def test_a_journal_never_serialises_nan():
+    layer = jn.Layer(owner={"pid": float("nan")}, original={"mem_clock": 1.0})
+    with pytest.raises(ValueError):
+        jn.Journal("k", "u", "", [layer]).to_dict()
