@@ -174,3 +174,11 @@ def test_request_limits():
         oc.occupancy("8.0", 32, -1)
     with pytest.raises(InvalidRequestError, match="shared memory per block must not be neg"):
         oc.occupancy("8.0", 32, 0, -4)
+
+
+def test_register_limit_from_one_register_and_when_unused():
+    # 1 register: 32 per warp rounds up to 256; 16384 // 256 = 64 per part * 4 = 256 warps
+    assert dict(oc.occupancy("8.6", 32, 1).limits)["registers"] == 256
+    # no registers given: the limit is the block limit (16 on CC 8.6), it limits nothing
+    o = oc.occupancy("8.6", 32)
+    assert dict(o.limits)["registers"] == 16 and o.limited_by == "blocks"
