@@ -171,3 +171,27 @@ def test_calibrate_refuses_small_budgets_and_tables():
     prober = _TableProber([100.0, 200.0, 300.0])
     assert prober.idle_power_w() is None and prober.device_time_s == 0.0
     assert prober.supported_clocks_mhz() == [100.0, 200.0, 300.0]
+
+
+def test_device_prober_idle_reading_and_loaded_time():
+    dev = governor.open_device("sim:agx-orin")
+    prober = pr.DeviceProber(
+        dev,
+        make_load(dev, "builtin"),
+        window_s=0.5,
+        min_settle_s=0.5,
+        max_settle_s=1.0,
+        idle_s=0.5,
+    )
+    idle = prober.idle_power_w()  # 0.5 s is enough to ask for a reading
+    assert idle is not None and idle > 0
+    clock = dev.supported_clocks_mhz()[-1]
+    probe = prober.probe(clock)
+    # settle at least 0.5 s, then a 0.5 s window: at least 1 s of loaded device time, at most
+    # the 1 s settle limit + the window + a few sampling periods
+    assert 1.0 <= prober.device_time_s <= 2.0
+    assert probe.requested_mhz == clock and probe.power_w > idle
+    prober.probe(dev.supported_clocks_mhz()[0])
+    assert 2.0 <= prober.device_time_s <= 4.0  # adds up
+    prober.finish()
+    assert pr._finite_seconds("x") is False and pr._finite_seconds(True) is False
