@@ -195,3 +195,10 @@ def test_device_prober_idle_reading_and_loaded_time():
     assert 2.0 <= prober.device_time_s <= 4.0  # adds up
     prober.finish()
     assert pr._finite_seconds("x") is False and pr._finite_seconds(True) is False
+
+
+def test_replay_prober_returns_the_recorded_row():
+    dev = governor.open_device("replay:tests/data/replay/a100_pcie_fp32_10pt.csv")
+    # the file's second row: 330,47.0260,0.834078
+    probe = pr.ReplayProber(dev).probe(330.0)
+    assert probe == pr.Probe(330.0, 330.0, 47.026, 0.834078, status="ok", method="replay")
