@@ -6,6 +6,7 @@ clock below is worked out in the comment beside it from the helper's rule.
 
 import math
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -198,7 +199,8 @@ def test_device_prober_idle_reading_and_loaded_time():
 
 
 def test_replay_prober_returns_the_recorded_row():
-    dev = governor.open_device("replay:tests/data/replay/a100_pcie_fp32_10pt.csv")
+    path = Path(__file__).resolve().parents[1] / "data" / "replay" / "a100_pcie_fp32_10pt.csv"
+    dev = governor.open_device(f"replay:{path}")
     # the file's second row: 330,47.0260,0.834078
     probe = pr.ReplayProber(dev).probe(330.0)
     assert probe == pr.Probe(330.0, 330.0, 47.026, 0.834078, status="ok", method="replay")
