@@ -204,3 +204,35 @@ def test_replay_prober_returns_the_recorded_row():
     # the file's second row: 330,47.0260,0.834078
     probe = pr.ReplayProber(dev).probe(330.0)
     assert probe == pr.Probe(330.0, 330.0, 47.026, 0.834078, status="ok", method="replay")
+
+
+def test_result_energy_and_time_modelled_or_interpolated():
+    from governor.models.power import PowerModel
+    from governor.models.time import TimeModel
+
+    probes = [_p(200, 3.0), _p(100, 1.0)]  # time per unit = energy / 10 W
+    common = dict(
+        device_uri="x",
+        idle_power_w=None,
+        probes=probes,
+        ridge_clock_mhz=math.nan,
+        ppw_optimal_clock_mhz=100.0,
+        predicted_optimum_mhz=math.nan,
+        supported_clocks_mhz=(100.0, 200.0),
+        device_time_s=0.0,
+    )
+    # below the ridge: P = 10 + 0.05 * 100 = 15 W; t = 0.1 + 20 / 100 = 0.3 s -> 4.5 J
+    modelled = pr.CalibrationResult(
+        power_model=PowerModel(10.0, 0.05, 500.0, 0.001),
+        time_model=TimeModel(0.1, 20.0),
+        **common,
+    )
+    assert modelled.modelled and modelled.probe_clocks_mhz == [200.0, 100.0]
+    assert modelled.energy_per_unit_j(100.0) == pytest.approx(4.5)
+    assert modelled.time_per_unit_s(100.0) == pytest.approx(0.3)
+    best = pr.CalibrationResult(power_model=None, time_model=None, method="best-probe", **common)
+    assert not best.modelled
+    assert best.energy_per_unit_j(150.0) == pytest.approx(2.0)  # halfway between 1 and 3 J
+    assert best.time_per_unit_s(150.0) == pytest.approx(0.2)  # halfway between 0.1 and 0.3 s
+    no_model = pr.CalibrationResult(power_model=None, time_model=None, **common)
+    assert not no_model.modelled  # method "model" but nothing fitted
