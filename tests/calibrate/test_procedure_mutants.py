@@ -236,3 +236,12 @@ def test_result_energy_and_time_modelled_or_interpolated():
     assert best.time_per_unit_s(150.0) == pytest.approx(0.2)  # halfway between 0.1 and 0.3 s
     no_model = pr.CalibrationResult(power_model=None, time_model=None, **common)
     assert not no_model.modelled  # method "model" but nothing fitted
+
+
+def test_helper_edges():
+    # ceiling exactly on a table clock is allowed: held at 100 -> 0.97 * 100 = 97
+    assert pr._below_the_cap([90.0, 97.0, 100.0], [_p(100, status="throttled")]) == 97.0
+    # no probe right of the optimum at index 3: edge is the last index 9, (3 + 9 + 1) // 2 = 6
+    assert pr._next_clock(CLOCKS, [100.0, 400.0], 400.0, lambda c: -c) == 700.0
+    # every probe throttled, optimum unprobed and no better: the best throttled probe
+    assert pr._choose([_p(500, 1.0, "throttled")], 600.0, lambda c: 2.0) == 500.0
