@@ -245,3 +245,43 @@ def test_helper_edges():
     assert pr._next_clock(CLOCKS, [100.0, 400.0], 400.0, lambda c: -c) == 700.0
     # every probe throttled, optimum unprobed and no better: the best throttled probe
     assert pr._choose([_p(500, 1.0, "throttled")], 600.0, lambda c: 2.0) == 500.0
+
+
+class _FlatPowerProber(_TableProber):
+    """Power never rises with the clock, so no power model fits: calibration answers with
+    the best measured probe. Energy per unit = |f - 660| / 100 + 1; 800 MHz is throttled
+    with the least energy of all."""
+
+    def probe(self, clock_mhz):
+        self.asked.append(clock_mhz)
+        if clock_mhz == 800.0:
+            return _p(clock_mhz, 0.01, "throttled")
+        return _p(clock_mhz, abs(clock_mhz - 660.0) / 100.0 + 1.0)
+
+
+def test_best_probe_answer_skips_throttled_probes_and_uses_the_budget():
+    prober = _FlatPowerProber(CLOCKS)
+    result = pr.calibrate(prober, max_probes=4, measure_idle=False)  # 4 is the minimum
+    assert result.method == "best-probe" and len(result.probes) == 4
+    prober = _FlatPowerProber(CLOCKS)
+    result = pr.calibrate(prober, max_probes=7, measure_idle=False)
+    # initial 100, 500, 800 (throttled), 1000. Best unthrottled: 500 (index 4), probed
+    # neighbours 100 (index 0, 6.6 J) and 800 (index 7, 0.01 J): the 800 side first,
+    # (4 + 7 + 1) // 2 = 6 -> 700 (1.4 J). Best 700: left neighbour 500 -> (6 + 4) // 2 = 5
+    # -> 600 (1.6 J); right (6 + 7 + 1) // 2 = 7 is probed. Then 700's neighbours 600 and 800
+    # are both probed: done, 6 probes, answer 700 (not the throttled 800)
+    assert prober.asked == [100.0, 500.0, 800.0, 1000.0, 700.0, 600.0]
+    assert result.ppw_optimal_clock_mhz == 700.0
+    best = result.probes[4]
+    assert (
+        f"answering with the best measured probe, {best.requested_mhz:g} MHz"
+        in (result.warnings[0])
+    )
+
+
+def test_model_calibration_refines_past_the_initial_probes():
+    path = Path(__file__).resolve().parents[1] / "data" / "replay" / "a100_pcie_fp32_10pt.csv"
+    dev = governor.open_device(f"replay:{path}")
+    result = pr.calibrate(pr.ReplayProber(dev), max_probes=6)
+    assert result.method == "model"
+    assert 4 < len(result.probes) <= 6  # refined after the 4 initial clocks
