@@ -320,15 +320,10 @@ def run_module(name, tmp, sample, seed, verbose):
         print(out)
         sys.exit(f"{name}: tests fail on the unmutated code")
     timeout = max(3 * clean_s, 10.0)
+    which = f"sample {len(mutants)}" if len(mutants) < total else "all"
     print(
-        "## %s: %d mutants (%s), clean run %.1f s, tests: %s"
-        % (
-            name,
-            total,
-            "sample %d" % len(mutants) if len(mutants) < total else "all",
-            clean_s,
-            " ".join(tests),
-        ),
+        f"## {name}: {total} mutants ({which}), clean run {clean_s:.1f} s, "
+        f"tests: {' '.join(tests)}",
         flush=True,
     )
     killed = 0
@@ -346,7 +341,7 @@ def run_module(name, tmp, sample, seed, verbose):
                 killed += 1
             if verbose:
                 print(
-                    "  [%d/%d] %s:%d %s -> %s" % (i + 1, len(mutants), rel, m[1], m[2], status),
+                    f"  [{i + 1}/{len(mutants)}] {rel}:{m[1]} {m[2]} -> {status}",
                     flush=True,
                 )
     finally:
@@ -367,7 +362,7 @@ def main(argv=None):
         print("| module | mutants |\n|---|---:|")
         for name in names:
             with open(os.path.join(ROOT, MODULES[name][0])) as fh:
-                print("| %s | %d |" % (name, len(enumerate_mutants(fh.read()))))
+                print(f"| {name} | {len(enumerate_mutants(fh.read()))} |")
         return 0
     # a plain kill (SIGTERM) still removes the temporary copy
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("mutation run terminated"))
@@ -393,15 +388,12 @@ def main(argv=None):
     print("|---|---:|---:|---:|---:|---:|")
     for name, total, run, killed, survivors in results:
         score = 100.0 * killed / run if run else 100.0
-        print(
-            "| %s | %d | %d | %d | %d | %.1f %% |"
-            % (name, total, run, killed, len(survivors), score)
-        )
+        print(f"| {name} | {total} | {run} | {killed} | {len(survivors)} | {score:.1f} % |")
     for name, _total, _run, _killed, survivors in results:
         if survivors:
             print(f"\n### Survivors: {name}")
             for rel, lineno, desc, orig_line, new_line in survivors:
-                print("- %s:%d (%s): `%s` -> `%s`" % (rel, lineno, desc, orig_line, new_line))
+                print(f"- {rel}:{lineno} ({desc}): `{orig_line}` -> `{new_line}`")
     return 0
 
 
