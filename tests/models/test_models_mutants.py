@@ -307,6 +307,7 @@ def test_time_fit_refusals():
         ([1.0, 2.0], [1.0, 0.0], "positive finite"),
         ([1.0, -2.0], [1.0, 1.0], "positive finite"),
         ([1.0, math.inf], [1.0, 1.0], "positive finite"),
+        ([0.0, 2.0], [1.0, 1.0], "positive finite"),
         ([1.0, 2.0], [1.0, math.nan], "positive finite"),
         ([5.0, 5.0, 5.0], [1.0, 1.0, 1.0], "at least 2 distinct"),
     ]:
@@ -385,3 +386,12 @@ def test_held_out_error_is_the_robust_spread_of_relative_errors():
     p[6] = p[7] = 150.0
     cap[6] = cap[7] = True
     assert len(om._held_out_errors(probes, p, t, cap, (1.0, 0.0))) == 5
+
+
+def test_time_fit_edges_two_clocks_and_four_points():
+    # two distinct clocks are enough: t = 0.1 + 20 / f at 100 and 200 MHz
+    m = tmod.fit_time_model([100.0, 200.0], [0.3, 0.2])
+    assert m.time_s(150.0) == pytest.approx(0.1 + 20 / 150, rel=1e-4)
+    # from 4 points the form is chosen by held-out error (a number, not NaN)
+    m4 = tmod.fit_time_model(F[:4], 0.1 + 200.0 / F[:4])
+    assert math.isfinite(m4.loo_rel_error) and m4.form == "two-term"
