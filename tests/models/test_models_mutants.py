@@ -135,6 +135,9 @@ def test_power_model_dict_round_trip_and_defaults():
         0,
     )
     assert bare.ridge_reached is True and all(math.isnan(v) for v in bare.ridge_interval_mhz)
+    # a model built by hand claims nothing it was not told: no cap, ridge reached, no interval
+    hand = _truth()
+    assert hand.ridge_reached is True and math.isinf(hand.p_max_w) and hand.n_points == 0
     d = bare.to_dict()
     assert d["p_max_w"] is None and d["ridge_interval_mhz"] == [None, None]
 
