@@ -398,3 +398,25 @@ def test_time_fit_edges_two_clocks_and_four_points():
     # from 4 points the form is chosen by held-out error (a number, not NaN)
     m4 = tmod.fit_time_model(F[:4], 0.1 + 200.0 / F[:4])
     assert math.isfinite(m4.loo_rel_error) and m4.form == "two-term"
+
+
+def test_power_fit_with_points_inside_ten_percent_but_no_trend_is_refused():
+    # 100 W + 0.01 W/MHz over 300-1200 MHz (a 9 W rise) under +-6 % alternating noise: every
+    # point is within 10 %, but the noise (+-6 W) swamps the rise: R^2 far below 0.9
+    f = np.arange(300.0, 1201.0, 100.0)
+    p = (100.0 + 0.01 * f) * (1.0 + 0.06 * np.where(np.arange(len(f)) % 2 == 0, 1.0, -1.0))
+    with pytest.raises(CalibrationError, match="R² 0.[0-8]"):
+        pw.fit_power_model(f, p)
+
+
+def test_power_uncertainty_grows_with_noise_and_models_are_frozen():
+    import dataclasses
+
+    f = np.arange(300.0, 1801.0, 100.0)
+    sign = np.where(np.arange(16) % 2 == 0, 1.0, -1.0)
+    quiet = pw.fit_power_model(f, _truth().power_w(f) * (1.0 + 0.001 * sign))
+    loud = pw.fit_power_model(f, _truth().power_w(f) * (1.0 + 0.01 * sign))
+    for name in ("p_idle_w", "alpha_w_per_mhz"):
+        assert loud.uncertainty[name] > 3.0 * quiet.uncertainty[name]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        quiet.p_idle_w = 1.0
