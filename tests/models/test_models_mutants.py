@@ -420,3 +420,11 @@ def test_power_uncertainty_grows_with_noise_and_models_are_frozen():
         assert loud.uncertainty[name] > 3.0 * quiet.uncertainty[name]
     with pytest.raises(dataclasses.FrozenInstanceError):
         quiet.p_idle_w = 1.0
+
+
+def test_numeric_jacobian_step_scales_with_the_parameter():
+    # d(q^2)/dq = 2q = 20000 at q = 1e4; a step of 1e-7 * |q| = 1e-3 keeps the forward
+    # difference accurate (error = step = 0.001); an unscaled tiny step would lose it to
+    # rounding of q^2 = 1e8
+    jac = pw._numeric_jacobian(lambda q: q**2, np.array([1e4]))
+    assert jac[0, 0] == pytest.approx(20000.0, abs=0.01)
