@@ -362,6 +362,10 @@ def test_interval_on_exact_probes_uses_the_minimum_error():
     d = iv.to_dict()
     assert d["low_mhz"] == iv.low_mhz and d["band_rel"] == iv.band_rel and d["level"] == 0.9
     assert d["held_out_rel_error"] == iv.held_out_rel_error
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        iv.low_mhz = 0.0
 
 
 def test_interval_without_held_out_probes_uses_the_fit_residual():
