@@ -1,23 +1,20 @@
-#!/usr/bin/env python3
-"""Mutation testing: change one operator or constant of a module at a time and run the tests
-that exercise it; a mutant the tests still pass is a *survivor* (the tests do not bite there).
+"""Mutation testing for governor's core modules (stdlib only).
 
-    python scripts/mutation.py --list                      # modules and their tests
-    python scripts/mutation.py --module journal            # every mutant of one module
-    python scripts/mutation.py --sample 40 --seed 1        # a seeded sample per module
-    python scripts/mutation.py --module occupancy --survivors-only
+For each target module, enumerate small AST mutants (comparison swaps, arithmetic swaps,
+numeric constant changes, True<->False, and<->or, dropped ``not``, ``return X`` ->
+``return None``), apply them one at a time to a copy of the ``governor/`` package in a
+temporary directory, and run the module's tests against that copy. A mutant is *killed* when
+the tests fail (or time out, at 3x the clean run); it *survives* when they pass.
 
-Each mutant is written into a copy of the checkout (without .git and .venv) in a temporary
-directory, and the module's tests run there (the runner checks the copy's package is what
-they import). A mutant that fails the tests, errors or runs past three times the
-clean run's time is killed. Standard library only; one mutant at a time (2-core machines).
+Usage:
+    python scripts/mutation.py                      # all modules
+    python scripts/mutation.py --module models.formulas --module devices.lock
+    python scripts/mutation.py --module calibrate.procedure --sample 80 --seed 1
+    python scripts/mutation.py --list               # mutant counts only
 
-Operators: comparisons (``<`` ``<=`` ``>`` ``>=`` ``==`` ``!=`` swapped), arithmetic (``+``
-``-`` ``*`` ``/`` swapped), ``and``/``or`` swapped, ``not`` dropped, numeric constants (0 and 1
-swapped, n to n+1), ``True``/``False`` swapped, ``return X`` to ``return None``. Docstrings,
-type annotations, ``__all__`` and data tables (a list, tuple, dict or set literal of four
-or more entries assigned to a name: facts such as GPU limits, checked against their sources
-elsewhere) are left alone.
+The tests are run with PYTHONPATH=<tempdir> and PYTHONSAFEPATH=1 (so the worktree's own
+``governor/`` on the current directory cannot shadow the mutated copy); the runner checks this
+once per run by asking the interpreter where ``governor`` comes from.
 """
 
 from __future__ import annotations
@@ -27,293 +24,387 @@ import ast
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-#: module (path under governor/) -> the tests that exercise it (the smallest set that does)
-MODULES: Dict[str, Tuple[str, Sequence[str]]] = {
-    "formulas": (
-        "models/formulas.py",
+# tests/calibrate/test_procedure.py without its slow sweeps over every replay file and every
+# simulated board (about 90 s: a surviving mutant would cost that much each)
+_PROCEDURE = "tests/calibrate/test_procedure.py"
+_PROCEDURE_FAST = [
+    "test_memory_bound_load_gets_a_lower_clock_than_compute",
+    "test_power_capped_probes_are_flagged_and_fit_p_max",
+    "test_initial_clocks_are_spread_and_distinct",
+    "test_probe_budget_and_tiny_tables_are_validated",
+    "test_energy_from_counter_and_from_integrated_power_agree_with_the_truth",
+    "test_flaky_sensors_are_tolerated_and_counted",
+    "test_command_load_counts_runs_and_reports_failures",
+    "test_builtin_load_needs_a_known_kind_of_device",
+]
+
+# Module -> (source file, smallest set of test files (or test ids) that exercise it).
+MODULES = {
+    "models.formulas": (
+        "governor/models/formulas.py",
         [
             "tests/calibrate/test_formulas_exact.py",
+            "tests/models/test_models_mutants_more.py",
+            "tests/models/test_models_mutants.py",
             "tests/calibrate/test_models.py",
-            "tests/devices/test_sim_physics.py",
         ],
     ),
-    "power": (
-        "models/power.py",
-        ["tests/calibrate/test_models.py", "tests/calibrate/test_uncertainty.py"],
+    "models.power": (
+        "governor/models/power.py",
+        [
+            "tests/models/test_models_mutants_more.py",
+            "tests/models/test_models_mutants.py",
+            "tests/calibrate/test_models.py",
+        ],
     ),
-    "time": (
-        "models/time.py",
-        ["tests/calibrate/test_time_model_exact.py", "tests/calibrate/test_models.py"],
+    "models.time": (
+        "governor/models/time.py",
+        [
+            "tests/calibrate/test_time_model_exact.py",
+            "tests/models/test_models_mutants_more.py",
+            "tests/models/test_models_mutants.py",
+            "tests/calibrate/test_models.py",
+        ],
     ),
-    "optimum": (
-        "models/optimum.py",
-        ["tests/calibrate/test_optimum_exact.py", "tests/calibrate/test_optimum_interval.py"],
+    "models.optimum": (
+        "governor/models/optimum.py",
+        [
+            "tests/calibrate/test_optimum_exact.py",
+            "tests/models/test_models_mutants_more.py",
+            "tests/models/test_models_mutants.py",
+            "tests/calibrate/test_optimum_interval.py",
+            "tests/calibrate/test_models.py",
+        ],
     ),
-    "procedure": (
-        "calibrate/procedure.py",
-        ["tests/calibrate/test_procedure_rules.py", "tests/calibrate/test_procedure.py"],
+    "calibrate.procedure": (
+        "governor/calibrate/procedure.py",
+        [
+            "tests/calibrate/test_procedure_rules.py",
+            "tests/calibrate/test_procedure_mutants.py",
+        ]
+        + [_PROCEDURE + "::" + t for t in _PROCEDURE_FAST],
     ),
-    "loads": ("calibrate/loads.py", ["tests/calibrate/test_procedure.py"]),
-    "journal": (
-        "devices/journal.py",
-        ["tests/devices/test_journal_fuzz.py", "tests/runtime/test_ownership.py"],
+    "calibrate.loads": (
+        "governor/calibrate/loads.py",
+        [
+            "tests/calibrate/test_loads_mutants.py",
+        ]
+        + [_PROCEDURE + "::" + t for t in _PROCEDURE_FAST],
     ),
-    "lock": (
-        "devices/lock.py",
-        ["tests/runtime/test_ownership.py", "tests/runtime/test_governor.py"],
+    "devices.journal": (
+        "governor/devices/journal.py",
+        [
+            "tests/devices/test_journal_mutants_more.py",
+            "tests/devices/test_journal_mutants.py",
+            "tests/runtime/test_ownership.py",
+        ],
     ),
-    "occupancy": ("tuning/occupancy.py", ["tests/tuning/test_occupancy.py"]),
+    "devices.lock": (
+        "governor/devices/lock.py",
+        [
+            "tests/devices/test_lock_mutants_more.py",
+            "tests/devices/test_lock_mutants.py",
+            "tests/runtime/test_ownership.py",
+        ],
+    ),
+    "tuning.occupancy": (
+        "governor/tuning/occupancy.py",
+        [
+            "tests/tuning/test_occupancy_mutants_more.py",
+            "tests/tuning/test_occupancy_mutants.py",
+            "tests/tuning/test_occupancy.py",
+        ],
+    ),
 }
 
-_COMPARE = {
-    ast.Lt: ast.LtE,
-    ast.LtE: ast.Lt,
-    ast.Gt: ast.GtE,
-    ast.GtE: ast.Gt,
-    ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq,
+_CMP_SWAPS = {
+    ast.Lt: [ast.LtE, ast.Gt],
+    ast.LtE: [ast.Lt, ast.GtE],
+    ast.Gt: [ast.GtE, ast.Lt],
+    ast.GtE: [ast.Gt, ast.LtE],
+    ast.Eq: [ast.NotEq],
+    ast.NotEq: [ast.Eq],
 }
-_ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult}
+_BIN_SWAPS = {
+    ast.Add: [ast.Sub],
+    ast.Sub: [ast.Add],
+    ast.Mult: [ast.Div],
+    ast.Div: [ast.Mult],
+}
 
 
-@dataclass(frozen=True)
-class Mutant:
-    index: int  # the n-th mutation site of the module, in walk order
-    line: int
-    what: str  # e.g. "< -> <="
-
-
-def _skipped_nodes(tree: ast.AST) -> set:
-    """Nodes not to mutate: docstrings, annotations, ``__all__``."""
-    skip = set()
+def _docstring_nodes(tree):
+    """ids of Constant nodes that are docstrings (mutating them is pointless)."""
+    ids = set()
     for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-            if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
-                skip.update(ast.walk(body[0]))
-        for field in ("annotation", "returns"):
-            sub = getattr(node, field, None)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                ids.add(id(body[0].value))
+    return ids
+
+
+def _skip_lines(source):
+    """Lines not worth mutating: under ``if TYPE_CHECKING`` or marked ``# pragma: no mutate``."""
+    lines = set()
+    for i, line in enumerate(source.splitlines(), 1):
+        if "pragma: no mutate" in line:
+            lines.add(i)
+    return lines
+
+
+def enumerate_mutants(source):
+    """Return a list of (index, lineno, description, apply) for every mutant of ``source``.
+
+    ``apply(tree)`` mutates the node with the same walk position in a fresh copy of the tree.
+    """
+    tree = ast.parse(source)
+    docs = _docstring_nodes(tree)
+    skip = _skip_lines(source)
+    nodes = list(ast.walk(tree))
+    annotations = set()
+    for node in nodes:
+        # Never mutate type annotations (no behaviour) .
+        for attr in ("annotation", "returns"):
+            sub = getattr(node, attr, None)
             if sub is not None:
-                skip.update(ast.walk(sub))
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
-        ):
-            skip.update(ast.walk(node))
-    for stmt in ast.walk(tree):  # data tables (facts, not logic): 4 or more literal entries
-        value = getattr(stmt, "value", None)
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(
-            value, (ast.List, ast.Tuple, ast.Dict, ast.Set)
-        ):
-            entries = value.keys if isinstance(value, ast.Dict) else value.elts
-            if len(entries) >= 4:
-                skip.update(ast.walk(stmt))
-    return skip
+                for s in ast.walk(sub):
+                    annotations.add(id(s))
+    mutants = []
 
+    def add(pos, lineno, desc, fn):
+        if lineno in skip:
+            return
+        mutants.append((pos, lineno, desc, fn))
 
-def _sites(tree: ast.AST) -> Iterator[Tuple[ast.AST, str, object]]:
-    """(node, description, how) for every mutation site, in a fixed order."""
-    skip = _skipped_nodes(tree)
-    for node in ast.walk(tree):
-        if node in skip:
+    for pos, node in enumerate(nodes):
+        if id(node) in annotations:
             continue
+        lineno = getattr(node, "lineno", 0)
         if isinstance(node, ast.Compare):
             for k, op in enumerate(node.ops):
-                new = _COMPARE.get(type(op))
-                if new is not None:
-                    yield node, f"{_sym(op)} -> {_sym(new())}", ("cmp", k, new)
-        elif isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
-            new = _ARITH[type(node.op)]
-            yield node, f"{_sym(node.op)} -> {_sym(new())}", ("bin", new)
-        elif isinstance(node, ast.AugAssign) and type(node.op) in _ARITH:
-            new = _ARITH[type(node.op)]
-            yield node, f"{_sym(node.op)}= -> {_sym(new())}=", ("bin", new)
+                for new in _CMP_SWAPS.get(type(op), []):
+
+                    def fn(n, k=k, new=new):
+                        n.ops[k] = new()
+
+                    add(pos, lineno, f"{type(op).__name__} -> {new.__name__}", fn)
+        elif isinstance(node, (ast.BinOp, ast.AugAssign)):
+            for new in _BIN_SWAPS.get(type(node.op), []):
+
+                def fn(n, new=new):
+                    n.op = new()
+
+                add(pos, lineno, f"{type(node.op).__name__} -> {new.__name__}", fn)
+        elif isinstance(node, ast.Constant) and id(node) not in docs:
+            v = node.value
+            if isinstance(v, bool):
+
+                def fn(n):
+                    n.value = not n.value
+
+                add(pos, lineno, f"{v!r} -> {not v!r}", fn)
+            elif isinstance(v, (int, float)):
+                if v == 0:
+                    new_v = type(v)(1)
+                elif v == 1:
+                    new_v = type(v)(0)
+                else:
+                    new_v = v + 1
+
+                def fn(n, new_v=new_v):
+                    n.value = new_v
+
+                add(pos, lineno, f"{v!r} -> {new_v!r}", fn)
         elif isinstance(node, ast.BoolOp):
-            yield node, "and <-> or", ("bool",)
+            other = ast.Or if isinstance(node.op, ast.And) else ast.And
+
+            def fn(n, other=other):
+                n.op = other()
+
+            add(pos, lineno, f"{type(node.op).__name__} -> {other.__name__}", fn)
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            yield node, "not dropped", ("not",)
-        elif isinstance(node, ast.Constant):
-            value = node.value
-            if isinstance(value, bool):
-                yield node, f"{value} -> {not value}", ("const", not value)
-            elif isinstance(value, (int, float)):
-                new_value = {0: 1, 1: 0}.get(value, value + 1) if value in (0, 1) else value + 1
-                yield node, f"{value!r} -> {new_value!r}", ("const", new_value)
+            add(pos, lineno, "drop not", "DROP_NOT")
         elif isinstance(node, ast.Return) and node.value is not None:
-            if not (isinstance(node.value, ast.Constant) and node.value.value is None):
-                yield node, "return X -> return None", ("ret",)
+            if isinstance(node.value, ast.Constant) and node.value.value is None:
+                continue
+
+            def fn(n):
+                n.value = ast.Constant(value=None)
+
+            add(pos, lineno, "return X -> return None", fn)
+    return mutants
 
 
-_SYMBOLS = {
-    ast.Lt: "<",
-    ast.LtE: "<=",
-    ast.Gt: ">",
-    ast.GtE: ">=",
-    ast.Eq: "==",
-    ast.NotEq: "!=",
-    ast.Add: "+",
-    ast.Sub: "-",
-    ast.Mult: "*",
-    ast.Div: "/",
-}
-
-
-def _sym(op: ast.AST) -> str:
-    return _SYMBOLS.get(type(op), type(op).__name__)
-
-
-def mutants(source: str) -> List[Mutant]:
+def mutate(source, mutant):
+    """The mutated source of ``source`` for one mutant from ``enumerate_mutants``."""
+    pos, _lineno, _desc, fn = mutant
     tree = ast.parse(source)
-    return [
-        Mutant(i, getattr(node, "lineno", 0), what)
-        for i, (node, what, _) in enumerate(_sites(tree))
-    ]
+    nodes = list(ast.walk(tree))
+    target = nodes[pos]
+    if fn == "DROP_NOT":
+        # Replace the UnaryOp with its operand inside its parent.
+        for parent in nodes:
+            for field, value in ast.iter_fields(parent):
+                if value is target:
+                    setattr(parent, field, target.operand)
+                elif isinstance(value, list):
+                    for i, item in enumerate(value):
+                        if item is target:
+                            value[i] = target.operand
+    else:
+        fn(target)
+    ast.fix_missing_locations(tree)
+    return ast.unparse(tree)
 
 
-def mutate(source: str, index: int) -> str:
-    """The module's source with mutation site ``index`` applied."""
-    tree = ast.parse(source)
-    for i, (node, _, how) in enumerate(_sites(tree)):
-        if i != index:
-            continue
-        kind = how[0]
-        if kind == "cmp":
-            node.ops[how[1]] = how[2]()  # type: ignore[attr-defined]
-        elif kind == "bin":
-            node.op = how[1]()  # type: ignore[attr-defined]
-        elif kind == "bool":
-            node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()  # type: ignore[attr-defined]
-        elif kind == "not":
-            _replace(tree, node, node.operand)  # type: ignore[attr-defined]
-        elif kind == "const":
-            node.value = how[1]  # type: ignore[attr-defined]
-        elif kind == "ret":
-            node.value = ast.Constant(None)  # type: ignore[attr-defined]
-        return ast.unparse(ast.fix_missing_locations(tree))
-    raise IndexError(index)
-
-
-def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
-    for parent in ast.walk(tree):
-        for field, value in ast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field, new)
-                return
-            if isinstance(value, list):
-                for k, item in enumerate(value):
-                    if item is old:
-                        value[k] = new
-                        return
-
-
-def run_tests(copy: Path, tests: Sequence[str], timeout_s: Optional[float]) -> Tuple[str, float]:
-    """'pass', 'fail' or 'timeout', and the seconds it took."""
-    env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
-    t0 = time.monotonic()
+def run_tests(tmp, tests, timeout):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = tmp
+    env["PYTHONSAFEPATH"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+    cmd += tests
+    start = time.monotonic()
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
-            cwd=copy,
+            cmd,
+            cwd=ROOT,
             env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
+            timeout=timeout,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
     except subprocess.TimeoutExpired:
-        return "timeout", time.monotonic() - t0
-    return ("pass" if proc.returncode == 0 else "fail"), time.monotonic() - t0
+        return "timeout", time.monotonic() - start, ""
+    out = proc.stdout.decode("utf-8", "replace")
+    return ("passed" if proc.returncode == 0 else "failed"), time.monotonic() - start, out
 
 
-def check_copy_is_imported(copy: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(copy))
+def check_import_origin(tmp):
+    env = dict(os.environ, PYTHONPATH=tmp, PYTHONSAFEPATH="1")
     out = subprocess.run(
         [sys.executable, "-c", "import governor; print(governor.__file__)"],
-        cwd=copy,
+        cwd=ROOT,
         env=env,
-        capture_output=True,
-        text=True,
+        stdout=subprocess.PIPE,
         check=True,
-    ).stdout.strip()
-    if not out.startswith(str(copy)):
-        raise SystemExit(f"mutation: the tests would import {out}, not the mutated copy")
+    ).stdout.decode()
+    origin = out.strip()
+    if not origin.startswith(os.path.realpath(tmp)) and not origin.startswith(tmp):
+        sys.exit(f"governor imported from {origin}, not the mutated copy in {tmp}")
+    print(f"tests import governor from {origin}")
 
 
-def run_module(
-    name: str, sample: Optional[int], seed: int, survivors_only: bool
-) -> Tuple[int, int]:
+def _diff_line(original, mutated):
+    """The first line that differs between ast.unparse(original) and the mutated source."""
+    a = ast.unparse(ast.parse(original)).splitlines()
+    b = mutated.splitlines()
+    for x, y in zip(a, b):
+        if x != y:
+            return x.strip(), y.strip()
+    return "", ""
+
+
+def run_module(name, tmp, sample, seed, verbose):
     rel, tests = MODULES[name]
-    path = ROOT / "governor" / rel
-    source = path.read_text(encoding="utf-8")
-    every = mutants(source)
-    chosen = every
-    if sample is not None and sample < len(every):
-        chosen = sorted(random.Random(seed).sample(every, sample), key=lambda m: m.index)
-    with tempfile.TemporaryDirectory(prefix="governor-mutation-") as tmp:
-        copy = Path(tmp) / "repo"  # the whole checkout but .git and .venv: tests read data
-        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__"))
-        check_copy_is_imported(copy)
-        target = copy / "governor" / rel
-        status, clean_s = run_tests(copy, tests, None)
-        if status != "pass":
-            raise SystemExit(f"mutation: the tests of {name} fail unmutated: {' '.join(tests)}")
-        killed = 0
-        survivors: List[Mutant] = []
-        for m in chosen:
-            target.write_text(mutate(source, m.index), encoding="utf-8")
-            status, _ = run_tests(copy, tests, max(10.0, 3 * clean_s))
-            if status == "pass":
-                survivors.append(m)
+    tests = [t for t in tests if os.path.exists(os.path.join(ROOT, t.split("::")[0]))]
+    path = os.path.join(ROOT, rel)
+    with open(path) as fh:
+        source = fh.read()
+    mutants = enumerate_mutants(source)
+    total = len(mutants)
+    if sample and sample < total:
+        mutants = random.Random(seed).sample(mutants, sample)
+        mutants.sort(key=lambda m: (m[1], m[0]))
+    target = os.path.join(tmp, rel)
+    status, clean_s, out = run_tests(tmp, tests, None)
+    if status != "passed":
+        print(out)
+        sys.exit(f"{name}: tests fail on the unmutated code")
+    timeout = max(3 * clean_s, 10.0)
+    which = f"sample {len(mutants)}" if len(mutants) < total else "all"
+    print(
+        f"## {name}: {total} mutants ({which}), clean run {clean_s:.1f} s, "
+        f"tests: {' '.join(tests)}",
+        flush=True,
+    )
+    killed = 0
+    survivors = []
+    try:
+        for i, m in enumerate(mutants):
+            mutated = mutate(source, m)
+            with open(target, "w") as fh:
+                fh.write(mutated)
+            status, _s, _out = run_tests(tmp, tests, timeout)
+            if status == "passed":
+                orig_line, new_line = _diff_line(source, mutated)
+                survivors.append((rel, m[1], m[2], orig_line, new_line))
             else:
                 killed += 1
-        target.write_text(source, encoding="utf-8")
-    lines = source.splitlines()
-    if not survivors_only or survivors:
-        print(
-            f"| {name} | governor/{rel} | {len(every)} | {len(chosen)} | {killed} | "
-            f"{100.0 * killed / len(chosen) if chosen else 100.0:.1f} % |",
-            flush=True,
-        )
-    for m in survivors:
-        text = lines[m.line - 1].strip() if 0 < m.line <= len(lines) else ""
-        print(f"  survivor governor/{rel}:{m.line}: {m.what}: {text}", file=sys.stderr, flush=True)
-    return killed, len(chosen)
+            if verbose:
+                print(
+                    f"  [{i + 1}/{len(mutants)}] {rel}:{m[1]} {m[2]} -> {status}",
+                    flush=True,
+                )
+    finally:
+        shutil.copy(path, target)
+    return name, total, len(mutants), killed, survivors
 
 
-def main() -> int:
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--module", action="append", choices=sorted(MODULES), help="repeatable")
-    parser.add_argument("--sample", type=int, help="at most this many mutants per module")
+    parser.add_argument("--module", action="append", choices=sorted(MODULES))
+    parser.add_argument("--sample", type=int, default=0, help="run a random subset of N mutants")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--list", action="store_true", help="list modules, mutants and tests")
-    parser.add_argument("--survivors-only", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--list", action="store_true", help="only count mutants per module")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
     names = args.module or list(MODULES)
     if args.list:
+        print("| module | mutants |\n|---|---:|")
         for name in names:
-            rel, tests = MODULES[name]
-            count = len(mutants((ROOT / "governor" / rel).read_text(encoding="utf-8")))
-            print(f"{name}: governor/{rel}, {count} mutants; tests: {' '.join(tests)}")
+            with open(os.path.join(ROOT, MODULES[name][0])) as fh:
+                print(f"| {name} | {len(enumerate_mutants(fh.read()))} |")
         return 0
-    if args.sample is not None and args.sample < 1:
-        parser.error("--sample must be at least 1")
-    print("| module | file | mutants | run | killed | score |")
-    print("|---|---|---:|---:|---:|---:|")
-    total_killed = total_run = 0
-    for name in names:
-        killed, run = run_module(name, args.sample, args.seed, args.survivors_only)
-        total_killed += killed
-        total_run += run
-    score = 100.0 * total_killed / total_run if total_run else 100.0
-    print(f"| all | | | {total_run} | {total_killed} | {score:.1f} % |")
+    # a plain kill (SIGTERM) still removes the temporary copy
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("mutation run terminated"))
+    results = []
+    tmp = tempfile.mkdtemp(prefix="governor-mut-")
+    try:
+        shutil.copytree(
+            os.path.join(ROOT, "governor"),
+            os.path.join(tmp, "governor"),
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        # Data files the package finds relative to its own location (profiles/, ...): link the
+        # rest of the worktree's top level next to the copied package.
+        for entry in os.listdir(ROOT):
+            if entry not in ("governor", ".git", ".venv") and not entry.startswith("."):
+                os.symlink(os.path.join(ROOT, entry), os.path.join(tmp, entry))
+        check_import_origin(tmp)
+        for name in names:
+            results.append(run_module(name, tmp, args.sample, args.seed, args.verbose))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("\n| module | mutants | run | killed | survived | score |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, total, run, killed, survivors in results:
+        score = 100.0 * killed / run if run else 100.0
+        print(f"| {name} | {total} | {run} | {killed} | {len(survivors)} | {score:.1f} % |")
+    for name, _total, _run, _killed, survivors in results:
+        if survivors:
+            print(f"\n### Survivors: {name}")
+            for rel, lineno, desc, orig_line, new_line in survivors:
+                print(f"- {rel}:{lineno} ({desc}): `{orig_line}` -> `{new_line}`")
     return 0
 
 

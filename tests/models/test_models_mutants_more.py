@@ -1,0 +1,434 @@
+"""The formulas in governor/models/ against values worked out by hand from their definitions.
+
+Written to kill the mutants scripts/mutation.py reports (docs/mutation.md): every expected
+number below is computed in the comment next to it, not read from the code's output.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from governor.models import formulas as fm
+
+
+def test_volts_is_one_up_to_the_ridge_and_rises_by_beta_above():
+    # 1 + 0.001 * (1200 - 1000) = 1.2
+    assert fm.volts(1200.0, 1000.0, 0.001) == pytest.approx(1.2, rel=1e-12)
+    assert fm.volts(800.0, 1000.0, 0.001) == 1.0
+    assert fm.volts(1000.0, 1000.0, 0.001) == 1.0
+    arr = fm.volts(np.array([800.0, 1000.0, 1500.0]), 1000.0, 0.002)
+    # 1, 1, 1 + 0.002 * 500 = 2
+    assert arr.tolist() == pytest.approx([1.0, 1.0, 2.0], rel=1e-12)
+
+
+def test_cmos_and_total_power_by_hand():
+    # alpha f V^2 = 0.01 * 1200 * 1.2^2 = 17.28
+    assert fm.cmos_power_w(1200.0, 0.01, 1000.0, 0.001) == pytest.approx(17.28, rel=1e-12)
+    # + P_idle 5 = 22.28; no cap (inf, None)
+    assert fm.power_w(1200.0, 5.0, 0.01, 1000.0, 0.001) == pytest.approx(22.28, rel=1e-12)
+    assert fm.power_w(1200.0, 5.0, 0.01, 1000.0, 0.001, None) == pytest.approx(22.28, rel=1e-12)
+    # cap at 20 W binds above, not below: 5 + 0.01 * 800 = 13
+    assert fm.power_w(1200.0, 5.0, 0.01, 1000.0, 0.001, 20.0) == 20.0
+    assert fm.power_w(800.0, 5.0, 0.01, 1000.0, 0.001, 20.0) == pytest.approx(13.0, rel=1e-12)
+    arr = fm.power_w(np.array([800.0, 1200.0]), 5.0, 0.01, 1000.0, 0.001, 20.0)
+    assert arr.tolist() == pytest.approx([13.0, 20.0], rel=1e-12)
+
+
+def test_mem_time_scales_inversely_with_memory_clock():
+    # 0.5 s at 3200 MHz -> 0.5 * 3200 / 1600 = 1.0 s at 1600 MHz
+    assert fm.mem_time_s(0.5, 1600.0, 3200.0) == pytest.approx(1.0, rel=1e-12)
+    assert fm.mem_time_s(0.5, 6400.0, 3200.0) == pytest.approx(0.25, rel=1e-12)
+    assert fm.mem_time_s(0.0, 1600.0, 3200.0) == 0.0
+    assert fm.mem_time_s(1.0, 1600.0, 3200.0) == pytest.approx(2.0, rel=1e-12)  # 1 * 3200 / 1600
+    assert fm.mem_time_s(0.5, None, 3200.0) == 0.5
+    assert fm.mem_time_s(0.5, 1600.0, None) == 0.5
+
+
+def test_roofline_adds_or_overlaps():
+    # k = 1: 0.2 + 0.3; k = 2: sqrt(0.04 + 0.09)
+    assert fm.roofline_time_s(0.2, 0.3) == pytest.approx(0.5, rel=1e-12)
+    assert fm.roofline_time_s(0.2, 0.3, 2.0) == pytest.approx(math.sqrt(0.13), rel=1e-12)
+    assert fm.roofline_time_s(0.2, 0.0, 2.0) == 0.2
+    assert fm.roofline_time_s(0.0, 0.3, 2.0) == 0.3
+    # a part of exactly 1 s is not a special case: 1 + 0.5
+    assert fm.roofline_time_s(1.0, 0.5) == pytest.approx(1.5, rel=1e-12)
+    assert fm.roofline_time_s(0.5, 1.0) == pytest.approx(1.5, rel=1e-12)
+    arr = fm.roofline_time_s(np.array([0.2, 0.4]), np.array([0.3, 0.3]), 2.0)
+    assert arr.tolist() == pytest.approx([math.sqrt(0.13), 0.5], rel=1e-12)  # 0.5 = hypot(.4,.3)
+
+
+def test_roofline_large_k_is_the_larger_part_without_underflow():
+    # k = 1000: (0.3^1000 + 0.2^1000)^(1/1000) = 0.3 * (1 + (2/3)^1000)^(1/1000) = 0.3; unscaled
+    # powers of 0.3 and 0.2 underflow to 0 and would give 0.
+    arr = fm.roofline_time_s(np.array([0.2]), np.array([0.3]), 1000.0)
+    assert arr.tolist() == pytest.approx([0.3], rel=1e-9)
+
+
+def test_time_with_and_without_the_low_clock_term():
+    # compute 200 / 1000 = 0.2, memory 0.1, k = 1 by default: 0.3
+    assert fm.time_s(1000.0, 0.1, 200.0) == pytest.approx(0.3, rel=1e-12)
+    # + 0.05 * (500 / 1000)^2 = 0.0125
+    assert fm.time_s(1000.0, 0.1, 200.0, 1.0, 0.05, 500.0, 2.0) == pytest.approx(0.3125, rel=1e-12)
+    # default exponent 0: the low term is the constant 0.05
+    assert fm.time_s(1000.0, 0.1, 200.0, low_s=0.05, low_ref_mhz=500.0) == pytest.approx(
+        0.35, rel=1e-12
+    )
+    # default reference 1 MHz: 0.05 * (1 / 1000)^2 = 5e-8
+    assert fm.time_s(1000.0, 0.1, 200.0, low_s=0.05, low_exp=2.0) == pytest.approx(
+        0.3 + 5e-8, rel=1e-13
+    )
+
+
+# -- power.py ----------------------------------------------------------------------------
+
+from governor.errors import CalibrationError  # noqa: E402
+from governor.models import power as pw  # noqa: E402
+
+
+def _truth():
+    return pw.PowerModel(20.0, 0.05, 1000.0, 0.0008)
+
+
+def test_power_model_evaluates_the_formula_scalar_and_array():
+    m = pw.PowerModel(20.0, 0.05, 1000.0, 0.0008, p_max_w=100.0)
+    # 1500 MHz: V = 1 + 0.0008 * 500 = 1.4; 20 + 0.05 * 1500 * 1.96 = 167 -> capped 100
+    # 800 MHz: 20 + 0.05 * 800 = 60
+    assert isinstance(m.power_w(800.0), float) and m.power_w(800.0) == pytest.approx(60.0)
+    assert m.power_w(np.array([800.0, 1500.0])).tolist() == pytest.approx([60.0, 100.0])
+    assert m.volts(1500.0) == pytest.approx(1.4)
+
+
+def test_power_model_dict_round_trip_and_defaults():
+    m = pw.PowerModel(
+        20.0,
+        0.05,
+        1000.0,
+        0.0008,
+        150.0,
+        {"p_idle_w": 0.5},
+        0.1,
+        0.02,
+        9,
+        2,
+        False,
+        (900.0, 1100.0),
+    )
+    d = m.to_dict()
+    assert d["p_max_w"] == 150.0 and d["ridge_interval_mhz"] == [900.0, 1100.0]
+    assert d["interval_level"] == 0.9 and d["ridge_reached"] is False
+    assert pw.PowerModel.from_dict(d) == m
+    bare = pw.PowerModel.from_dict(
+        {
+            "p_idle_w": 1,
+            "alpha_w_per_mhz": 2,
+            "ridge_clock_mhz": 3,
+            "beta_per_mhz": 4,
+            "uncertainty": {"beta_per_mhz": None, "p_idle_w": 1},
+        }
+    )
+    assert math.isinf(bare.p_max_w) and bare.uncertainty == {"p_idle_w": 1.0}
+    assert (bare.residual_rms_w, bare.max_rel_residual, bare.n_points, bare.n_capped) == (
+        0.0,
+        0.0,
+        0,
+        0,
+    )
+    assert bare.ridge_reached is True and all(math.isnan(v) for v in bare.ridge_interval_mhz)
+    # a model built by hand claims nothing it was not told: no cap, ridge reached, no interval
+    hand = _truth()
+    assert hand.ridge_reached is True and math.isinf(hand.p_max_w) and hand.n_points == 0
+    d = bare.to_dict()
+    assert d["p_max_w"] is None and d["ridge_interval_mhz"] == [None, None]
+
+
+def test_fit_recovers_exact_parameters_and_counts():
+    f = np.arange(300.0, 1801.0, 100.0)  # 16 clocks
+    # +-0.1 % deterministic ripple, so the ridge interval has a residual to work from
+    ripple = 1.0 + 0.001 * np.where(np.arange(16) % 2 == 0, 1.0, -1.0)
+    m = pw.fit_power_model(f, _truth().power_w(f) * ripple)
+    assert m.p_idle_w == pytest.approx(20.0, rel=2e-2)
+    assert m.alpha_w_per_mhz == pytest.approx(0.05, rel=2e-2)
+    assert m.ridge_clock_mhz == pytest.approx(1000.0, rel=2e-2)
+    assert m.beta_per_mhz == pytest.approx(0.0008, rel=5e-2)
+    assert (m.n_points, m.n_capped, m.ridge_reached) == (16, 0, True)
+    assert math.isinf(m.p_max_w) and m.max_rel_residual < 3e-3 and m.residual_rms_w < 0.3
+    lo, hi = m.ridge_interval_mhz
+    assert lo <= 1000.0 <= hi
+    assert set(m.uncertainty) == {"p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz"}
+    # the ridge SD is the interval's half-width over z(0.95) = 1.645
+    assert m.uncertainty["ridge_clock_mhz"] == pytest.approx((hi - lo) / 2 / 1.645, rel=1e-6)
+
+
+def test_fit_of_a_straight_line():
+    f = np.arange(300.0, 901.0, 100.0)  # all below 1000: a straight line
+    m = pw.fit_power_model(f, _truth().power_w(f))
+    # a straight line: P = 20 + 0.05 f at every point
+    assert m.power_w(600.0) == pytest.approx(50.0, rel=1e-6)
+
+
+def test_plateau_at_the_top_is_detected_as_capped():
+    f = np.arange(300.0, 1801.0, 100.0)
+    p = np.minimum(_truth().power_w(f), 120.0)  # truth: 1500 -> 167 W; 1300 -> 125.5 W
+    capped_truth = p >= 120.0
+    m = pw.fit_power_model(f, p)
+    assert m.n_capped == int(capped_truth.sum()) and m.p_max_w == pytest.approx(120.0)
+    assert m.ridge_clock_mhz == pytest.approx(1000.0, rel=0.02)
+    flags = pw._detect_capped(f, p)
+    assert flags.tolist() == capped_truth.tolist()
+    # no rising pair at all: nothing is capped
+    assert not pw._detect_capped(np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])).any()
+    # given flags win over detection; too few free points: flags dropped
+    m2 = pw.fit_power_model(f, p, capped=capped_truth)
+    assert m2.n_capped == int(capped_truth.sum())
+
+
+def test_fit_refusals():
+    f = [300.0, 600.0, 900.0]
+    for clocks, powers, match in [
+        ([1.0, 2.0], [1.0], "equal-length"),
+        ([0.0, 1.0, 2.0], [1.0, 2.0, 3.0], "positive finite"),
+        ([1.0, 2.0, 3.0], [1.0, -2.0, 3.0], "positive finite"),
+        ([1.0, math.nan, 3.0], [1.0, 2.0, 3.0], "positive finite"),
+        ([1.0, 1.0, 3.0, 3.0], [1.0, 2.0, 3.0, 4.0], "at least 3 distinct clocks, got 2"),
+        (f, [30.0, 20.0, 10.0], "does not rise"),
+    ]:
+        with pytest.raises(CalibrationError, match=match):
+            pw.fit_power_model(clocks, powers)
+
+
+def test_numeric_jacobian_of_a_linear_map():
+    mat = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    jac = pw._numeric_jacobian(lambda q: mat @ q, np.array([0.5, 2.0]))
+    assert jac == pytest.approx(mat, rel=1e-5)
+
+
+# -- time.py -----------------------------------------------------------------------------
+
+from governor.models import time as tmod  # noqa: E402
+
+F = np.arange(300.0, 1501.0, 150.0)  # 9 clocks
+
+
+def test_time_model_evaluates_and_splits_memory_share():
+    m = tmod.TimeModel(0.1, 200.0, top_clock_mhz=1000.0)
+    # 0.1 + 200 / 1000 = 0.3
+    assert isinstance(m.time_s(1000.0), float) and m.time_s(1000.0) == pytest.approx(0.3)
+    assert m.time_s(np.array([1000.0, 2000.0])).tolist() == pytest.approx([0.3, 0.2])
+    assert m.memory_share(1000.0) == pytest.approx(1 / 3)
+    assert m.memory_bound_share == pytest.approx(1 / 3)
+    # no top clock: taken where the parts are equal, c / t_mem = 2000 MHz -> 0.1 / 0.2
+    assert tmod.TimeModel(0.1, 200.0).memory_bound_share == pytest.approx(0.5)
+    assert tmod.TimeModel(0.0, 200.0).memory_bound_share == 0.0
+    # a sharp roofline where memory dominates: the share is capped at 1
+    assert tmod.TimeModel(0.5, 200.0, k=16.0).memory_share(1000.0) <= 1.0
+
+
+def test_time_model_dict_round_trip_and_defaults():
+    m = tmod.TimeModel(
+        0.1,
+        200.0,
+        2.0,
+        {"c_s_mhz": 1.0},
+        0.01,
+        0.05,
+        300.0,
+        3.0,
+        0.004,
+        1500.0,
+        "roofline + low-clock (f_low/f)^3",
+    )
+    d = m.to_dict()
+    assert d["kind"] == m.form and d["loo_rel_error"] == 0.004 and d["top_clock_mhz"] == 1500.0
+    assert tmod.TimeModel.from_dict(d) == m
+    bare = tmod.TimeModel.from_dict({"t_mem_s": 0.1, "c_s_mhz": 200, "k": None})
+    assert (bare.k, bare.low_s, bare.low_ref_mhz, bare.low_exp, bare.max_rel_residual) == (
+        1.0,
+        0.0,
+        1.0,
+        0.0,
+        0.0,
+    )
+    assert math.isnan(bare.loo_rel_error) and math.isnan(bare.top_clock_mhz)
+    assert bare.form == "roofline"
+    d = bare.to_dict()
+    assert d["loo_rel_error"] is None and d["top_clock_mhz"] is None
+
+
+def test_forms_tried_depend_on_the_point_count():
+    assert tmod._forms(3) == [(1.0, 0.0)]
+    forms = tmod._forms(4)
+    assert forms[0] == (1.0, 0.0) and len(forms) == 1 + 6 + 4
+    assert (16.0, 0.0) in forms and (1.0, 6.0) in forms
+
+
+def test_fit_two_term_data_exactly():
+    m = tmod.fit_time_model(F, 0.1 + 200.0 / F)
+    assert m.t_mem_s == pytest.approx(0.1, rel=1e-4) and m.c_s_mhz == pytest.approx(200.0, rel=1e-4)
+    assert (m.k, m.low_exp, m.low_ref_mhz, m.form) == (1.0, 0.0, 1.0, "two-term")
+    assert m.top_clock_mhz == 1500.0 and m.max_rel_residual < 1e-4
+    assert m.loo_rel_error < 1e-4
+    # three points: only the simplest form, no held-out error
+    m3 = tmod.fit_time_model(F[:3], 0.1 + 200.0 / F[:3])
+    assert m3.form == "two-term" and math.isnan(m3.loo_rel_error)
+
+
+def test_fit_low_clock_rise_is_modelled():
+    t = 0.1 + 200.0 / F + 0.3 * (300.0 / F) ** 3
+    m = tmod.fit_time_model(F, t)
+    assert m.low_exp > 0 and m.low_ref_mhz == 300.0 and "low-clock" in m.form
+    assert m.max_rel_residual < 0.02
+    two = tmod.fit_time_model(F, t, forms=[(1.0, 0.0)])
+    assert two.max_rel_residual > m.max_rel_residual
+
+
+def test_fit_sharp_roofline():
+    t = (0.2**8 + (200.0 / F) ** 8) ** (1 / 8)
+    m = tmod.fit_time_model(F, t)
+    assert m.k > 1.0 and m.form.startswith("roofline")
+    assert m.time_s(1500.0) == pytest.approx(0.2, rel=0.02)
+
+
+def test_one_outlier_is_allowed_with_six_points_two_are_not():
+    t = 0.1 + 200.0 / F
+    one = t.copy()
+    one[4] *= 1.3
+    assert tmod.fit_time_model(F, one, forms=[(1.0, 0.0)]).max_rel_residual > 0.08
+    two = one.copy()
+    two[6] *= 1.3
+    with pytest.raises(CalibrationError, match="time model does not explain"):
+        tmod.fit_time_model(F, two, forms=[(1.0, 0.0)])
+    few = (0.1 + 200.0 / F)[:5]
+    few[2] *= 1.3
+    with pytest.raises(CalibrationError, match="time model does not explain"):
+        tmod.fit_time_model(F[:5], few, forms=[(1.0, 0.0)])
+
+
+def test_time_fit_refusals():
+    for clocks, times, match in [
+        ([1.0, 2.0], [1.0], "equal-length"),
+        ([1.0, 2.0], [1.0, 0.0], "positive finite"),
+        ([1.0, -2.0], [1.0, 1.0], "positive finite"),
+        ([1.0, math.inf], [1.0, 1.0], "positive finite"),
+        ([0.0, 2.0], [1.0, 1.0], "positive finite"),
+        ([1.0, 2.0], [1.0, math.nan], "positive finite"),
+        ([5.0, 5.0, 5.0], [1.0, 1.0, 1.0], "at least 2 distinct"),
+    ]:
+        with pytest.raises(CalibrationError, match=match):
+            tmod.fit_time_model(clocks, times)
+
+
+# -- optimum.py --------------------------------------------------------------------------
+
+from statistics import NormalDist  # noqa: E402
+
+from governor.models import optimum as om  # noqa: E402
+
+TABLE = np.arange(300.0, 1801.0, 50.0)
+TRUE_T = tmod.TimeModel(0.004, 6.0)  # t = 0.004 + 6 / f
+
+
+def _energy(clocks):
+    return _truth().power_w(clocks) * TRUE_T.time_s(clocks)
+
+
+def _band(spread):
+    return NormalDist().inv_cdf(0.9) * math.sqrt(2.0) * spread
+
+
+def test_interval_on_exact_probes_uses_the_minimum_error():
+    probes = np.array([300.0, 600.0, 900.0, 1200.0, 1500.0, 1800.0])
+    p, t = _truth().power_w(probes), TRUE_T.time_s(probes)
+    iv = om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T)
+    assert iv.held_out_rel_error < 1e-3  # exact data: held-out error ~0
+    assert iv.band_rel == pytest.approx(_band(0.002), rel=1e-9)  # floored at 0.2 %
+    e = _energy(TABLE)
+    inside = TABLE[e <= e.min() * (1.0 + _band(0.002))]
+    assert (iv.low_mhz, iv.high_mhz) == (inside.min(), inside.max())
+    assert iv.low_mhz <= TABLE[np.argmin(e)] <= iv.high_mhz and iv.level == 0.9
+    # a chosen clock outside stretches it, on either side; NaN is ignored
+    assert (
+        om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T, chosen_mhz=300.0).low_mhz
+        == 300.0
+    )
+    assert (
+        om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T, chosen_mhz=1800.0).high_mhz
+        == 1800.0
+    )
+    same = om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T, chosen_mhz=math.nan)
+    assert (same.low_mhz, same.high_mhz) == (iv.low_mhz, iv.high_mhz)
+    wider = om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T, level=0.99)
+    assert wider.band_rel == pytest.approx(NormalDist().inv_cdf(0.99) * math.sqrt(2) * 0.002)
+    d = iv.to_dict()
+    assert d["low_mhz"] == iv.low_mhz and d["band_rel"] == iv.band_rel and d["level"] == 0.9
+    assert d["held_out_rel_error"] == iv.held_out_rel_error
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        iv.low_mhz = 0.0
+
+
+def test_interval_without_held_out_probes_uses_the_fit_residual():
+    probes = np.array([300.0, 1000.0, 1800.0])  # one interior probe: 2 left, no fit
+    p, t = _truth().power_w(probes), TRUE_T.time_s(probes)
+    loose = tmod.TimeModel(0.004, 6.0, max_rel_residual=0.05)
+    iv = om.optimum_interval(TABLE, probes, p, t, _truth(), loose)
+    assert math.isnan(iv.held_out_rel_error) and iv.to_dict()["held_out_rel_error"] is None
+    assert iv.band_rel == pytest.approx(_band(0.05), rel=1e-9)
+    tight = om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T)  # residual 0 -> 0.2 %
+    assert tight.band_rel == pytest.approx(_band(0.002), rel=1e-9)
+
+
+def test_held_out_error_is_the_robust_spread_of_relative_errors():
+    probes = np.array([300.0, 500.0, 700.0, 900.0, 1100.0, 1300.0, 1500.0, 1800.0])
+    p, t = _truth().power_w(probes), TRUE_T.time_s(probes).copy()
+    t[3] *= 1.05  # one interior probe 5 % slow
+    cap = np.zeros(len(probes), dtype=bool)
+    errs = om._held_out_errors(probes, p, t, cap, (1.0, 0.0))
+    assert len(errs) == 6  # interior probes only
+    iv = om.optimum_interval(TABLE, probes, p, t, _truth(), TRUE_T)
+    assert iv.held_out_rel_error == pytest.approx(float(np.median(np.abs(errs))) / 0.6745)
+    # capped probes (a 150 W plateau at 1500 and 1800 MHz) are not held out: 5 of 6 interior
+    p = p.copy()
+    p[6] = p[7] = 150.0
+    cap[6] = cap[7] = True
+    assert len(om._held_out_errors(probes, p, t, cap, (1.0, 0.0))) == 5
+
+
+def test_time_fit_edges_two_clocks_and_four_points():
+    # two distinct clocks are enough: t = 0.1 + 20 / f at 100 and 200 MHz
+    m = tmod.fit_time_model([100.0, 200.0], [0.3, 0.2])
+    assert m.time_s(150.0) == pytest.approx(0.1 + 20 / 150, rel=1e-4)
+    # from 4 points the form is chosen by held-out error (a number, not NaN)
+    m4 = tmod.fit_time_model(F[:4], 0.1 + 200.0 / F[:4])
+    assert math.isfinite(m4.loo_rel_error) and m4.form == "two-term"
+
+
+def test_power_fit_with_points_inside_ten_percent_but_no_trend_is_refused():
+    # 100 W + 0.01 W/MHz over 300-1200 MHz (a 9 W rise) under +-6 % alternating noise: every
+    # point is within 10 %, but the noise (+-6 W) swamps the rise: R^2 far below 0.9
+    f = np.arange(300.0, 1201.0, 100.0)
+    p = (100.0 + 0.01 * f) * (1.0 + 0.06 * np.where(np.arange(len(f)) % 2 == 0, 1.0, -1.0))
+    with pytest.raises(CalibrationError, match="R² 0.[0-8]"):
+        pw.fit_power_model(f, p)
+
+
+def test_power_uncertainty_grows_with_noise_and_models_are_frozen():
+    import dataclasses
+
+    f = np.arange(300.0, 1801.0, 100.0)
+    sign = np.where(np.arange(16) % 2 == 0, 1.0, -1.0)
+    quiet = pw.fit_power_model(f, _truth().power_w(f) * (1.0 + 0.001 * sign))
+    loud = pw.fit_power_model(f, _truth().power_w(f) * (1.0 + 0.01 * sign))
+    for name in ("p_idle_w", "alpha_w_per_mhz"):
+        assert loud.uncertainty[name] > 3.0 * quiet.uncertainty[name]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        quiet.p_idle_w = 1.0
+
+
+def test_numeric_jacobian_step_scales_with_the_parameter():
+    # d(q^2)/dq = 2q = 20000 at q = 1e4; a step of 1e-7 * |q| = 1e-3 keeps the forward
+    # difference accurate (error = step = 0.001); an unscaled tiny step would lose it to
+    # rounding of q^2 = 1e8
+    jac = pw._numeric_jacobian(lambda q: q**2, np.array([1e4]))
+    assert jac[0, 0] == pytest.approx(20000.0, abs=0.01)
