@@ -148,3 +148,13 @@ def test_twin_of_a_kernel_tuner_cache():
         power, time = _steady(dev, sweep.clock_mhz[i])
         assert power == pytest.approx(sweep.power_w[i], rel=0.03)
         assert time == pytest.approx(sweep.time_s[i], rel=0.03)
+
+
+def test_a_twin_takes_the_options_of_a_simulated_board(tmp_path):
+    """twin: takes sim:'s options (they were parsed twice, and fail_rate was dropped)."""
+    from governor.errors import GovernorError
+
+    sweep = Path(__file__).resolve().parents[1] / "data" / "replay" / "titanx_gemm_mem3505.csv"
+    with governor.open_device(f"twin:{sweep}?fail_rate=1&noise=0") as dev:
+        with pytest.raises(GovernorError):
+            dev.sample()  # every reading fails, as on sim:NAME?fail_rate=1

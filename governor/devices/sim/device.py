@@ -22,7 +22,7 @@ import bisect
 import math
 import random
 import threading
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 from urllib.parse import parse_qsl
 
 from governor._version import __version__
@@ -463,19 +463,24 @@ def open_sim(
     name, _, query = spec.partition("?")
     if not name:
         raise InvalidRequestError("a simulated device needs a board name, e.g. sim:agx-orin")
-    board = get_board(name)
+    return _open_board(get_board(name), f"sim:{spec}", query, clock, journal)
+
+
+def _open_board(
+    board: Any, uri: str, query: str, clock: Optional[Clock], journal: Optional[Journal]
+) -> SimDevice:
+    """A simulated device of ``board`` with the options of a ``sim:``/``twin:`` URI's query."""
     options = parse_options(query)
-    seed = int(_float_option(options, "seed", 0, 0, 2**31))
     realtime = options.get("realtime", "0") not in ("", "0", "false", "no")
     if clock is None:
         clock = WallClock() if realtime else VirtualClock()
     mem = options.get("mem_clock")
     return SimDevice(
         board,
-        uri=f"sim:{spec}",
+        uri=uri,
         clock=clock,
         journal=journal,
-        seed=seed,
+        seed=int(_float_option(options, "seed", 0, 0, 2**31)),
         noise=options.get("noise", "1") not in ("0", "false", "no"),
         fail_rate=_float_option(options, "fail_rate", 0.0, 0.0, 1.0),
         stuck_after_s=_float_option(options, "stuck_after_s", math.inf, 0.0, math.inf)
@@ -502,17 +507,4 @@ def open_twin(
     from governor.devices.sim.fit import read_twin_sweeps, twin_board
 
     board = twin_board(read_twin_sweeps(path), name="twin")
-    options = parse_options(query)
-    realtime = options.get("realtime", "0") not in ("", "0", "false", "no")
-    if clock is None:
-        clock = WallClock() if realtime else VirtualClock()
-    mem = options.get("mem_clock")
-    return SimDevice(
-        board,
-        uri=f"twin:{spec}",
-        clock=clock,
-        journal=journal,
-        seed=int(_float_option(options, "seed", 0, 0, 2**31)),
-        noise=options.get("noise", "1") not in ("0", "false", "no"),
-        mem_clock_mhz=_float_option(options, "mem_clock", 0.0, 1.0, 1e6) if mem else None,
-    )
+    return _open_board(board, f"twin:{spec}", query, clock, journal)
