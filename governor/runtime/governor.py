@@ -725,34 +725,20 @@ class Governor:
         return Cached(value, f"cached for {board}{note}")
 
 
-def _online_path(device: Device) -> Path:
-    """Where runs before the profile kept it (read still, never written)."""
-    from governor.paths import data_dir
-    from governor.profiles.profile import board_key
-
-    return data_dir() / "online-ppw" / f"{board_key(device)}.json"
-
-
 def load_online_ppw(device: Device, workload: Optional[str]) -> Optional[Dict[str, Any]]:
     """The PPW clock an earlier run found online for this board and workload (kept in the
     board's profile, ``tuning.online_ppw``), if it is one of the device's clocks; None
     otherwise (a damaged entry is ignored: it is only a cache)."""
-    from governor._compat import json_loads
     from governor.errors import ProfileError
     from governor.profiles.profile import board_key
     from governor.profiles.store import get_tuning
 
-    entry: Any = None
     try:
         entry = get_tuning(board_key(device), "online_ppw", workload or "builtin")
     except (ProfileError, OSError):
-        entry = None
-    if entry is None:  # kept by an older version beside the profiles
-        try:
-            doc = json_loads(_online_path(device).read_text(encoding="utf-8"))
-            entry = doc["workloads"][workload or "builtin"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        return None
+    if entry is None:
+        return None
     try:
         clock = float(entry["clock_mhz"])
     except (ValueError, KeyError, TypeError):
