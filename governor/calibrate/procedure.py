@@ -5,9 +5,11 @@
    measure power, throughput, clock, temperature and throttle reasons.
 3. Fit P(f) (ridge point) and t(f); the PPW-optimal clock minimises E(f) = P(f)·t(f).
 4. Probe the predicted optimum, then between it and its probed neighbours, until the
-   optimum is pinned (its neighbours in the clock table are probed) or the budget is spent.
-5. Choose the probed clock with the least measured energy per unit of work: near the
-   optimum the probes are trusted over the model.
+   optimum is pinned (its neighbours in the clock table are probed); budget left after that
+   goes to the runner-up, the unprobed clock with the least predicted energy.
+5. Choose the probed clock with the least measured energy per unit of work among the
+   optimum, its probed neighbours and the runners-up: near the optimum the probes are
+   trusted over the model.
 
 When the models do not explain the measurements (a real GPU the models were not made for,
 a noisy sweep), calibration still answers: the best measured probe, refined by probing its
@@ -410,10 +412,23 @@ def _next_to_best(clocks: Sequence[float], probes: List[Probe]) -> Optional[floa
     return min(sides)[1]
 
 
-def _choose(probes: List[Probe], optimum: float, energy: Callable[[float], float]) -> float:
+def _runner_up(clocks: Sequence[float], by_clock: Dict[float, Probe], energy: Callable) -> Optional[float]:
+    """The unprobed clock the model predicts the least energy for (the most likely
+    alternative to a pinned optimum); None when every clock is probed."""
+    rest = [c for c in clocks if c not in by_clock]
+    return min(rest, key=energy) if rest else None
+
+
+def _choose(
+    probes: List[Probe],
+    optimum: float,
+    energy: Callable[[float], float],
+    runners_up: Sequence[float] = (),
+) -> float:
     """Near the optimum, trust the probes: the least measured energy among the model's
-    optimum and the probed clocks on either side of it. An optimum the budget left unprobed
-    stands only if the model promises less energy there than the best probe measured."""
+    optimum, the probed clocks on either side of it and the runner-up clocks probed with
+    budget to spare. An optimum the budget left unprobed stands only if the model promises
+    less energy there than the best probe measured."""
     usable = sorted((p for p in probes if not p.throttled), key=lambda p: p.requested_mhz)
     at = [p for p in usable if p.requested_mhz == optimum]
     if not at:
@@ -421,7 +436,8 @@ def _choose(probes: List[Probe], optimum: float, energy: Callable[[float], float
         return optimum if energy(optimum) < best.energy_per_unit_j else best.requested_mhz
     below = [p for p in usable if p.requested_mhz < optimum][-1:]
     above = [p for p in usable if p.requested_mhz > optimum][:1]
-    return min(below + at + above, key=lambda p: p.energy_per_unit_j).requested_mhz
+    extra = [p for p in usable if p.requested_mhz in runners_up]
+    return min(below + at + above + extra, key=lambda p: p.energy_per_unit_j).requested_mhz
 
 
 def calibrate(
@@ -460,6 +476,7 @@ def calibrate(
 
     power = time = None
     optimum = math.nan
+    spare: List[float] = []  # runner-up clocks probed after the optimum was pinned
     failure: Optional[CalibrationError] = None
     try:
         for clock in choose_initial_clocks(clocks)[:max_probes]:
@@ -480,7 +497,11 @@ def calibrate(
             while len(probes) < max_probes:
                 nxt = _next_clock(clocks, list(by_clock), optimum, energy)
                 if nxt is None:
-                    break
+                    # the optimum is pinned with budget to spare: measure the runner-up
+                    nxt = _runner_up(clocks, by_clock, energy)
+                    if nxt is None:
+                        break
+                    spare.append(nxt)
                 take(nxt)
                 power, time = _fit_or_fail(probes, idle_w)
                 optimum = min(clocks, key=energy)
@@ -532,7 +553,7 @@ def calibrate(
             },
         )
 
-    chosen = _choose(probes, optimum, energy)
+    chosen = _choose(probes, optimum, energy, spare)
     if chosen != optimum:
         notes.append(
             f"the model's optimum {optimum:g} MHz is not better than the probe at {chosen:g} MHz: the probe wins"

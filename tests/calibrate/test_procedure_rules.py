@@ -61,3 +61,42 @@ def test_the_result_s_time_is_its_time_model_s(nano):
         assert result.energy_per_unit_j(clock) == pytest.approx(
             result.power_model.power_w(clock) * result.time_model.time_s(clock)
         )
+
+
+def test_budget_left_after_the_optimum_is_pinned_measures_the_runner_up():
+    """Jetson Nano, Inception v3 at concurrency 8 (LoudVA): the model's optimum 614.4 MHz
+    is pinned by its probed neighbours after five probes; the sixth goes to the unprobed
+    clock the model ranks next, 768 MHz, which measured the least energy of the sweep
+    (1.1 % below 614.4 MHz), and it is chosen."""
+    from pathlib import Path
+
+    from governor.calibrate.procedure import ReplayProber
+
+    path = Path(__file__).resolve().parents[1] / "data" / "replay"
+    dev = governor.open_device(f"replay:{path / 'jetsonnano_inceptionv3-triton-c8.csv'}")
+    result = calibrate(ReplayProber(dev), max_probes=6)
+    energy = dict(zip(dev.sweep.requested_mhz, dev.sweep.energy_j()))
+    probed = [p.requested_mhz for p in result.probes]
+    assert dev.probe_count == 6 and len(set(probed)) == 6
+    assert 768.0 in probed and result.predicted_optimum_mhz != 768.0
+    assert result.ppw_optimal_clock_mhz == min(energy, key=energy.get) == 768.0
+
+
+def test_a_runner_up_competes_on_measured_energy_only():
+    from governor.calibrate import procedure as pr
+
+    def probe(mhz, energy_j):
+        return Probe(requested_mhz=mhz, clock_mhz=mhz, power_w=energy_j, time_per_unit_s=1.0)
+
+    probes = [probe(300, 2.0), probe(400, 1.2), probe(500, 1.0), probe(600, 1.1), probe(800, 0.9)]
+    # 800 is no neighbour of the optimum: it counts only as a runner-up
+    assert pr._choose(probes, 500.0, lambda c: 0.0) == 500.0
+    assert pr._choose(probes, 500.0, lambda c: 0.0, runners_up=[800.0]) == 800.0
+    probes[-1] = probe(800, 1.05)
+    assert pr._choose(probes, 500.0, lambda c: 0.0, runners_up=[800.0]) == 500.0
+    # the runner-up is the unprobed clock with the least predicted energy
+    by_clock = {p.requested_mhz: p for p in probes}
+    clocks = [300.0, 400.0, 500.0, 600.0, 700.0, 800.0, 900.0]
+    assert pr._runner_up(clocks, by_clock, lambda c: abs(c - 880)) == 900.0
+    assert pr._runner_up(clocks, by_clock, lambda c: abs(c - 640)) == 700.0
+    assert pr._runner_up(list(by_clock), by_clock, lambda c: c) is None
