@@ -412,7 +412,9 @@ def _next_to_best(clocks: Sequence[float], probes: List[Probe]) -> Optional[floa
     return min(sides)[1]
 
 
-def _runner_up(clocks: Sequence[float], by_clock: Dict[float, Probe], energy: Callable) -> Optional[float]:
+def _runner_up(
+    clocks: Sequence[float], by_clock: Dict[float, Probe], energy: Callable
+) -> Optional[float]:
     """The unprobed clock the model predicts the least energy for (the most likely
     alternative to a pinned optimum); None when every clock is probed."""
     rest = [c for c in clocks if c not in by_clock]
