@@ -206,17 +206,23 @@ def bench_throughput(boards, docs, duration):
 def bench_floor(boards, docs, duration):
     """Throughput with a battery floor over the 30 Hz loop: a budget 20 % above what the
     throughput policy alone uses on the board's input (the rate must hold, the floor must not
-    cost energy), and one 20 % below it (the budget must hold: the rate degrades)."""
+    cost energy), and one 20 % below it (the budget must hold: the rate degrades).
+
+    A governor only sets clocks: the app runs every frame it is given. Where even the lowest
+    clock, running every frame, uses more than the short budget (column "lowest clock"),
+    no clock schedule holds it; the target there is the lowest clock's energy, and "vs
+    reachable" is the board energy over max(budget, lowest clock's energy)."""
     print(
         f"\n## Throughput with a battery floor: 30 Hz perception loop, {duration:.0f} s, "
         "budget = throughput-alone board energy × 1.2 (ample) or × 0.8 (short)"
     )
     print(
         "| board | throughput alone: board J, missed % | ample: missed %, energy vs alone | "
-        "short: board energy vs budget, missed %, degraded s |"
+        "short: board energy vs budget, missed %, degraded s | lowest clock vs budget | "
+        "short: board energy vs reachable |"
     )
-    print("|---|---:|---:|---:|")
-    worst_over, worst_ample = 0.0, 0.0
+    print("|---|---:|---:|---:|---:|---:|")
+    worst_over, worst_ample, worst_reach = 0.0, 0.0, 0.0
     for board in boards:
         doc = docs[board]
         spec = {"policy": "throughput", "rate_hz": 30}
@@ -233,18 +239,30 @@ def bench_floor(boards, docs, duration):
             )
             cells.append((budget, r))
         (_, ample), (budget, short) = cells
+        low = constant(
+            board,
+            doc,
+            governor.open_device(f"sim:{board}").supported_clocks_mhz()[0],
+            "perception-30hz",
+            duration,
+            "board",
+        )
+        reach = short["board_energy_j"] / max(budget, low["energy_j"])
         miss = lambda r: 100.0 * r["deadline_misses"] / r["frames"]  # noqa: E731
         worst_over = max(worst_over, short["board_energy_j"] / budget)
+        worst_reach = max(worst_reach, reach)
         worst_ample = max(worst_ample, miss(ample))
         print(
             f"| {board} | {alone['energy_j']:.0f}, {miss(alone):.2f} | {miss(ample):.2f}, "
             f"{ample['energy_j'] / alone['energy_j']:.3f} | "
             f"{short['board_energy_j'] / budget:.3f}, {miss(short):.1f}, "
-            f"{short['rate_degraded_s'] or 0.0:.0f} |"
+            f"{short['rate_degraded_s'] or 0.0:.0f} | {low['energy_j'] / budget:.3f} | "
+            f"{reach:.3f} |"
         )
     print(
         f"ample budget: worst missed {worst_ample:.2f} %; short budget: board energy / budget "
-        f"max {worst_over:.3f}"
+        f"max {worst_over:.3f}, / reachable (the budget or the lowest clock's energy) max "
+        f"{worst_reach:.3f}"
     )
 
 
