@@ -623,6 +623,7 @@ class Governor:
             board_energy_used_j=None
             if self._meter.board_energy_j is None
             else self._meter.board_energy_j - (board_e0 or 0.0),
+            idle_power_w=self._duty.idle_w if self._duty is not None else None,
         )
 
     def _health(self, problem: Optional[str]) -> None:
