@@ -232,6 +232,7 @@ class Governor:
         # no energy counter: a period's energy from the app's busy time (see metering.py)
         self._duty = None if device.capabilities.energy_counter else DutyMeter(self.model)
         self._tick_read = False  # whether a tick took its extra reading this period
+        self._duty_active = False  # set by the first tick with busy_s
         # (device time, GPU-figure J, board J) when the policy took over; None: at start()
         self._policy_origin: Tuple[Optional[float], float, Optional[float]] = (None, 0.0, None)
         self._old_sigterm: Any = None
@@ -592,7 +593,7 @@ class Governor:
                 board_w = board_w - sample.power_w + power
         applied = self._applied if self._applied is not None else self.model.top_mhz
         meter_w, meter_board_w = power, board_w
-        if self._duty is not None and power is not None and busy is not None:
+        if self._duty_active and self._duty is not None and power is not None and busy is not None:
             self._duty.reading(power, board_w, busy, measured_clock or applied)
             split = self._duty.period(dt, ticks, applied) if dt > 0 else None
             if split is not None:  # sampled power aliases with frames: split the period
@@ -671,6 +672,7 @@ class Governor:
             if len(self._ticks) > 100000:  # nobody is consuming them (not started)
                 del self._ticks[:50000]
         if busy_s is not None and self._duty is not None and self._running:
+            self._duty_active = True
             self._busy_reading(applied)
 
     def _busy_reading(self, applied_mhz: float) -> None:
