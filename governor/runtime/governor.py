@@ -682,19 +682,20 @@ class Governor:
         last reading (the same value: it may predate the frame)."""
         if self._tick_read or not self._dev_lock.acquire(blocking=False):
             return
-        try:
+        try:  # the meter is the control step's too: filed under the same lock
             self._tick_read = True
-            sample = self.device.sample()
-        except (GovernorError, OSError):
-            return
+            duty = self._duty
+            try:
+                sample = self.device.sample()
+            except (GovernorError, OSError):
+                return
+            power = sample.power_w
+            if duty is None or power is None or power == duty.last_reading_w:
+                return
+            busy = sample.utilisation_pct is None or sample.utilisation_pct >= 50.0
+            duty.reading(power, board_power_w(sample), busy, sample.gpu_clock_mhz or applied_mhz)
         finally:
             self._dev_lock.release()
-        duty = self._duty
-        power = sample.power_w
-        if duty is None or power is None or power == duty.last_reading_w:
-            return
-        busy = sample.utilisation_pct is None or sample.utilisation_pct >= 50.0
-        duty.reading(power, board_power_w(sample), busy, sample.gpu_clock_mhz or applied_mhz)
 
     def report(self) -> Dict[str, Any]:
         """Energy, duration, mean power and mean clock measured over the run so far."""
