@@ -55,6 +55,9 @@ class Observation:
     board_power_w: Optional[float] = None
     #: whole-board energy used since the start (J), where metered
     board_energy_used_j: Optional[float] = None
+    #: the GPU figure's power between frames (W), measured from readings filed as idle
+    #: where there is no energy counter (see metering.py); None when not known
+    idle_power_w: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -591,6 +594,8 @@ class ThroughputController(Controller):
     SETTLE_S = 0.3  # local search (energy counter only): after a change, then measure
     MEASURE_S = 2.0
     STALE_S = 20.0  # a neighbour's measured power is trusted this long
+    PROBE_WITHIN = 0.01  # a neighbour the model prices more than this dearer is not probed
+    LONG_FRAMES = 600  # frames in the long mean of the work per frame (the search's cost)
     HOLD_S = 10.0  # at a local minimum, hold this long before probing again
     IDLE_GAIN = 0.05  # per period, of the gap to the latest idle-power estimate
 
@@ -613,6 +618,9 @@ class ThroughputController(Controller):
         self.held_s = self.energy_j = self.measured_s = 0.0
         self.hold_until_s = -math.inf
         self.step = max(1, int(round(0.02 * len(model.clocks_mhz))))
+        self.period_busy_s = self.window_busy_s = 0.0
+        self.units_seen = 0
+        self.unit_mean = 0.0  # busy s per unit at the top clock, over the last frames
 
     def initial_mhz(self) -> float:
         return self.model.top_mhz
@@ -627,11 +635,15 @@ class ThroughputController(Controller):
             self.rate_window.append((tick.t_s, tick.units))
             rel = self.model.time_rel_at(tick.applied_mhz)
             if tick.busy_s is not None and tick.units > 0:
-                self.per_unit_top.append(tick.busy_s / tick.units / rel)
+                per_unit = tick.busy_s / tick.units / rel
+                self.per_unit_top.append(per_unit)
+                self.units_seen = min(self.units_seen + 1, self.LONG_FRAMES)
+                self.unit_mean += (per_unit - self.unit_mean) / self.units_seen
             else:
                 flat += tick.units * rel
         while self.rate_window and self.rate_window[0][0] < obs.t_s - 2.0:
             self.rate_window.popleft()
+        self.period_busy_s = busy_s
         self._learn_idle(obs, busy_s)
         span = min(2.0, obs.elapsed_s + obs.dt_s)
         self.rate_hz = sum(u for _, u in self.rate_window) / span if span > 0 else None
@@ -649,7 +661,11 @@ class ThroughputController(Controller):
         The profile's idle power is the power model's intercept, which holds what a busy
         GPU draws at any clock (memory traffic) and so overstates the gaps: a wrong idle
         power moves the cheapest clock."""
-        if not self.metered or obs.power_w is None or obs.dt_s <= 0:
+        if not self.metered:
+            if obs.idle_power_w is not None:  # readings between frames (no counter)
+                self.idle_w = obs.idle_power_w
+            return
+        if obs.power_w is None or obs.dt_s <= 0:
             return
         b = busy_s / obs.dt_s
         if not (0.1 <= b <= 0.9):
@@ -709,14 +725,27 @@ class ThroughputController(Controller):
             if self.held_s > self.SETTLE_S:
                 self.energy_j += obs.power_w * obs.dt_s
                 self.measured_s += obs.dt_s
+                self.window_busy_s += self.period_busy_s
             if self.measured_s >= self.MEASURE_S:
-                self.costs[self.target] = (self.energy_j / self.measured_s, now)
-                self.held_s = self.energy_j = self.measured_s = 0.0
+                cost = self._rate_cost(
+                    self.target,
+                    self.energy_j / self.measured_s,
+                    self.window_busy_s / self.measured_s,
+                )
+                self.costs[self.target] = (cost, now)
+                self.held_s = self.energy_j = self.measured_s = self.window_busy_s = 0.0
                 step = self.step
                 near = [i for i in (self.target - step, self.target + step) if floor <= i <= top]
                 fresh = {i: c for i, (c, t) in self.costs.items() if now - t <= self.STALE_S}
                 known = [i for i in near if i in fresh]
-                unknown = [i for i in near if i not in fresh]
+                # a side the model (with the measured idle power) prices clearly dearer is
+                # not probed: a probe there costs more than the model's error it could find
+                here = self._predicted_w(self.target)
+                unknown = [
+                    i
+                    for i in near
+                    if i not in fresh and self._predicted_w(i) <= here * (1.0 + self.PROBE_WITHIN)
+                ]
                 cheaper = [i for i in known if fresh[i] < fresh[self.target]]
                 if cheaper:  # descend
                     self.target = min(cheaper, key=lambda i: fresh[i])
@@ -726,6 +755,27 @@ class ThroughputController(Controller):
                     self.hold_until_s = now + self.HOLD_S
         target = clocks[self.target]
         return target, target > current_mhz
+
+    def _predicted_w(self, i: int) -> float:
+        """The model's mean power for clock index ``i`` at the rate (idle power measured
+        where it is known)."""
+        model = self.model
+        per_unit = self.unit_mean if self.units_seen else 0.0
+        busy = min(1.0, self.policy.rate_hz * per_unit * model.time_rel[i])
+        idle = self.idle_w if self.idle_w is not None else model.idle_w
+        return busy * model.power_w[i] + (1.0 - busy) * idle
+
+    def _rate_cost(self, i: int, mean_w: float, busy: float) -> float:
+        """The mean power a clock costs at the long-run work per frame, from a window's
+        measured mean power ``mean_w`` and busy share ``busy``: the frames' jitter moves the
+        window's busy share by more than neighbouring clocks differ, so the busy power
+        ``(mean_w − (1 − busy)·P_idle)/busy`` is measured and the share is the long mean's."""
+        idle = self.idle_w
+        if idle is None or not (0.05 <= busy <= 0.95) or self.units_seen < 30:
+            return mean_w
+        busy_w = (mean_w - (1.0 - busy) * idle) / busy
+        expected = min(1.0, self.policy.rate_hz * self.unit_mean * self.model.time_rel[i])
+        return expected * busy_w + (1.0 - expected) * idle
 
     def decide(self, obs, ticks, current_mhz):
         self._learn(obs, ticks)

@@ -36,6 +36,7 @@ from governor.runtime.controllers import (
     Tick,
     make_controller,
 )
+from governor.runtime.metering import DutyMeter
 from governor.runtime.model import ClockModel, fallback_model, model_from_profile
 
 __all__ = ["Cached", "Governor"]
@@ -228,6 +229,10 @@ class Governor:
         self._changes = 0
         self._errors: List[str] = []
         self._meter = _Meter()
+        # no energy counter: a period's energy from the app's busy time (see metering.py)
+        self._duty = None if device.capabilities.energy_counter else DutyMeter(self.model)
+        self._tick_read = False  # whether a tick took its extra reading this period
+        self._duty_active = False  # set by the first tick with busy_s
         # (device time, GPU-figure J, board J) when the policy took over; None: at start()
         self._policy_origin: Tuple[Optional[float], float, Optional[float]] = (None, 0.0, None)
         self._old_sigterm: Any = None
@@ -413,7 +418,9 @@ class Governor:
         self._running = False
         try:
             with self._dev_lock:
-                self._observe_and_meter()  # close the last interval before restoring
+                with self._tick_lock:
+                    ticks, self._ticks = self._ticks, []
+                self._observe_and_meter(ticks)  # close the last interval before restoring
         except Exception as err:  # metering must never block the restore
             log.debug("final reading failed: %s", err)
         return self._restore_and_release()
@@ -501,11 +508,14 @@ class Governor:
         if not self._running:
             return
         with self._dev_lock:
-            obs = self._observe_and_meter()
-            if obs is None:
-                return
             with self._tick_lock:
                 ticks, self._ticks = self._ticks, []
+            obs = self._observe_and_meter(ticks)
+            if obs is None:
+                with self._tick_lock:  # not a period yet: keep them for the next one
+                    self._ticks[:0] = ticks
+                return
+            self._tick_read = False
             current = self._applied if self._applied is not None else self.model.top_mhz
             if self._safe_hold:
                 self.controller.decide(obs, ticks, current)  # keep its bookkeeping going
@@ -529,7 +539,7 @@ class Governor:
             except (GovernorError, OSError):
                 self._energy_last = None
 
-    def _observe_and_meter(self) -> Optional[Observation]:
+    def _observe_and_meter(self, ticks: List[Tick]) -> Optional[Observation]:
         dev = self.device
         now = dev.clock.now_s()
         last = self._t_last if self._t_last is not None else now
@@ -582,8 +592,16 @@ class Governor:
             if sample.power_w is not None:  # the rest of the board + the GPU's period mean
                 board_w = board_w - sample.power_w + power
         applied = self._applied if self._applied is not None else self.model.top_mhz
-        self._meter.add(dt, power, self._power_last, measured_clock or applied)
-        self._meter.add_board(dt, board_w)
+        meter_w, meter_board_w = power, board_w
+        if self._duty_active and self._duty is not None and power is not None and busy is not None:
+            self._duty.reading(power, board_w, busy, measured_clock or applied)
+            split = self._duty.period(dt, ticks, applied) if dt > 0 else None
+            if split is not None:  # sampled power aliases with frames: split the period
+                meter_w = split[0] / dt
+                if split[1] is not None:
+                    meter_board_w = split[1] / dt
+        self._meter.add(dt, meter_w, self._power_last, measured_clock or applied)
+        self._meter.add_board(dt, meter_board_w)
         if power is not None:
             self._power_last = power
         self._clock_measured = measured_clock
@@ -606,6 +624,7 @@ class Governor:
             board_energy_used_j=None
             if self._meter.board_energy_j is None
             else self._meter.board_energy_j - (board_e0 or 0.0),
+            idle_power_w=self._duty.idle_w if self._duty is not None else None,
         )
 
     def _health(self, problem: Optional[str]) -> None:
@@ -652,6 +671,31 @@ class Governor:
             self._ticks.append(tick)
             if len(self._ticks) > 100000:  # nobody is consuming them (not started)
                 del self._ticks[:50000]
+        if busy_s is not None and self._duty is not None and self._running:
+            self._duty_active = True
+            self._busy_reading(applied)
+
+    def _busy_reading(self, applied_mhz: float) -> None:
+        """One extra power reading per period, as a frame ends (no energy counter): the
+        control step's readings may all land between frames (see metering.py). Skipped when
+        the control step holds the device, and when the sensor has not refreshed since the
+        last reading (the same value: it may predate the frame)."""
+        if self._tick_read or not self._dev_lock.acquire(blocking=False):
+            return
+        try:  # the meter is the control step's too: filed under the same lock
+            self._tick_read = True
+            duty = self._duty
+            try:
+                sample = self.device.sample()
+            except (GovernorError, OSError):
+                return
+            power = sample.power_w
+            if duty is None or power is None or power == duty.last_reading_w:
+                return
+            busy = sample.utilisation_pct is None or sample.utilisation_pct >= 50.0
+            duty.reading(power, board_power_w(sample), busy, sample.gpu_clock_mhz or applied_mhz)
+        finally:
+            self._dev_lock.release()
 
     def report(self) -> Dict[str, Any]:
         """Energy, duration, mean power and mean clock measured over the run so far."""

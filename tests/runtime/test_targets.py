@@ -195,7 +195,8 @@ def test_throughput_meets_30hz_with_less_energy_than_racing(profile_of):
 
 def test_throughput_with_an_energy_counter_searches_to_the_cheapest_clock(profile_of):
     """On a counter board the measured power picks among the clocks that keep the rate: within
-    1.5 % of the best constant clock (brute-forced here), where the model alone was 2.4 % off."""
+    0.2 % of the best constant clock (brute-forced here), where the model alone was 2.4 % off
+    and probing the side the model prices 1.8 % dearer cost 0.24 %."""
     board, doc = "a100-pcie", profile_of("a100-pcie")
     clocks = get_board(board).clocks_mhz
 
@@ -213,7 +214,7 @@ def test_throughput_with_an_energy_counter_searches_to_the_cheapest_clock(profil
         else:
             lo = mid + 1
     best = min(run({"policy": "clock", "clock_mhz": c})["energy_j"] for c in clocks[lo::3])
-    assert gov["energy_j"] <= 1.015 * best
+    assert gov["energy_j"] <= 1.002 * best
 
 
 def test_throughput_leaves_the_starting_top_clock_without_waiting_out_the_hysteresis(profile_of):
@@ -278,3 +279,58 @@ def test_throughput_measures_the_power_between_frames_on_a_counter_board(profile
         obs = Observation(t, 0.1, power, f, f, power * t, t, True)
         ctl.decide(obs, ticks, f)
     assert ctl.idle_w == pytest.approx(true_idle_w, rel=0.02)
+
+
+def test_frames_that_alias_with_the_loop_are_metered_from_their_busy_time(profile_of):
+    """sim:nano has no energy counter and the 30 Hz camera lands every control reading in a
+    gap between frames: the mean of the readings is the idle power. Split by the frames'
+    busy_s, the governor's board energy is the simulator's to within 1 %."""
+    doc = profile_of("nano")
+    run = simulate(
+        "nano", {"policy": "throughput", "rate_hz": 30}, "perception-30hz", 20, profile=doc
+    )
+    true_j = run["board_energy_j"]
+    assert run["measured"]["board_energy_j"] == pytest.approx(true_j, rel=0.01)
+    # the readings alone (the control step's) are far off: that is what was fixed
+    assert run["measured"]["board_energy_j"] > 1.05 * run["duration_s"] * _idle_board_w("nano")
+
+
+def _idle_board_w(board: str) -> float:
+    spec = get_board(board)
+    return spec.board_power_w(spec.gpu_power_w(spec.clocks_mhz[0], spec.ambient_c, None))
+
+
+@pytest.mark.parametrize("board", ["nano", "agx-orin"])
+def test_a_short_floor_budget_holds_at_the_input_without_an_energy_counter(board, profile_of):
+    """The throughput floor with a budget 20 % short of what the rate costs, on boards metered
+    by sampled rails (where it overspent by 10-12 % before): the board's true input energy
+    stays within 1 % of the budget, and the rate degrades instead."""
+    doc = profile_of(board)
+    spec = {"policy": "throughput", "rate_hz": 30}
+    alone = simulate(board, spec, "perception-30hz", 30, profile=doc, scope="board")
+    budget = 0.8 * alone["energy_j"]
+    short = simulate(
+        board, dict(spec, energy_j=budget, duration_s=30), "perception-30hz", 30, profile=doc
+    )
+    assert short["board_energy_j"] <= 1.01 * budget
+    assert short["board_energy_j"] >= 0.95 * budget  # not by starving the app
+    assert short["deadline_misses"] > alone["deadline_misses"]
+
+
+def test_throughput_without_a_counter_prices_the_gaps_at_the_measured_idle_power(profile_of):
+    """sim:titan-x has no energy counter and a profile whose idle power (the power model's
+    intercept) is far above the card's real idle: the model alone picked 671 MHz, 0.4 %
+    dearer than the cheapest constant clock. With the idle power read between frames the
+    run is within 0.1 % of every constant clock that keeps the rate (brute-forced)."""
+    board, doc = "titan-x", profile_of("titan-x")
+    spec = {"policy": "throughput", "rate_hz": 30}
+    run = simulate(board, spec, "perception-30hz", 30, profile=doc)
+    assert run["deadline_misses"] == 0
+    best = None
+    for clock in get_board(board).clocks_mhz:
+        const = simulate(
+            board, {"policy": "clock", "clock_mhz": clock}, "perception-30hz", 30, profile=doc
+        )
+        if const["deadline_misses"] <= 0.01 * const["frames"]:
+            best = const["energy_j"] if best is None else min(best, const["energy_j"])
+    assert run["energy_j"] <= 1.001 * best
