@@ -39,6 +39,7 @@ __all__ = [
     "fit_power",
     "fit_time",
     "fit_twin",
+    "fit_twin_power",
     "fit_twin_time",
     "read_twin_sweeps",
     "twin_board",
@@ -71,23 +72,11 @@ def fit_time(f, t) -> Tuple[float, float, float]:
     return best[1], float(best[2]), float(best[3])
 
 
-def fit_power(
-    f,
-    p,
-    t,
-    k: float,
-    tm: float,
-    c: float,
-    grid: Tuple[int, int] = (60, 40),
-    robust_rel: Optional[float] = None,
-):
+def fit_power(f, p, t, k: float, tm: float, c: float):
     """(ridge_mhz, beta_per_mhz, [P0, x_stall, x_busy]) fitted to powers ``p`` (W).
 
     The score is the squared relative error plus a penalty when the model's energy optimum
-    lands more than one clock away from the measured one (energy is flat there). ``grid``:
-    how many ridge clocks and voltage slopes are tried. ``robust_rel``: if set, the soft-L1
-    loss with that scale (relative error) replaces the squares, by reweighted NNLS, so one
-    glitch row pulls the fit less. The catalog keeps the defaults.
+    lands more than one clock away from the measured one (energy is flat there).
     """
     from scipy.optimize import nnls
 
@@ -95,38 +84,19 @@ def fit_power(
     t_fit = _t_model(f, tm, c, k)
     u = (c / f) / t_fit
     best = None
-    n_ridge, n_beta = grid
-    for ridge in np.linspace(f.min() - 200.0, f.max(), n_ridge):
-        for beta in np.concatenate([[0.0], np.geomspace(1e-5, 3e-3, n_beta)]):
+    for ridge in np.linspace(f.min() - 200.0, f.max(), 60):
+        for beta in np.concatenate([[0.0], np.geomspace(1e-5, 3e-3, 40)]):
             volts = formulas.volts(f, ridge, beta)
             a = np.stack([np.ones_like(f), f * volts**2, f * volts**2 * u], 1)
             x, _ = nnls(a / p[:, None], np.ones_like(p))
             model = a @ x
-            if robust_rel:
-                x, model, score = _soft_l1_refit(a, p, x, model, robust_rel)
-            else:
-                score = float(np.sum((model / p - 1) ** 2))
+            score = float(np.sum((model / p - 1) ** 2))
             if abs(int(np.argmin(model * t_fit)) - int(np.argmin(p * t))) > 1:
                 score += 1.0
             if best is None or score < best[0]:
                 best = (score, float(ridge), float(beta), x)
     _, ridge, beta, x = best
     return ridge, beta, [float(v) for v in x]
-
-
-def _soft_l1_refit(a, p, x, model, scale: float, rounds: int = 2):
-    """Reweighted NNLS towards the soft-L1 loss of the relative error: rows far off (a glitch)
-    weigh as |r| rather than r². Returns (x, model, loss)."""
-    from scipy.optimize import nnls
-
-    rows = a / p[:, None]
-    for _ in range(rounds):
-        s = np.abs(model / p - 1.0) / scale
-        w = np.where(s <= 1.0, 1.0, 1.0 / np.sqrt(np.maximum(s, 1.0)))
-        x, _ = nnls(rows * w[:, None], w)
-        model = a @ x
-    r = (model / p - 1.0) / scale
-    return x, model, float(np.sum(2.0 * scale**2 * (np.sqrt(1.0 + r * r) - 1.0)))
 
 
 # ---------------------------------------------------------------------------- the twin's fit
@@ -141,6 +111,8 @@ _CAP_MIN_ROWS = 3
 #: scale of the soft-L1 loss of the twin's power fit (relative error): about three times the
 #: median scatter of the measured sweeps about their neighbours (0.3 %), fixed up front
 _ROBUST_REL = 0.01
+#: ridge clocks and voltage slopes the twin's power fit tries
+_TWIN_GRID = (30, 24)
 
 
 def fit_twin_time(f, t) -> Tuple[float, float, float]:
@@ -187,6 +159,67 @@ class TwinFit:
         return self.p0 + dyn * (self.xs + self.xb * u), t
 
 
+_SUBSETS = ((0, 1, 2), (0, 1), (0, 2), (1, 2), (0,), (1,), (2,))
+
+
+def _nnls3(a, y):
+    """Non-negative least squares of many 3-unknown problems at once: ``a`` (G, n, 3), ``y``
+    (G, n) -> x (G, 3). Exact: the solution is the best of the unconstrained solutions on
+    each subset of the unknowns that come out non-negative."""
+    g = a.shape[0]
+    best_x = np.zeros((g, 3))
+    best_rss = np.einsum("gn,gn->g", y, y)
+    for subset in _SUBSETS:
+        sub = a[:, :, subset]
+        m = np.einsum("gni,gnj->gij", sub, sub)
+        b = np.einsum("gni,gn->gi", sub, y)
+        ok = np.abs(np.linalg.det(m)) > 1e-300
+        x = np.zeros((g, len(subset)))
+        if ok.any():
+            x[ok] = np.linalg.solve(m[ok], b[ok][..., None])[..., 0]
+        full = np.zeros((g, 3))
+        full[:, subset] = x
+        r = y - np.einsum("gni,gi->gn", a, full)
+        rss = np.einsum("gn,gn->g", r, r)
+        better = ok & np.all(x >= 0, axis=1) & (rss < best_rss - 1e-15)
+        best_x[better] = full[better]
+        best_rss[better] = rss[better]
+    return best_x
+
+
+def fit_twin_power(
+    f, p, t, k: float, tm: float, c: float, robust_rel: float = _ROBUST_REL, grid=_TWIN_GRID
+):
+    """(ridge_mhz, beta_per_mhz, [P0, x_stall, x_busy]) for a twin: the model and grid of
+    :func:`fit_power` (with its energy-optimum penalty), all grid points solved at once, and
+    the soft-L1 loss of the relative error (scale ``robust_rel``) by reweighted NNLS, so that
+    one glitch row weighs as |r| rather than r²."""
+    f, p, t = (np.asarray(v, dtype=float) for v in (f, p, t))
+    t_fit = _t_model(f, tm, c, k)
+    u = (c / f) / t_fit
+    ridges, betas = np.meshgrid(
+        np.linspace(f.min() - 200.0, f.max(), grid[0]),
+        np.concatenate([[0.0], np.geomspace(1e-5, 3e-3, grid[1])]),
+        indexing="ij",
+    )
+    ridges, betas = ridges.ravel(), betas.ravel()
+    volts = formulas.volts(f[None, :], ridges[:, None], betas[:, None])
+    dyn = f[None, :] * volts**2
+    a = np.stack([np.ones_like(dyn), dyn, dyn * u[None, :]], 2) / p[None, :, None]
+    w = np.ones((len(ridges), len(f)))
+    for _ in range(3):
+        x = _nnls3(a * w[:, :, None], w)
+        r = np.einsum("gni,gi->gn", a, x) - 1.0
+        s = np.abs(r) / robust_rel
+        w = np.where(s <= 1.0, 1.0, 1.0 / np.sqrt(np.maximum(s, 1.0)))
+    score = np.sum(2.0 * robust_rel**2 * (np.sqrt(1.0 + (r / robust_rel) ** 2) - 1.0), axis=1)
+    model_energy = (r + 1.0) * (p * t_fit)[None, :]
+    off = np.abs(np.argmin(model_energy, axis=1) - int(np.argmin(p * t))) > 1
+    score = score + np.where(off, 1.0, 0.0)
+    i = int(np.argmin(score))
+    return float(ridges[i]), float(betas[i]), [float(v) for v in x[i]]
+
+
 def fit_twin(f, p, t) -> TwinFit:
     """Fit a twin to a sweep: clocks ``f`` (MHz, ascending), powers ``p`` (W), times ``t`` (s).
 
@@ -210,8 +243,8 @@ def fit_twin(f, p, t) -> TwinFit:
     best = None
     for m in candidates:
         k, tm, c = fit_twin_time(f[: n - m], t[: n - m])
-        ridge, beta, coef = fit_power(
-            f[: n - m], p[: n - m], t[: n - m], k, tm, c, grid=(30, 24), robust_rel=_ROBUST_REL
+        ridge, beta, coef = fit_twin_power(
+            f[: n - m], p[: n - m], t[: n - m], k, tm, c, grid=_TWIN_GRID
         )
         cap = float(np.median(p[n - m :])) if m else math.inf
         fit = TwinFit(k, tm, c, ridge, beta, coef, cap, m)
