@@ -249,11 +249,16 @@ def twin_vs_replay(files):
     from governor.errors import GovernorError
 
     print("## (c) calibrate on the twin vs calibrate on the replay of its sweep\n")
-    print("| sweep | replay picks MHz | twin picks MHz | verdict |")
-    print("|---|---|---|---|")
-    verdicts = []
+    print(
+        "| sweep | measured best MHz | replay picks MHz | twin picks MHz | verdict "
+        "| measured energy at replay's / twin's pick, % above best |"
+    )
+    print("|---|---|---|---|---|---|")
+    verdicts, near_best = [], 0
     for path in files:
         sweep = read_sweep(path)
+        energy = sweep.energy_j()
+        i_best = min(range(len(energy)), key=energy.__getitem__)
         try:
             with open_device(f"replay:{path}") as dev:
                 rep = calibrate(ReplayProber(dev)).ppw_optimal_clock_mhz
@@ -263,15 +268,22 @@ def twin_vs_replay(files):
             print(f"| {path.name} | error: {err} | | other |")
             verdicts.append("other")
             continue
-        d = abs(nearest_index(sweep.clock_mhz, rep) - nearest_index(sweep.clock_mhz, twin))
+        i_rep, i_twin = nearest_index(sweep.clock_mhz, rep), nearest_index(sweep.clock_mhz, twin)
+        d = abs(i_rep - i_twin)
         verdict = "same" if d == 0 else "neighbour" if d == 1 else "other"
         verdicts.append(verdict)
-        print(f"| {path.name} | {rep:g} | {twin:g} | {verdict} |")
+        near_best += abs(i_twin - i_best) <= 1
+        cost = [100 * (energy[i] / energy[i_best] - 1) for i in (i_rep, i_twin)]
+        print(
+            f"| {path.name} | {sweep.clock_mhz[i_best]:g} | {rep:g} | {twin:g} | {verdict} "
+            f"| {cost[0]:.1f} / {cost[1]:.1f} |"
+        )
     n = len(verdicts)
     good = sum(v != "other" for v in verdicts)
     print(
         f"\n{n} sweeps: same {verdicts.count('same')}, neighbour {verdicts.count('neighbour')}, "
-        f"other {verdicts.count('other')}; same or neighbour {good}/{n} ({100 * good / max(n, 1):.0f} %)\n"
+        f"other {verdicts.count('other')}; same or neighbour {good}/{n} ({100 * good / max(n, 1):.0f} %). "
+        f"The twin's pick is within one step of the sweep's measured best clock in {near_best}/{n}.\n"
     )
     return verdicts
 
