@@ -9,13 +9,16 @@ Two steps, shared by ``scripts/make_sim_catalog.py`` (the catalog's measured boa
   P = P0 + f·V(f)²·(x_stall + x_busy·u(f)), u = (c/f)/t(f) the share of time the SMs compute.
 
 Both evaluate :mod:`governor.models.formulas`. numpy and scipy are imported with this module,
-which only the twin and the scripts import.
+which only the twin and the scripts import. The catalog keeps these two as they are (its file
+must not change); a twin uses :func:`fit_twin`: the same model, fitted with a linear solve per
+``k`` for time, a soft-L1 loss for power, and a power cap where the top rows are flat.
 
 A twin (:func:`twin_board`) is a board whose built-in load is the sweep's workload. Its memory
 clock model: the memory part of the run time is ``t_mem(f_mem) = a + b/f_mem`` (a latency part
 that does not scale and a bandwidth part that does) and memory power is linear in ``f_mem``.
 With one memory clock measured, ``a = 0`` (pure bandwidth) and the board has that memory clock
-only; one row at a second memory clock fixes ``a``, ``b`` and the memory power's slope.
+only; one row at a second memory clock fixes ``a``, ``b`` and the memory power's slope. At a
+lower memory clock the core-voltage floor drops to :data:`MEM_FLOOR_V` (a prior).
 """
 
 from __future__ import annotations
