@@ -5,11 +5,14 @@ Three held-out measures, printed as tables (docs/simulator.md carries them):
 
 (a) leave-one-clock-out: for every sweep in the replay folder, each measured clock in turn is
     left out, the twin is fitted to the others and predicts that clock's power and time;
+    Next to it, the noise floor: each interior row's scatter about the straight line
+    through its two neighbours (divided by the spread that line's own noise adds), a bound
+    from above on the measurement noise no fit can predict;
 (b) cross-memory-clock: Titan X pairs ``titanx_<app>_mem3505.csv`` / ``_mem810.csv``; the twin
     is fitted to the whole 3505 MHz sweep plus ONE row at 810 MHz (the middle clock) and
-    predicts the whole 810 MHz sweep (power, time, energy-optimal clock within one step);
-    "no probe" is the same without the 810 row (memory part scaled as 1/f_mem, memory power
-    unchanged): what the simulator did before;
+    predicts the whole 810 MHz sweep (power, time, energy-optimal clock within one step); its
+    voltage floor at 810 MHz (a prior) is chosen from the OTHER apps; "no probe" is the same
+    without the 810 row (memory part scaled as 1/f_mem, memory power unchanged);
 (c) twin vs replay: ``calibrate`` on the twin of each sweep and on the replay of the sweep;
     the chosen clocks are compared in the sweep's clock table (same / neighbour / other).
 
@@ -26,11 +29,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from governor.devices.replay_files import nearest_index, read_sweep  # noqa: E402
-from governor.devices.sim.fit import TwinSweeps, twin_board  # noqa: E402
+from governor.devices.sim.fit import MEM_FLOOR_V, TwinSweeps, fit_twin, twin_board  # noqa: E402
 
 SHARED = Path("/work/shared/data/replay")
 
@@ -58,21 +63,40 @@ def subset(sweep, keep):
 
 
 def predict(board, clock_mhz, mem_clock_mhz=None):
+    """(power_w, time_s) the twin settles at when asked for ``clock_mhz``: where that would
+    exceed the board's power limit (a cap the fit found), firmware runs a lower table clock,
+    as on the device."""
     w = board.workloads["compute"]
-    return (
-        board.steady_gpu_power_w(clock_mhz, w, mem_clock_mhz),
-        w.time_per_unit_s(clock_mhz, mem_clock_mhz),
-    )
+    mem = mem_clock_mhz if mem_clock_mhz is not None else board.default_mem_clock_mhz
+    run = clock_mhz
+    if board.limited_power_w(board.steady_gpu_power_w(clock_mhz, w, mem)) > board.power_limit_w:
+        run, _ = board.throttled_clock_mhz(
+            clock_mhz, board.ambient_c, w, board.power_limit_w, mem_clock_mhz=mem
+        )
+    return board.steady_gpu_power_w(run, w, mem), w.time_per_unit_s(run, mem)
+
+
+def neighbour_scatter(clocks, values):
+    """Per interior row, |relative deviation| (%) from the line through its two neighbours,
+    divided by sqrt(1 + w² + (1 - w)²) (the line's own noise, w the row's position)."""
+    out = []
+    for i in range(1, len(clocks) - 1):
+        w = (clocks[i] - clocks[i - 1]) / (clocks[i + 1] - clocks[i - 1])
+        line = values[i - 1] + (values[i + 1] - values[i - 1]) * w
+        out.append(abs(values[i] / line - 1) * 100 / math.sqrt(1 + w * w + (1 - w) ** 2))
+    return out
 
 
 def leave_one_out(files):
     print("## (a) leave-one-clock-out (each clock predicted by a twin fitted to the others)\n")
     print("| sweep | clocks | power median % | power worst % | time median % | time worst % |")
     print("|---|---|---|---|---|---|")
-    all_p, all_t = [], []
+    all_p, all_t, noise_p, noise_t = [], [], [], []
     for path in files:
         sweep = read_sweep(path)
         n = len(sweep)
+        noise_p += neighbour_scatter(sweep.clock_mhz, sweep.power_w)
+        noise_t += neighbour_scatter(sweep.clock_mhz, sweep.time_s)
         ep, et = [], []
         for i in range(n):
             keep = set(range(n)) - {i}
@@ -91,88 +115,130 @@ def leave_one_out(files):
         f"p95 {pct(all_p, 0.95):.2f} %, worst {max(all_p):.2f} %; time median "
         f"{statistics.median(all_t):.2f} %, p95 {pct(all_t, 0.95):.2f} %, worst {max(all_t):.2f} %\n"
     )
+    print(
+        f"Noise floor ({len(noise_p)} interior rows, scatter about their neighbours): power median "
+        f"{statistics.median(noise_p):.2f} %, p95 {pct(noise_p, 0.95):.2f} %; time median "
+        f"{statistics.median(noise_t):.2f} %, p95 {pct(noise_t, 0.95):.2f} %\n"
+    )
     return all_p, all_t
 
 
+#: voltage floors at the lower memory clock tried for the prior (1.0: no floor change)
+FLOORS = (1.0, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+
+
+def _pairs(folder):
+    for hi_path in sorted(folder.glob("titanx_*_mem3505.csv")):
+        lo_path = hi_path.with_name(hi_path.name.replace("mem3505", "mem810"))
+        if lo_path.exists():
+            yield (
+                hi_path.stem.split("_", 1)[1].rsplit("_", 1)[0],
+                read_sweep(hi_path),
+                read_sweep(lo_path),
+            )
+
+
+def _score_810(board, lo):
+    """(power median %, time median %, true optimum index, twin optimum index) at 810 MHz."""
+    preds = [predict(board, f, 810.0) for f in lo.clock_mhz]
+    ep = [abs(p / m - 1) * 100 for (p, _), m in zip(preds, lo.power_w)]
+    et = [abs(t / m - 1) * 100 for (_, t), m in zip(preds, lo.time_s)]
+    energy = [p * t for p, t in preds]
+    true_e = lo.energy_j()
+    i_twin = min(range(len(energy)), key=energy.__getitem__)
+    i_true = min(range(len(true_e)), key=true_e.__getitem__)
+    return statistics.median(ep), statistics.median(et), i_true, i_twin
+
+
 def cross_memory(folder):
+    """The twin's voltage floor at the lower memory clock is a prior (fit.MEM_FLOOR_V): one
+    row cannot tell it from the memory power. Held out, each app's floor is the one that
+    gives the other apps the lowest median power error (never the app's own 810 MHz rows,
+    and never the optimum, which is what is scored)."""
     print(
         "## (b) cross-memory-clock: fitted at 3505 MHz + one row at 810 MHz, predicting 810 MHz\n"
     )
+    pairs = list(_pairs(folder))
+    if not pairs:
+        return []
+    fits = {}
+    for app, hi, _ in pairs:
+        f, p, t = (np.array(v, dtype=float) for v in (hi.clock_mhz, hi.power_w, hi.time_s))
+        fits[app] = fit_twin(f, p, t)
+    probes = {"lowest": lambda n: 0, "middle": lambda n: n // 2, "highest": lambda n: n - 1}
+    scores = {}  # (probe, app, floor) -> score
+    for label, pick in probes.items():
+        for app, hi, lo in pairs:
+            j = pick(len(lo))
+            for floor in FLOORS:
+                board = twin_board(
+                    TwinSweeps(hi, 3505.0, {810.0: subset(lo, {j})}),
+                    mem_floor_v=floor,
+                    fit=fits[app],
+                )
+                scores[label, app, floor] = _score_810(board, lo)
+    apps = [app for app, _, _ in pairs]
+
+    def held_out_floor(label, app):
+        others = [a for a in apps if a != app]
+        return min(
+            FLOORS, key=lambda fl: statistics.median(scores[label, a, fl][0] for a in others)
+        )
+
     print(
-        "| app | probe MHz | power median % | time median % | optimum true / twin MHz | within one step "
+        "| app | probe MHz | floor (from the other apps) | power median % | time median % "
+        "| optimum true / twin MHz | within one step | no floor: power % | within one step "
         "| no probe: power % | time % | within one step |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
-    for hi_path in sorted(folder.glob("titanx_*_mem3505.csv")):
-        lo_path = hi_path.with_name(hi_path.name.replace("mem3505", "mem810"))
-        if not lo_path.exists():
-            continue
-        hi, lo = read_sweep(hi_path), read_sweep(lo_path)
+    for app, hi, lo in pairs:
         j = len(lo) // 2
-        result = []
-        for others in ({810.0: subset(lo, {j})}, {}):
-            board = twin_board(TwinSweeps(hi, 3505.0, others))
-            preds = [predict(board, f, 810.0) for f in lo.clock_mhz]
-            ep = [abs(p / m - 1) * 100 for (p, _), m in zip(preds, lo.power_w)]
-            et = [abs(t / m - 1) * 100 for (_, t), m in zip(preds, lo.time_s)]
-            energy = [p * t for p, t in preds]
-            i_twin = min(range(len(energy)), key=energy.__getitem__)
-            true_e = lo.energy_j()
-            i_true = min(range(len(true_e)), key=true_e.__getitem__)
-            result.append(
-                (
-                    statistics.median(ep),
-                    statistics.median(et),
-                    i_true,
-                    i_twin,
-                    abs(i_true - i_twin) <= 1,
-                )
-            )
-        (pp, tt, i_true, i_twin, ok), (bp, bt, _, _, bok) = result
-        rows.append((pp, tt, ok, bp, bt, bok))
-        app = hi_path.stem.split("_", 1)[1].rsplit("_", 1)[0]
+        floor = held_out_floor("middle", app)
+        pp, tt, i_true, i_twin = scores["middle", app, floor]
+        ok = abs(i_true - i_twin) <= 1
+        np_, _, nt_true, nt_twin = scores["middle", app, 1.0]
+        nok = abs(nt_true - nt_twin) <= 1
+        board = twin_board(TwinSweeps(hi, 3505.0, {}), fit=fits[app])
+        bp, bt, b_true, b_twin = _score_810(board, lo)
+        bok = abs(b_true - b_twin) <= 1
+        rows.append((pp, tt, ok, bp, bt, bok, np_, nok))
         print(
-            f"| {app} | {lo.clock_mhz[j]:g} | {pp:.1f} | {tt:.1f} | {lo.clock_mhz[i_true]:g} / "
-            f"{lo.clock_mhz[i_twin]:g} | {'yes' if ok else 'no'} | {bp:.1f} | {bt:.1f} | {'yes' if bok else 'no'} |"
+            f"| {app} | {lo.clock_mhz[j]:g} | {floor:g} | {pp:.1f} | {tt:.1f} | {lo.clock_mhz[i_true]:g} / "
+            f"{lo.clock_mhz[i_twin]:g} | {'yes' if ok else 'no'} | {np_:.1f} | {'yes' if nok else 'no'} "
+            f"| {bp:.1f} | {bt:.1f} | {'yes' if bok else 'no'} |"
         )
-    if rows:
-        n = len(rows)
+    n = len(rows)
+    med = lambda i: statistics.median(r[i] for r in rows)  # noqa: E731
+    print(
+        f"\n{n} apps. With the 810 MHz probe and the held-out floor: power median of medians "
+        f"{med(0):.1f} %, time {med(1):.1f} %, optimum within one step in {sum(r[2] for r in rows)}/{n}. "
+        f"Probe without a floor (the same voltage curve at both memory clocks): power {med(6):.1f} %, "
+        f"within one step {sum(r[7] for r in rows)}/{n}. No probe: power {med(3):.1f} %, "
+        f"time {med(4):.1f} %, within one step {sum(r[5] for r in rows)}/{n}.\n"
+    )
+    shipped = MEM_FLOOR_V
+    print(
+        f"The shipped prior (fit.MEM_FLOOR_V = {shipped:g}, the floor with the lowest median power "
+        "error over all apps: in-sample for this table) scores: "
+        + "; ".join(
+            f"floor {fl:g}: power {statistics.median(scores['middle', a, fl][0] for a in apps):.1f} %, "
+            f"within one step {sum(abs(scores['middle', a, fl][2] - scores['middle', a, fl][3]) <= 1 for a in apps)}/{n}"
+            for fl in FLOORS
+        )
+        + "\n"
+    )
+    print("The same with the one 810 MHz row taken at other clocks (floor held out as above):\n")
+    print("| probe row | power median % | time median % | optimum within one step |")
+    print("|---|---|---|---|")
+    for label in probes:
+        got = [scores[label, app, held_out_floor(label, app)] for app in apps]
         print(
-            f"\n{n} apps. With the 810 MHz probe: power median of medians "
-            f"{statistics.median(r[0] for r in rows):.1f} %, time {statistics.median(r[1] for r in rows):.1f} %, "
-            f"optimum within one step in {sum(r[2] for r in rows)}/{n}. Without it: power "
-            f"{statistics.median(r[3] for r in rows):.1f} %, time {statistics.median(r[4] for r in rows):.1f} %, "
-            f"within one step {sum(r[5] for r in rows)}/{n}.\n"
+            f"| {label} | {statistics.median(g[0] for g in got):.1f} "
+            f"| {statistics.median(g[1] for g in got):.1f} "
+            f"| {sum(abs(g[2] - g[3]) <= 1 for g in got)}/{n} |"
         )
-        print("The same with the one 810 MHz row taken at other clocks:\n")
-        print("| probe row | power median % | time median % | optimum within one step |")
-        print("|---|---|---|---|")
-        for label in ("lowest", "middle", "highest"):
-            pw, tw, ok = [], [], 0
-            for hi_path in sorted(folder.glob("titanx_*_mem3505.csv")):
-                lo_path = hi_path.with_name(hi_path.name.replace("mem3505", "mem810"))
-                if not lo_path.exists():
-                    continue
-                hi, lo = read_sweep(hi_path), read_sweep(lo_path)
-                j = {"lowest": 0, "middle": len(lo) // 2, "highest": len(lo) - 1}[label]
-                board = twin_board(TwinSweeps(hi, 3505.0, {810.0: subset(lo, {j})}))
-                preds = [predict(board, f, 810.0) for f in lo.clock_mhz]
-                pw.append(
-                    statistics.median(abs(p / m - 1) * 100 for (p, _), m in zip(preds, lo.power_w))
-                )
-                tw.append(
-                    statistics.median(abs(t / m - 1) * 100 for (_, t), m in zip(preds, lo.time_s))
-                )
-                energy = [p * t for p, t in preds]
-                true_e = lo.energy_j()
-                i_twin = min(range(len(energy)), key=energy.__getitem__)
-                i_true = min(range(len(true_e)), key=true_e.__getitem__)
-                ok += abs(i_twin - i_true) <= 1
-            print(
-                f"| {label} | {statistics.median(pw):.1f} | {statistics.median(tw):.1f} | {ok}/{len(pw)} |"
-            )
-        print()
+    print()
     return rows
 
 
@@ -183,11 +249,16 @@ def twin_vs_replay(files):
     from governor.errors import GovernorError
 
     print("## (c) calibrate on the twin vs calibrate on the replay of its sweep\n")
-    print("| sweep | replay picks MHz | twin picks MHz | verdict |")
-    print("|---|---|---|---|")
-    verdicts = []
+    print(
+        "| sweep | measured best MHz | replay picks MHz | twin picks MHz | verdict "
+        "| measured energy at replay's / twin's pick, % above best |"
+    )
+    print("|---|---|---|---|---|---|")
+    verdicts, near_best = [], 0
     for path in files:
         sweep = read_sweep(path)
+        energy = sweep.energy_j()
+        i_best = min(range(len(energy)), key=energy.__getitem__)
         try:
             with open_device(f"replay:{path}") as dev:
                 rep = calibrate(ReplayProber(dev)).ppw_optimal_clock_mhz
@@ -197,15 +268,22 @@ def twin_vs_replay(files):
             print(f"| {path.name} | error: {err} | | other |")
             verdicts.append("other")
             continue
-        d = abs(nearest_index(sweep.clock_mhz, rep) - nearest_index(sweep.clock_mhz, twin))
+        i_rep, i_twin = nearest_index(sweep.clock_mhz, rep), nearest_index(sweep.clock_mhz, twin)
+        d = abs(i_rep - i_twin)
         verdict = "same" if d == 0 else "neighbour" if d == 1 else "other"
         verdicts.append(verdict)
-        print(f"| {path.name} | {rep:g} | {twin:g} | {verdict} |")
+        near_best += abs(i_twin - i_best) <= 1
+        cost = [100 * (energy[i] / energy[i_best] - 1) for i in (i_rep, i_twin)]
+        print(
+            f"| {path.name} | {sweep.clock_mhz[i_best]:g} | {rep:g} | {twin:g} | {verdict} "
+            f"| {cost[0]:.1f} / {cost[1]:.1f} |"
+        )
     n = len(verdicts)
     good = sum(v != "other" for v in verdicts)
     print(
         f"\n{n} sweeps: same {verdicts.count('same')}, neighbour {verdicts.count('neighbour')}, "
-        f"other {verdicts.count('other')}; same or neighbour {good}/{n} ({100 * good / max(n, 1):.0f} %)\n"
+        f"other {verdicts.count('other')}; same or neighbour {good}/{n} ({100 * good / max(n, 1):.0f} %). "
+        f"The twin's pick is within one step of the sweep's measured best clock in {near_best}/{n}.\n"
     )
     return verdicts
 

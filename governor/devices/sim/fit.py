@@ -9,13 +9,16 @@ Two steps, shared by ``scripts/make_sim_catalog.py`` (the catalog's measured boa
   P = P0 + f·V(f)²·(x_stall + x_busy·u(f)), u = (c/f)/t(f) the share of time the SMs compute.
 
 Both evaluate :mod:`governor.models.formulas`. numpy and scipy are imported with this module,
-which only the twin and the scripts import.
+which only the twin and the scripts import. The catalog keeps these two as they are (its file
+must not change); a twin uses :func:`fit_twin`: the same model, fitted with a linear solve per
+``k`` for time, a soft-L1 loss for power, and a power cap where the top rows are flat.
 
 A twin (:func:`twin_board`) is a board whose built-in load is the sweep's workload. Its memory
 clock model: the memory part of the run time is ``t_mem(f_mem) = a + b/f_mem`` (a latency part
 that does not scale and a bandwidth part that does) and memory power is linear in ``f_mem``.
 With one memory clock measured, ``a = 0`` (pure bandwidth) and the board has that memory clock
-only; one row at a second memory clock fixes ``a``, ``b`` and the memory power's slope.
+only; one row at a second memory clock fixes ``a``, ``b`` and the memory power's slope. At a
+lower memory clock the core-voltage floor drops to :data:`MEM_FLOOR_V` (a prior).
 """
 
 from __future__ import annotations
@@ -32,7 +35,18 @@ from governor.devices.sim.physics import BoardSpec, RailSpec, VoltageCurve, Work
 from governor.errors import InvalidRequestError
 from governor.models import formulas
 
-__all__ = ["TwinSweeps", "fit_power", "fit_time", "read_twin_sweeps", "twin_board"]
+__all__ = [
+    "MEM_FLOOR_V",
+    "TwinFit",
+    "TwinSweeps",
+    "fit_power",
+    "fit_time",
+    "fit_twin",
+    "fit_twin_power",
+    "fit_twin_time",
+    "read_twin_sweeps",
+    "twin_board",
+]
 
 _KS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
 
@@ -86,6 +100,163 @@ def fit_power(f, p, t, k: float, tm: float, c: float):
                 best = (score, float(ridge), float(beta), x)
     _, ridge, beta, x = best
     return ridge, beta, [float(v) for v in x]
+
+
+# ---------------------------------------------------------------------------- the twin's fit
+#: the roofline's overlap exponents a twin tries (a finer grid than the catalog's: each costs
+#: one linear solve)
+_TWIN_KS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 12.0)
+#: a power cap is looked for among the top rows within this share of the highest power
+_CAP_SHARE = 0.97
+#: ... and only when at least this many rows sit there: two rows always lie on a line, a
+#: third tests that the top is flat (the Titan X sweeps' top two rows are within 3 %, uncapped)
+_CAP_MIN_ROWS = 3
+#: scale of the soft-L1 loss of the twin's power fit (relative error): about three times the
+#: median scatter of the measured sweeps about their neighbours (0.3 %), fixed up front
+_ROBUST_REL = 0.01
+#: ridge clocks and voltage slopes the twin's power fit tries
+_TWIN_GRID = (30, 24)
+
+
+def fit_twin_time(f, t) -> Tuple[float, float, float]:
+    """(k, t_mem_s, c_s_mhz) of the smooth roofline, for a twin: for each ``k`` the roofline
+    is linear in (t_mem^k, c^k) against t^k (non-negative least squares, weighted so that the
+    residuals are relative errors of t), and the ``k`` with the least squared relative error
+    wins. Same model as :func:`fit_time` (which the catalog keeps), faster and in least
+    squares rather than worst case."""
+    from scipy.optimize import nnls
+
+    f, t = np.asarray(f, dtype=float), np.asarray(t, dtype=float)
+    best = None
+    for k in _TWIN_KS:
+        a = np.stack([np.ones_like(f), f**-k], 1) / (k * t[:, None] ** k)
+        x, _ = nnls(a, np.full_like(t, 1.0 / k))
+        if x[1] <= 0:
+            continue
+        tm, c = float(x[0] ** (1.0 / k)), float(x[1] ** (1.0 / k))
+        err = float(np.sum((_t_model(f, tm, c, k) / t - 1.0) ** 2))
+        if best is None or err < best[0]:
+            best = (err, k, tm, c)
+    if best is None:  # time does not fall with the clock: all memory
+        return 1.0, float(np.median(t)), 0.0
+    return best[1], best[2], best[3]
+
+
+class TwinFit:
+    """The fitted parameters of a twin: time (k, t_mem_s, c), power (ridge, beta, P0,
+    x_stall, x_busy) and the power cap ``cap_w`` (inf: none seen)."""
+
+    def __init__(self, k, tm, c, ridge, beta, coef, cap_w, capped_rows):
+        self.k, self.tm, self.c = k, tm, c
+        self.ridge, self.beta = ridge, beta
+        self.p0, self.xs, self.xb = coef
+        self.cap_w = cap_w
+        self.capped_rows = capped_rows
+
+    def power_time(self, f):
+        """(power_w, time_s) at clocks ``f`` without the cap."""
+        f = np.asarray(f, dtype=float)
+        t = _t_model(f, self.tm, self.c, self.k)
+        u = (self.c / f) / t
+        dyn = formulas.cmos_power_w(f, 1.0, self.ridge, self.beta)
+        return self.p0 + dyn * (self.xs + self.xb * u), t
+
+
+_SUBSETS = ((0, 1, 2), (0, 1), (0, 2), (1, 2), (0,), (1,), (2,))
+
+
+def _nnls3(a, y):
+    """Non-negative least squares of many 3-unknown problems at once: ``a`` (G, n, 3), ``y``
+    (G, n) -> x (G, 3). Exact: the solution is the best of the unconstrained solutions on
+    each subset of the unknowns that come out non-negative."""
+    g = a.shape[0]
+    best_x = np.zeros((g, 3))
+    best_rss = np.einsum("gn,gn->g", y, y)
+    for subset in _SUBSETS:
+        sub = a[:, :, subset]
+        m = np.einsum("gni,gnj->gij", sub, sub)
+        b = np.einsum("gni,gn->gi", sub, y)
+        ok = np.abs(np.linalg.det(m)) > 1e-300
+        x = np.zeros((g, len(subset)))
+        if ok.any():
+            x[ok] = np.linalg.solve(m[ok], b[ok][..., None])[..., 0]
+        full = np.zeros((g, 3))
+        full[:, subset] = x
+        r = y - np.einsum("gni,gi->gn", a, full)
+        rss = np.einsum("gn,gn->g", r, r)
+        better = ok & np.all(x >= 0, axis=1) & (rss < best_rss - 1e-15)
+        best_x[better] = full[better]
+        best_rss[better] = rss[better]
+    return best_x
+
+
+def fit_twin_power(
+    f, p, t, k: float, tm: float, c: float, robust_rel: float = _ROBUST_REL, grid=_TWIN_GRID
+):
+    """(ridge_mhz, beta_per_mhz, [P0, x_stall, x_busy]) for a twin: the model and grid of
+    :func:`fit_power` (with its energy-optimum penalty), all grid points solved at once, and
+    the soft-L1 loss of the relative error (scale ``robust_rel``) by reweighted NNLS, so that
+    one glitch row weighs as |r| rather than r²."""
+    f, p, t = (np.asarray(v, dtype=float) for v in (f, p, t))
+    t_fit = _t_model(f, tm, c, k)
+    u = (c / f) / t_fit
+    ridges, betas = np.meshgrid(
+        np.linspace(f.min() - 200.0, f.max(), grid[0]),
+        np.concatenate([[0.0], np.geomspace(1e-5, 3e-3, grid[1])]),
+        indexing="ij",
+    )
+    ridges, betas = ridges.ravel(), betas.ravel()
+    volts = formulas.volts(f[None, :], ridges[:, None], betas[:, None])
+    dyn = f[None, :] * volts**2
+    a = np.stack([np.ones_like(dyn), dyn, dyn * u[None, :]], 2) / p[None, :, None]
+    w = np.ones((len(ridges), len(f)))
+    for _ in range(3):
+        x = _nnls3(a * w[:, :, None], w)
+        r = np.einsum("gni,gi->gn", a, x) - 1.0
+        s = np.abs(r) / robust_rel
+        w = np.where(s <= 1.0, 1.0, 1.0 / np.sqrt(np.maximum(s, 1.0)))
+    score = np.sum(2.0 * robust_rel**2 * (np.sqrt(1.0 + (r / robust_rel) ** 2) - 1.0), axis=1)
+    model_energy = (r + 1.0) * (p * t_fit)[None, :]
+    off = np.abs(np.argmin(model_energy, axis=1) - int(np.argmin(p * t))) > 1
+    score = score + np.where(off, 1.0, 0.0)
+    i = int(np.argmin(score))
+    return float(ridges[i]), float(betas[i]), [float(v) for v in x[i]]
+
+
+def fit_twin(f, p, t) -> TwinFit:
+    """Fit a twin to a sweep: clocks ``f`` (MHz, ascending), powers ``p`` (W), times ``t`` (s).
+
+    The model of :func:`fit_power` / :func:`fit_time`, with one more choice: a power cap.
+    Where three or more top rows sit within 3 % of the highest power (the A40 sweeps above
+    ~1450 MHz sit at its 300 W limit), the fit is tried both ways: with every row, and with
+    those rows taken as the cap (their median power; the rest fit the model, time included,
+    since a capped row ran at a lower clock than asked). Power is fitted with a soft-L1 loss
+    (scale 1 %), time by :func:`fit_twin_time`. The one with the lower BIC (squared relative
+    error of power over all rows, one more parameter for the cap) wins. Only the rows given
+    are used, so a held-out row never informs the choice.
+    """
+    f, p, t = (np.asarray(v, dtype=float) for v in (f, p, t))
+    n = len(f)
+    candidates = [0]
+    m = 0
+    while m < n and p[n - 1 - m] >= _CAP_SHARE * p.max():
+        m += 1
+    if _CAP_MIN_ROWS <= m <= n // 2 and n - m >= 3:
+        candidates.append(m)
+    best = None
+    for m in candidates:
+        k, tm, c = fit_twin_time(f[: n - m], t[: n - m])
+        ridge, beta, coef = fit_twin_power(
+            f[: n - m], p[: n - m], t[: n - m], k, tm, c, grid=_TWIN_GRID
+        )
+        cap = float(np.median(p[n - m :])) if m else math.inf
+        fit = TwinFit(k, tm, c, ridge, beta, coef, cap, m)
+        model = np.minimum(fit.power_time(f)[0], cap)
+        sse = float(np.sum((model / p - 1.0) ** 2))
+        bic = n * math.log(sse / n + 1e-12) + (6 + (1 if m else 0)) * math.log(n)
+        if best is None or bic < best[0]:
+            best = (bic, fit)
+    return best[1]
 
 
 # ---------------------------------------------------------------------------- the twin
@@ -159,6 +330,14 @@ def read_twin_sweeps(path: Union[str, Path]) -> TwinSweeps:
     return TwinSweeps(main, main_key, groups)  # type: ignore[arg-type]
 
 
+#: The core-voltage floor at a lower memory clock, relative to the floor at the main one. A
+#: GPU holds a minimum core voltage that rises with the memory clock, so the power curve at a
+#: lower memory clock keeps falling where the main sweep's flattens. One row at the lower
+#: memory clock cannot tell this floor from the memory power; the value is a prior, chosen on
+#: the Titan X pairs (docs/simulator.md: how, and its figures held out one app at a time).
+MEM_FLOOR_V = 0.7
+
+
 def _clock_table(measured) -> Tuple[float, ...]:
     """Measured clocks plus points halfway between neighbours: the twin answers between them."""
     out = set(float(c) for c in measured)
@@ -167,12 +346,22 @@ def _clock_table(measured) -> Tuple[float, ...]:
     return tuple(sorted(out))
 
 
-def twin_board(sweeps: TwinSweeps, name: str = "twin") -> BoardSpec:
-    """A :class:`BoardSpec` whose ``compute`` workload reproduces the sweep."""
+def twin_board(
+    sweeps: TwinSweeps,
+    name: str = "twin",
+    mem_floor_v: float = MEM_FLOOR_V,
+    fit: Optional[TwinFit] = None,
+) -> BoardSpec:
+    """A :class:`BoardSpec` whose ``compute`` workload reproduces the sweep (fitted by
+    :func:`fit_twin`; a power cap seen in the sweep becomes the board's power limit).
+    ``mem_floor_v``: the voltage floor at a lower memory clock than the main sweep's;
+    ``fit``: the main sweep's :func:`fit_twin`, when the caller already has it."""
     sw = sweeps.main
     f, p, t = (np.array(v, dtype=float) for v in (sw.clock_mhz, sw.power_w, sw.time_s))
-    k, tm, c = fit_time(f, t)
-    ridge, beta, (p0, xs, xb) = fit_power(f, p, t, k, tm, c)
+    if fit is None:
+        fit = fit_twin(f, p, t)
+    k, tm, c = fit.k, fit.tm, fit.c
+    ridge, beta, (p0, xs, xb) = fit.ridge, fit.beta, (fit.p0, fit.xs, fit.xb)
     alpha = xs + xb
     if alpha <= 0:  # power does not rise with the clock: keep a tiny dynamic part
         alpha, xs, xb = 1e-9, 0.0, 1e-9
@@ -180,6 +369,7 @@ def twin_board(sweeps: TwinSweeps, name: str = "twin") -> BoardSpec:
     mem_ref = sweeps.mem_clock_mhz
     mem_power: Dict[float, float] = {}
     mem_points: Dict[float, float] = {}
+    mem_floor: Dict[float, float] = {}
     if mem_ref is not None:
         mem_power[mem_ref] = 0.0
         mem_points[mem_ref] = tm
@@ -192,10 +382,15 @@ def twin_board(sweeps: TwinSweeps, name: str = "twin") -> BoardSpec:
         tm_o = float(np.median(parts))
         mem_points[mem] = tm_o
         probe = Workload("probe", c, tm_o, k, xs / alpha, xb / alpha)
+        # a lower memory clock lets the core voltage fall below the floor held at the main one
+        floor = mem_floor_v if mem_ref is not None and mem < mem_ref and beta > 0 else 1.0
+        if floor < 1.0:
+            mem_floor[mem] = floor
+        curve = VoltageCurve(voltage.ridge_mhz, voltage.beta_per_mhz, floor)
         deltas = []
         for f_o, p_o in zip(other.clock_mhz, other.power_w):
             u = probe.busy_fraction(f_o)
-            dyn = formulas.cmos_power_w(f_o, alpha, voltage.ridge_mhz, voltage.beta_per_mhz)
+            dyn = curve.dynamic_w(f_o, alpha)
             deltas.append(p_o - (p0 + dyn * (xs / alpha + xb / alpha * u)))
         mem_power[mem] = float(np.median(deltas))
     workload = Workload(
@@ -233,10 +428,11 @@ def twin_board(sweeps: TwinSweeps, name: str = "twin") -> BoardSpec:
         static_w=max(0.0, p0),
         dyn_w_per_mhz=alpha,
         voltage=voltage,
-        power_limit_w=2.0 * float(p.max()) + 1.0,
+        power_limit_w=fit.cap_w if math.isfinite(fit.cap_w) else 2.0 * float(p.max()) + 1.0,
         mem_clocks_mhz=mems,
         default_mem_clock_mhz=mem_ref,
         mem_static_w=mem_power if len(mem_power) > 1 else {},
+        mem_floor_v=mem_floor,
         idle_activity=0.02,
         leakage_per_c=0.0,
         thermal_r_c_per_w=0.1,

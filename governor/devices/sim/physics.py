@@ -37,17 +37,44 @@ __all__ = ["BoardSpec", "RailSpec", "VoltageCurve", "Workload"]
 
 @dataclass(frozen=True)
 class VoltageCurve:
-    """Normalised core voltage: flat up to the ridge clock, rising linearly above it."""
+    """Normalised core voltage: flat up to the ridge clock, rising linearly above it.
+
+    ``floor_v`` (default 1) lowers the flat part: V(f) = max(floor_v, 1 + β·(f − f_ridge)),
+    the same rising line with a lower floor. A GPU holds a higher minimum core voltage at a
+    higher memory clock, so a twin's curve at a lower memory clock has ``floor_v`` < 1 (see
+    ``fit.py``). Written through :func:`formulas.volts` as
+    ``floor_v·volts(f, f_ridge − (1 − floor_v)/β, β/floor_v)``.
+    """
 
     ridge_mhz: float
     beta_per_mhz: float
+    floor_v: float = 1.0
 
     def __post_init__(self) -> None:
-        if not (self.ridge_mhz >= 0 and self.beta_per_mhz >= 0):
+        if not (self.ridge_mhz >= 0 and self.beta_per_mhz >= 0 and 0 < self.floor_v <= 1):
             raise ValueError(f"invalid voltage curve {self}")
 
+    def _scaled(self) -> Tuple[float, float, float]:
+        """(scale, ridge_mhz, beta_per_mhz) with V(f) = scale·formulas.volts(f, ridge, beta)."""
+        if self.floor_v == 1.0 or self.beta_per_mhz == 0:
+            return 1.0, self.ridge_mhz, self.beta_per_mhz
+        lowered = self.ridge_mhz - (1.0 - self.floor_v) / self.beta_per_mhz
+        return self.floor_v, lowered, self.beta_per_mhz / self.floor_v
+
     def volts(self, clock_mhz: float) -> float:
-        return formulas.volts(clock_mhz, self.ridge_mhz, self.beta_per_mhz)
+        if self.floor_v == 1.0:
+            return formulas.volts(clock_mhz, self.ridge_mhz, self.beta_per_mhz)
+        scale, ridge, beta = self._scaled()
+        return scale * formulas.volts(clock_mhz, ridge, beta)
+
+    def dynamic_w(self, clock_mhz: float, alpha_w_per_mhz: float) -> float:
+        """α·f·V(f)² (W), through :func:`formulas.cmos_power_w`."""
+        if self.floor_v == 1.0:
+            return formulas.cmos_power_w(
+                clock_mhz, alpha_w_per_mhz, self.ridge_mhz, self.beta_per_mhz
+            )
+        scale, ridge, beta = self._scaled()
+        return formulas.cmos_power_w(clock_mhz, alpha_w_per_mhz * scale * scale, ridge, beta)
 
 
 @dataclass(frozen=True)
@@ -146,6 +173,9 @@ class BoardSpec:
     mem_clocks_mhz: Tuple[float, ...] = ()
     default_mem_clock_mhz: Optional[float] = None
     mem_static_w: Mapping[float, float] = field(default_factory=dict)
+    #: the voltage floor (``VoltageCurve.floor_v``) at other memory clocks (MHz -> floor);
+    #: empty: one voltage curve at every memory clock (every catalog board)
+    mem_floor_v: Mapping[float, float] = field(default_factory=dict)
     idle_activity: float = 0.02
     leakage_per_c: float = 0.01
     ambient_c: float = 30.0
@@ -225,6 +255,9 @@ class BoardSpec:
             activity = workload.a_stall + workload.a_busy * u
             curve = workload.voltage or self.voltage
             power += workload.mem_w
+        if self.mem_floor_v:
+            curve = self._curve_at_mem(curve, mem_clock)
+            return power + curve.dynamic_w(clock_mhz, self.dyn_w_per_mhz) * activity
         return (
             power
             + formulas.cmos_power_w(
@@ -232,6 +265,32 @@ class BoardSpec:
             )
             * activity
         )
+
+    def mem_floor_at(self, mem_clock_mhz: Optional[float]) -> float:
+        """The voltage floor at a memory clock: 1 at the default one, ``mem_floor_v`` where
+        measured, linear in the memory clock in between (clipped to (0, 1])."""
+        known = dict(self.mem_floor_v)
+        if self.default_mem_clock_mhz is not None:
+            known.setdefault(self.default_mem_clock_mhz, 1.0)
+        if mem_clock_mhz is None or not known:
+            return 1.0
+        if mem_clock_mhz in known:
+            return float(known[mem_clock_mhz])
+        if len(known) < 2:
+            return float(next(iter(known.values())))
+        m1, m2 = sorted(known, key=lambda m: abs(m - mem_clock_mhz))[:2]
+        v1, v2 = known[m1], known[m2]
+        return float(min(1.0, max(1e-3, v1 + (v2 - v1) * (mem_clock_mhz - m1) / (m2 - m1))))
+
+    def _curve_at_mem(self, curve: VoltageCurve, mem_clock_mhz: Optional[float]) -> VoltageCurve:
+        floor = self.mem_floor_at(mem_clock_mhz)
+        if floor == curve.floor_v:
+            return curve
+        cache = self.__dict__.setdefault("_curve_cache", {})  # not a field: eq/hash unchanged
+        key = (curve, floor)
+        if key not in cache:
+            cache[key] = VoltageCurve(curve.ridge_mhz, curve.beta_per_mhz, floor)
+        return cache[key]
 
     def steady_temperature_c(self, power_w: float) -> float:
         return self.ambient_c + self.thermal_r_c_per_w * power_w
