@@ -432,3 +432,21 @@ def test_numeric_jacobian_step_scales_with_the_parameter():
     # rounding of q^2 = 1e8
     jac = pw._numeric_jacobian(lambda q: q**2, np.array([1e4]))
     assert jac[0, 0] == pytest.approx(20000.0, abs=0.01)
+
+
+# -- the ridge interval ------------------------------------------------------------------
+
+
+def test_ridge_interval_spans_the_probed_range_when_no_ridge_passes_the_limit():
+    # Exact data: the continuous fit beats every ridge on the profile grid, so no grid ridge
+    # passes the likelihood limit and the docstring promises the whole probed range, 300 to
+    # 1800 MHz (not the end of the grid refined around the kink, 1123 MHz).
+    f = np.arange(300.0, 1801.0, 100.0)
+    m = pw.fit_power_model(f, _truth().power_w(f))
+    assert m.ridge_interval_mhz == (300.0, 1800.0)
+    # the ridge SD reported from it: half the range over z(0.95)
+    assert m.uncertainty["ridge_clock_mhz"] == pytest.approx(1500.0 / 2 / 1.645)
+    # the same on an arbitrary range, called directly in normalised units
+    x = np.linspace(0.2, 1.0, 9)
+    y = 0.1 + 0.5 * x * (1.0 + 2.0 * np.maximum(0.0, x - 0.6)) ** 2
+    assert pw._ridge_interval(x, y, 0.0, 4) == (0.2, 1.0)
