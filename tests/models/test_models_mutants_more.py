@@ -635,3 +635,13 @@ def test_the_refusal_message_gives_the_worst_miss_in_percent():
     worst = float(np.max(np.abs(model.time_s(f) / t - 1.0)))
     assert worst == pytest.approx(0.8, abs=0.01)
     assert f"off by {100 * worst:.0f} %" in str(err.value)
+
+
+def test_the_simplest_form_wins_whatever_order_the_forms_are_offered_in():
+    # compute-only data (t = 200 / f) are explained exactly by the two-term form (t_mem = 0)
+    # and by a roofline; the roofline's sharpness is one more parameter, so among forms that
+    # predict equally well the two-term form is chosen even when offered second
+    t = 200.0 / F
+    m = tmod.fit_time_model(F, t, forms=[(2.0, 0.0), (1.0, 0.0)])
+    assert (m.form, m.k) == ("two-term", 1.0)
+    assert m.c_s_mhz == pytest.approx(200.0, rel=1e-6)
