@@ -332,7 +332,7 @@ def _ridge_interval(x: np.ndarray, y: np.ndarray, sse_fit: float, n_par: int):
     limit = sse_min * (1.0 + float(f_dist.ppf(RIDGE_INTERVAL_LEVEL, 1, dof)) / dof)
     inside = rs[prof <= max(limit, 1e-30)]
     if len(inside) == 0:
-        return float(rs[0]), float(rs[-1])
+        return float(coarse[0]), float(coarse[-1])
     return float(inside.min()), float(inside.max())
 
 

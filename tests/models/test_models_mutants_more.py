@@ -432,3 +432,216 @@ def test_numeric_jacobian_step_scales_with_the_parameter():
     # rounding of q^2 = 1e8
     jac = pw._numeric_jacobian(lambda q: q**2, np.array([1e4]))
     assert jac[0, 0] == pytest.approx(20000.0, abs=0.01)
+
+
+# -- the ridge interval ------------------------------------------------------------------
+
+
+def test_ridge_interval_spans_the_probed_range_when_no_ridge_passes_the_limit():
+    # Exact data: the continuous fit beats every ridge on the profile grid, so no grid ridge
+    # passes the likelihood limit and the docstring promises the whole probed range, 300 to
+    # 1800 MHz (not the end of the grid refined around the kink, 1123 MHz).
+    f = np.arange(300.0, 1801.0, 100.0)
+    m = pw.fit_power_model(f, _truth().power_w(f))
+    assert m.ridge_interval_mhz == (300.0, 1800.0)
+    # the ridge SD reported from it: half the range over z(0.95)
+    assert m.uncertainty["ridge_clock_mhz"] == pytest.approx(1500.0 / 2 / 1.645)
+    # the same on an arbitrary range, called directly in normalised units
+    x = np.linspace(0.2, 1.0, 9)
+    y = 0.1 + 0.5 * x * (1.0 + 2.0 * np.maximum(0.0, x - 0.6)) ** 2
+    assert pw._ridge_interval(x, y, 0.0, 4) == (0.2, 1.0)
+
+
+def _profile_sse(f, p, ridge_mhz):
+    """The least SSE (W²) of P = p0 + alpha·f·V² with the ridge held at ``ridge_mhz``: p0 and
+    alpha > 0 by linear least squares, beta >= 0 by a bounded search over log(beta). Written
+    here from the model's definition, in MHz and W, without the fit's grids or scaling."""
+    from scipy.optimize import minimize_scalar
+
+    def sse(beta):
+        g = f * (1.0 + beta * np.maximum(0.0, f - ridge_mhz)) ** 2
+        design = np.stack([np.ones_like(f), g], 1)
+        coef, *_ = np.linalg.lstsq(design, p, rcond=None)
+        return float(np.sum((design @ coef - p) ** 2)) if coef[1] > 0 else math.inf
+
+    best = sse(0.0)
+    for lo, hi in ((-9.0, -5.0), (-5.0, -3.0), (-3.0, -1.0)):
+        found = minimize_scalar(
+            lambda u: sse(10.0**u), bounds=(lo, hi), method="bounded", options={"xatol": 1e-6}
+        )
+        best = min(best, float(found.fun))
+    return best
+
+
+def _exact_ridge_interval(f, p, window):
+    """The 90 % profile-likelihood interval of the ridge (MHz): every ridge whose profile SSE
+    is within SSE_min·(1 + F(0.9; 1, n - 4)/(n - 4)), its ends found to 0.01 MHz."""
+    from scipy.optimize import brentq
+    from scipy.stats import f as f_dist
+
+    grid = np.linspace(window[0], window[1], 121)
+    prof = np.array([_profile_sse(f, p, r) for r in grid])
+    dof = len(f) - 4
+    limit = prof.min() * (1.0 + f_dist.ppf(0.9, 1, dof) / dof)
+    inside = np.nonzero(prof <= limit)[0]
+    a, b = int(inside.min()), int(inside.max())
+    assert 0 < a and b < len(grid) - 1  # the interval lies inside the window
+
+    def over(r):
+        return _profile_sse(f, p, r) - limit
+
+    lo = brentq(over, grid[a - 1], grid[a], xtol=0.01)
+    return lo, brentq(over, grid[b], grid[b + 1], xtol=0.01)
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_ridge_interval_lies_inside_the_exact_profile_likelihood_interval(seed):
+    # 16 clocks with 1 % Gaussian noise: the data place the kink, so the interval is a narrow
+    # band around the fitted ridge. The fit profiles the SSE on grids (ridge and slope), which
+    # can only overestimate the exact profile, so its interval lies within the exact one (to
+    # 1 MHz of ridge-grid resolution) and always holds the fitted ridge.
+    f = np.arange(300.0, 1801.0, 100.0)
+    p = _truth().power_w(f) * (1.0 + 0.01 * np.random.default_rng(seed).standard_normal(16))
+    m = pw.fit_power_model(f, p)
+    exact_lo, exact_hi = _exact_ridge_interval(f, p, (700.0, 1300.0))
+    lo, hi = m.ridge_interval_mhz
+    assert exact_lo - 1.0 <= lo <= m.ridge_clock_mhz <= hi <= exact_hi + 1.0
+    assert exact_lo < 1000.0 < exact_hi  # (the truth is inside the exact one for these seeds)
+    assert hi - lo < 0.1 * (1800.0 - 300.0)  # not the fallback to the probed range
+
+
+def test_parameter_uncertainties_are_the_least_squares_standard_errors():
+    # one SD of p_idle, alpha and beta: sqrt(diag(s²·(JᵀJ)⁻¹)) with s² = SSE / (n - 4) and J the
+    # model's Jacobian at the fitted parameters (by central differences here, in MHz and W)
+    f = np.arange(300.0, 1801.0, 100.0)
+    p = _truth().power_w(f) * (1.0 + 0.01 * np.random.default_rng(1).standard_normal(16))
+    m = pw.fit_power_model(f, p)
+    q = np.array([m.p_idle_w, m.alpha_w_per_mhz, m.ridge_clock_mhz, m.beta_per_mhz])
+
+    def model(v):
+        return pw.PowerModel(*v).power_w(f)
+
+    cols = []
+    for i, h in enumerate(np.abs(q) * 1e-6):
+        up, down = q.copy(), q.copy()
+        up[i] += h
+        down[i] -= h
+        cols.append((model(up) - model(down)) / (2 * h))
+    jac = np.stack(cols, 1)
+    s2 = float(np.sum((model(q) - p) ** 2)) / (len(f) - 4)
+    sd = np.sqrt(np.diag(np.linalg.inv(jac.T @ jac) * s2))
+    assert m.uncertainty["p_idle_w"] == pytest.approx(sd[0], rel=0.01)
+    assert m.uncertainty["alpha_w_per_mhz"] == pytest.approx(sd[1], rel=0.01)
+    assert m.uncertainty["beta_per_mhz"] == pytest.approx(sd[3], rel=0.01)
+
+
+def test_fit_refines_exact_data_to_the_true_parameters():
+    # the grid only finds the kink to a grid step (1500 MHz / 40); the least-squares refinement
+    # must then land on the truth itself
+    for truth in (_truth(), pw.PowerModel(5.0, 0.01, 700.0, 0.002)):
+        f = np.arange(300.0, 1801.0, 100.0)
+        m = pw.fit_power_model(f, truth.power_w(f))
+        assert m.p_idle_w == pytest.approx(truth.p_idle_w, rel=1e-5)
+        assert m.alpha_w_per_mhz == pytest.approx(truth.alpha_w_per_mhz, rel=1e-5)
+        assert m.ridge_clock_mhz == pytest.approx(truth.ridge_clock_mhz, rel=1e-5)
+        assert m.beta_per_mhz == pytest.approx(truth.beta_per_mhz, rel=1e-5)
+        assert m.max_rel_residual < 1e-6
+
+
+def test_a_gentle_voltage_rise_still_counts_as_reaching_the_ridge():
+    # beta = 0.0003 /MHz: V rises only to 1.24 at 1800 MHz, but the points above 1000 MHz lie
+    # above the ridge all the same
+    gentle = pw.PowerModel(20.0, 0.05, 1000.0, 0.0003)
+    f = np.arange(300.0, 1801.0, 100.0)
+    m = pw.fit_power_model(f, gentle.power_w(f))
+    assert m.ridge_clock_mhz == pytest.approx(1000.0, rel=1e-3) and m.ridge_reached is True
+
+
+def test_five_points_leave_one_degree_of_freedom_for_uncertainties():
+    f = np.array([300.0, 700.0, 1100.0, 1400.0, 1800.0])
+    p = _truth().power_w(f) * np.array([1.01, 0.99, 1.0, 1.01, 0.99])
+    m = pw.fit_power_model(f, p)
+    assert set(m.uncertainty) == {"p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz"}
+    assert all(v > 0 for v in m.uncertainty.values())
+    # four points: no residual freedom, no uncertainties, and the interval is the probed range
+    m4 = pw.fit_power_model(f[:4], _truth().power_w(f[:4]))
+    assert m4.uncertainty == {} and m4.ridge_interval_mhz == (300.0, 1400.0)
+
+
+def test_three_uncapped_points_are_enough_to_keep_the_capped_flags():
+    # 5 clocks, the top two flagged as capped at 100 W: the 3 others fit the CMOS law
+    f = np.array([300.0, 500.0, 700.0, 900.0, 1100.0])
+    p = np.array([50.0, 70.0, 90.0, 100.0, 100.0])  # 20 + 0.1 f below: 110 W at 900 MHz
+    m = pw.fit_power_model(f, p, capped=[False, False, False, True, True])
+    assert (m.n_capped, m.p_max_w) == (2, 100.0)
+    assert m.power_w(600.0) == pytest.approx(80.0, rel=1e-6)
+    # two uncapped points cannot carry the fit: the flags are dropped and all five are fitted
+    with pytest.raises(CalibrationError) as err:
+        pw.fit_power_model(f, p, capped=[False, False, True, True, True])
+    assert err.value.data["model"]["n_capped"] == 0
+
+
+def test_a_plateau_after_a_single_rise_is_detected():
+    # one rising step (10 -> 40 W), then flat: the flat top point is at the limit
+    flags = pw._detect_capped(np.array([300.0, 600.0, 900.0]), np.array([10.0, 40.0, 40.0]))
+    assert flags.tolist() == [False, False, True]
+
+
+# -- the time fit: start points, small samples, the outlier allowance, the message -------
+
+
+@pytest.mark.parametrize("t_mem", [0.15, 0.2])
+def test_a_sharp_roofline_whose_memory_floor_shows_only_at_the_top_is_fitted(t_mem):
+    # k = 16: t = max(t_mem, 200 / f) to within 4 %; the memory floor is reached only above
+    # 200 / t_mem = 1333 (1000) MHz of the 300-1500 MHz sweep. Fitting that form must find the
+    # floor all the same (from the two-term start it sits on the compute part).
+    t = (t_mem**16 + (200.0 / F) ** 16) ** (1 / 16)
+    m = tmod.fit_time_model(F, t, forms=[(16.0, 0.0)])
+    assert m.t_mem_s == pytest.approx(t_mem, rel=1e-4)
+    assert m.c_s_mhz == pytest.approx(200.0, rel=1e-4)
+    assert m.max_rel_residual < 1e-4
+
+
+def test_four_clocks_are_enough_to_choose_a_low_clock_term():
+    # the smallest sample whose form is chosen by held-out error: with a low-clock rise in the
+    # data, the low-clock form must be among those tried and win
+    f = np.array([300.0, 600.0, 900.0, 1200.0])
+    t = 0.1 + 200.0 / f + 0.3 * (300.0 / f) ** 2
+    m = tmod.fit_time_model(f, t)
+    assert "low-clock" in m.form and m.max_rel_residual < 0.01
+
+
+def test_six_points_tolerate_one_outlier_row():
+    # "with 6+ points one outlier row may miss": 6 clocks, one row 30 % slow, is accepted and
+    # the others are still explained; 5 clocks with the same row are refused (above)
+    f = F[:6]
+    t = 0.1 + 200.0 / f
+    t[3] *= 1.3
+    m = tmod.fit_time_model(f, t, forms=[(1.0, 0.0)])
+    rel = np.abs(m.time_s(f) / t - 1.0)
+    assert m.max_rel_residual == pytest.approx(rel.max()) and rel[3] > 0.2
+    assert np.delete(rel, 3).max() < 0.02
+
+
+def test_the_refusal_message_gives_the_worst_miss_in_percent():
+    # five clocks (no outlier allowance), one row five times as slow: the message's percentage
+    # is the kept model's worst relative miss (about 1 - 1/5 = 80 %), rounded
+    f = F[:5]
+    t = 0.1 + 200.0 / f
+    t[2] *= 5.0
+    with pytest.raises(CalibrationError) as err:
+        tmod.fit_time_model(f, t, forms=[(1.0, 0.0)])
+    model = tmod.TimeModel.from_dict(err.value.data["model"])
+    worst = float(np.max(np.abs(model.time_s(f) / t - 1.0)))
+    assert worst == pytest.approx(0.8, abs=0.01)
+    assert f"off by {100 * worst:.0f} %" in str(err.value)
+
+
+def test_the_simplest_form_wins_whatever_order_the_forms_are_offered_in():
+    # compute-only data (t = 200 / f) are explained exactly by the two-term form (t_mem = 0)
+    # and by a roofline; the roofline's sharpness is one more parameter, so among forms that
+    # predict equally well the two-term form is chosen even when offered second
+    t = 200.0 / F
+    m = tmod.fit_time_model(F, t, forms=[(2.0, 0.0), (1.0, 0.0)])
+    assert (m.form, m.k) == ("two-term", 1.0)
+    assert m.c_s_mhz == pytest.approx(200.0, rel=1e-6)
