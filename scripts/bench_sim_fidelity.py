@@ -26,7 +26,6 @@ import argparse
 import math
 import statistics
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -50,16 +49,7 @@ def pct(values, q):
 
 
 def subset(sweep, keep):
-    def pick(xs):
-        return tuple(x for i, x in enumerate(xs) if i in keep)
-
-    return replace(
-        sweep,
-        clock_mhz=pick(sweep.clock_mhz),
-        requested_mhz=pick(sweep.requested_mhz),
-        power_w=pick(sweep.power_w),
-        time_s=pick(sweep.time_s),
-    )
+    return sweep.rows(keep)
 
 
 def predict(board, clock_mhz, mem_clock_mhz=None):

@@ -47,6 +47,21 @@ class Sweep:
     def energy_j(self) -> Tuple[float, ...]:
         return tuple(p * t for p, t in zip(self.power_w, self.time_s))
 
+    def rows(self, keep) -> Sweep:
+        """The same sweep with only the rows whose indices are in ``keep`` (held-out fits)."""
+        from dataclasses import replace
+
+        def pick(xs):
+            return tuple(x for i, x in enumerate(xs) if i in keep)
+
+        return replace(
+            self,
+            clock_mhz=pick(self.clock_mhz),
+            requested_mhz=pick(self.requested_mhz),
+            power_w=pick(self.power_w),
+            time_s=pick(self.time_s),
+        )
+
 
 def _bad(path: Path, message: str) -> InvalidRequestError:
     return InvalidRequestError(f"{path}: {message}")

@@ -20,18 +20,7 @@ A40 = DATA / "a40_perseus-gpt3-175b-stage-forward.csv"  # rows above ~1450 MHz a
 
 
 def _without(sweep, i):
-    keep = [j for j in range(len(sweep)) if j != i]
-
-    def pick(xs):
-        return tuple(xs[j] for j in keep)
-
-    return replace(
-        sweep,
-        clock_mhz=pick(sweep.clock_mhz),
-        requested_mhz=pick(sweep.requested_mhz),
-        power_w=pick(sweep.power_w),
-        time_s=pick(sweep.time_s),
-    )
+    return sweep.rows({j for j in range(len(sweep)) if j != i})
 
 
 def _predict(board, clock_mhz, mem_clock_mhz=None):
