@@ -117,6 +117,20 @@ class PowerModel:
         )
 
 
+#: the least voltage rise (relative, at the highest probe) that counts as a ridge: V² then
+#: adds 0.1 % to the power there. A straight line fits with a vanishing rise (b ~ 1e-13) whose
+#: kink may land anywhere, just below the top clock included: that is no ridge.
+RIDGE_MIN_RISE = 5e-4
+
+
+def _ridge_reached(x: np.ndarray, r: float, b: float) -> bool:
+    """Whether some probe lies above the fitted ridge by a rise in voltage that matters
+    (``x`` and ``r`` in the same normalised clock units, ``b`` per that unit)."""
+    if len(x) == 0 or not b > 0:
+        return False
+    return bool(b * (float(np.max(x)) - r) > RIDGE_MIN_RISE)
+
+
 def _detect_capped(f: np.ndarray, p: np.ndarray) -> np.ndarray:
     """Points on a power plateau at the top: walking down from the highest clock, a point is
     capped while the power rose into it far less steeply than the sweep's typical slope and
@@ -271,7 +285,7 @@ def fit_power_model(
         max_rel_residual=float(rel.max()),
         n_points=int(len(f)),
         n_capped=int(cap.sum()),
-        ridge_reached=bool(b > 0 and np.any(f[free] > r * f_scale + 1e-9)),
+        ridge_reached=_ridge_reached(f[free] / f_scale, r, b),
         ridge_interval_mhz=(lo_r * f_scale, hi_r * f_scale),
     )
     sst = float(np.sum((p[free] - p[free].mean()) ** 2))

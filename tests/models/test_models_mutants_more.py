@@ -645,3 +645,14 @@ def test_the_simplest_form_wins_whatever_order_the_forms_are_offered_in():
     m = tmod.fit_time_model(F, t, forms=[(2.0, 0.0), (1.0, 0.0)])
     assert (m.form, m.k) == ("two-term", 1.0)
     assert m.c_s_mhz == pytest.approx(200.0, rel=1e-6)
+
+
+def test_a_straight_line_reaches_no_ridge():
+    # every clock below any ridge: the fit's kink may sit just under the top clock with a
+    # vanishing slope (b ~ 1e-13), which is no voltage rise (docs/mutation.md, Findings)
+    f = np.arange(300.0, 901.0, 100.0)
+    m = pw.fit_power_model(f, 20.0 + 0.05 * f)
+    assert m.ridge_reached is False
+    # a real rise over the last 100 MHz of the same range does count
+    rising = pw.PowerModel(20.0, 0.05, 800.0, 0.001)
+    assert pw.fit_power_model(f, rising.power_w(f)).ridge_reached is True
