@@ -188,6 +188,11 @@ class Ownership:
         if self.path is not None:
             write_journal(self.path, self.journal)
 
+    def journaled(self, name: str) -> bool:
+        """Whether the top layer already holds the original of ``name``."""
+        top = self.journal.top
+        return top is not None and name in top.original
+
     def record(self, name: str, original: Any) -> bool:
         recorded = self.journal.record(name, original)
         if recorded:

@@ -202,6 +202,8 @@ class PowerCapController(Controller):
         self.tracker = PowerTracker(model, policy.dither)
         self.interval_s = interval_s
         self.window: Deque[Tuple[float, float]] = collections.deque()  # (dt_s, power_w)
+        self._span_s = 0.0  # running sums over the window: its length and energy
+        self._energy_j = 0.0
         self.fit_clocks: set = set()
         self.target_w = policy.cap_w * (1.0 - policy.margin)
         self.limit_w = policy.cap_w * (1.0 - policy.margin / 3.0)
@@ -221,10 +223,18 @@ class PowerCapController(Controller):
         self.tracker.learn(obs.power_w, obs.applied_mhz)
         if obs.power_w <= self.policy.cap_w:
             self.fit_clocks.add(obs.applied_mhz)
-        self.window.append((obs.dt_s, obs.power_w))
-        span = sum(dt for dt, _ in self.window)
-        while self.window and span - self.window[0][0] >= self.policy.window_s:
-            span -= self.window.popleft()[0]
+        window = self.window
+        window.append((obs.dt_s, obs.power_w))
+        self._span_s += obs.dt_s
+        self._energy_j += obs.dt_s * obs.power_w
+        while window and self._span_s - window[0][0] >= self.policy.window_s:
+            dt_old, p_old = window.popleft()
+            self._span_s -= dt_old
+            self._energy_j -= dt_old * p_old
+        if not window or len(window) == 1:  # no drift from the running sums: start afresh
+            self._span_s = sum(dt for dt, _ in window)
+            self._energy_j = sum(dt * p for dt, p in window)
+        span = self._span_s
         # what the next period may use so the window average stays under the limit
         horizon = max(self.policy.window_s - self.interval_s, 0.0)
         used = 0.0
@@ -238,7 +248,7 @@ class PowerCapController(Controller):
         allowed_w = (self.limit_w * (covered + self.interval_s) - used) / self.interval_s
         # slow integral trim for what the correction cannot see (the model's shape between
         # two dithered clocks); frozen while demand, not the cap, limits (anti-windup)
-        mean_w = sum(dt * p for dt, p in self.window) / span if span > 0 else obs.power_w
+        mean_w = self._energy_j / span if span > 0 else obs.power_w
         limited = obs.applied_mhz < self.model.top_mhz or mean_w > self.target_w
         if limited and span >= 0.99 * self.policy.window_s:
             cap = self.policy.cap_w

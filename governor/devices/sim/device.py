@@ -257,26 +257,35 @@ class SimDevice(Device):
 
     def _refresh_operating_point(self) -> None:
         """Clock and power change at once when the load or a setting changes."""
-        clock, throttled = self._target_clock()
-        power = self.board.gpu_power_w(clock, self._temperature_c, self._workload, self._mem_clock)
-        self._clock_mhz, self._throttled, self._power_w = clock, throttled, power
-        self._op_until_s = -math.inf  # the next step evaluates the point again
+        self._evaluate_point()
 
-    def _step(self, dt: float) -> None:
+    def _evaluate_point(self) -> None:
+        """The operating point (clock, power, work rate) at the present temperature; it holds
+        for ``_OP_REUSE_S`` unless a setting or the load changes first."""
+        clock, throttled = self._target_clock()
+        workload = self._workload
+        self._power_w = self.board.gpu_power_w(
+            clock, self._temperature_c, workload, self._mem_clock
+        )
+        self._rate = (
+            1.0 / workload.time_per_unit_s(clock, self._mem_clock) if workload is not None else 0.0
+        )
+        self._clock_mhz, self._throttled = clock, throttled
+        self._op_until_s = self._t_s + _OP_REUSE_S
+
+    def _step(self, dt: float, until_s: Optional[float] = None) -> None:
+        """Integrate ``dt`` seconds; with ``until_s`` (fine steps up to that time), every
+        fine step that would start while the operating point holds is taken at once: power
+        and the thermal target are constant over them, so one step of their total length
+        gives the same energy, work and temperature (the exponential composes), and the
+        sensors' windows see the same power over the same times."""
         board = self.board
-        if self._t_s < self._op_until_s:  # reads microseconds apart: the point still holds
-            clock, power, rate = self._clock_mhz, self._power_w, self._rate
-        else:
-            clock, throttled = self._target_clock()
-            power = board.gpu_power_w(clock, self._temperature_c, self._workload, self._mem_clock)
-            rate = (
-                1.0 / self._workload.time_per_unit_s(clock, self._mem_clock)
-                if self._workload is not None
-                else 0.0
-            )
-            self._clock_mhz, self._throttled, self._power_w = clock, throttled, power
-            self._rate = rate
-            self._op_until_s = self._t_s + _OP_REUSE_S
+        if self._t_s >= self._op_until_s:
+            self._evaluate_point()
+        power, rate = self._power_w, self._rate
+        if until_s is not None and self._op_until_s > self._t_s + dt:
+            fine = math.ceil((self._op_until_s - self._t_s) / _FINE_STEP_S - 1e-9)
+            dt = min(fine * _FINE_STEP_S, until_s - self._t_s)
         self._energy_j += power * dt
         self._work += dt * rate
         target = board.steady_temperature_c(power)
@@ -297,8 +306,10 @@ class SimDevice(Device):
         now = self.clock.now_s()
         remaining = now - self._t_s
         while remaining > 1e-12:
-            step = _COARSE_STEP_S if remaining > _HISTORY_S else min(_FINE_STEP_S, remaining)
-            self._step(step)
+            if remaining > _HISTORY_S:
+                self._step(_COARSE_STEP_S)
+            else:
+                self._step(min(_FINE_STEP_S, remaining), until_s=now)
             remaining = now - self._t_s
         old = bisect.bisect_left(self._hist_t, self._t_s - _HISTORY_S)
         if old > 256:  # drop stale steps now and then (amortised)
