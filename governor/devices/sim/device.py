@@ -172,6 +172,7 @@ class SimDevice(Device):
         self._module_rails = frozenset(board.module_rails())
         self._clock_tables: Dict[Optional[str], List[float]] = {}  # power mode -> clocks
         self._rate = 0.0  # units of work per second at the present operating point
+        self._best_rail_index: Optional[int] = None  # the board's rails do not change
         self._op_until_s = -math.inf  # until when _step may reuse the operating point
         self._io_lock = threading.RLock()  # a governor and an energy meter may read at once
 
@@ -419,14 +420,17 @@ class SimDevice(Device):
 
     def _best_rail(self, rails) -> Optional[Rail]:
         """The narrowest rail that includes the GPU, else the board input."""
-        with_gpu = [
-            (len(spec.domains), rail)
-            for spec, rail in zip(self.board.rails, rails)
-            if "gpu" in spec.domains
-        ]
-        if with_gpu:
-            return min(with_gpu, key=lambda x: x[0])[1]
-        return rails[0] if rails else None
+        if not rails:
+            return None
+        index = self._best_rail_index
+        if index is None:
+            with_gpu = [
+                (len(spec.domains), i)
+                for i, spec in enumerate(self.board.rails)
+                if "gpu" in spec.domains
+            ]
+            index = self._best_rail_index = min(with_gpu)[1] if with_gpu else 0
+        return rails[index]
 
     # -- settings -------------------------------------------------------------------------------
     def _read_state(self) -> DeviceState:

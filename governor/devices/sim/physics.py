@@ -311,14 +311,24 @@ class BoardSpec:
 
     def rail_powers_w(self, gpu_power_w: float) -> Dict[str, float]:
         """Power on each rail (W) given the GPU domain's power."""
-        domains = self.domain_powers_w(gpu_power_w)
-        out = {}
-        for rail in self.rails:
-            if rail.input:
-                out[rail.name] = sum(domains.values()) / self.regulator_efficiency
-            else:
-                out[rail.name] = sum(domains.get(d, 0.0) for d in rail.domains)
-        return out
+        return {name: fixed + share * gpu_power_w for name, fixed, share in self._rail_terms()}
+
+    def _rail_terms(self) -> Tuple[Tuple[str, float, float], ...]:
+        """Each rail's power as ``fixed + share·P_gpu`` (the other domains are constant): the
+        sums over domains are done once per board, not on every sensor read."""
+        cache = self.__dict__.get("_rail_terms_cache")  # not a field: eq/hash unchanged
+        if cache is None:
+            others = self.domain_powers_w(0.0)
+            terms = []
+            for rail in self.rails:
+                if rail.input:
+                    eff = self.regulator_efficiency
+                    terms.append((rail.name, sum(others.values()) / eff, 1.0 / eff))
+                else:
+                    fixed = sum(others.get(d, 0.0) for d in rail.domains if d != "gpu")
+                    terms.append((rail.name, fixed, 1.0 if "gpu" in rail.domains else 0.0))
+            cache = self.__dict__["_rail_terms_cache"] = tuple(terms)
+        return cache
 
     def board_power_w(self, gpu_power_w: float) -> float:
         """The whole board's input power (W): every domain through the regulators on a Jetson
