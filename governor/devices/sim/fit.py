@@ -18,7 +18,8 @@ clock model: the memory part of the run time is ``t_mem(f_mem) = a + b/f_mem`` (
 that does not scale and a bandwidth part that does) and memory power is linear in ``f_mem``.
 With one memory clock measured, ``a = 0`` (pure bandwidth) and the board has that memory clock
 only; one row at a second memory clock fixes ``a``, ``b`` and the memory power's slope. At a
-lower memory clock the core-voltage floor drops to :data:`MEM_FLOOR_V` (a prior).
+lower memory clock the core-voltage floor drops: fitted from three rows there on, else to
+:data:`MEM_FLOOR_V` (a prior).
 """
 
 from __future__ import annotations
@@ -397,9 +398,39 @@ def read_twin_sweeps(path: Union[str, Path]) -> TwinSweeps:
 #: The core-voltage floor at a lower memory clock, relative to the floor at the main one. A
 #: GPU holds a minimum core voltage that rises with the memory clock, so the power curve at a
 #: lower memory clock keeps falling where the main sweep's flattens. One row at the lower
-#: memory clock cannot tell this floor from the memory power; the value is a prior, chosen on
-#: the Titan X pairs (docs/simulator.md: how, and its figures held out one app at a time).
-MEM_FLOOR_V = 0.7
+#: memory clock cannot tell this floor from the memory power; three or more rows there fit it
+#: (``_FLOOR_GRID``). With fewer, it is this prior: the median of the floors fitted to the 23
+#: Titan X apps' whole 810 MHz sweeps (docs/simulator.md; its figures hold each app out).
+MEM_FLOOR_V = 0.775
+
+
+#: floors tried when the rows at a lower memory clock can identify it
+_FLOOR_GRID = tuple(round(0.5 + 0.025 * i, 3) for i in range(21))
+#: rows at a lower memory clock that fit its floor: two unknowns (floor, memory power) and a
+#: third row to tell them apart from noise; fewer use the prior :data:`MEM_FLOOR_V`
+_FLOOR_MIN_ROWS = 3
+
+
+def _mem_deltas(fit: TwinFit, other: Sweep, tm_o: float, floor: float) -> Tuple[float, float]:
+    """(memory power W, squared relative power error) at another memory clock whose memory
+    part is ``tm_o`` and whose voltage floor is ``floor``: the memory power is the median of
+    the rows' power minus the model's core power; the error is what that leaves."""
+    alpha = fit.xs + fit.xb
+    if alpha <= 0:
+        alpha, xs, xb = 1e-9, 0.0, 1e-9
+    else:
+        xs, xb = fit.xs, fit.xb
+    probe = Workload("probe", fit.c, tm_o, fit.k, xs / alpha, xb / alpha)
+    curve = VoltageCurve(max(0.0, fit.ridge), fit.beta, floor)
+    deltas, powers = [], []
+    for f_o, p_o in zip(other.clock_mhz, other.power_w):
+        u = probe.busy_fraction(f_o)
+        dyn = curve.dynamic_w(f_o, alpha)
+        deltas.append(p_o - (fit.p0 + dyn * (xs / alpha + xb / alpha * u)))
+        powers.append(p_o)
+    d = np.asarray(deltas)
+    mem_w = float(np.median(d))
+    return mem_w, float(np.sum(((d - mem_w) / np.asarray(powers)) ** 2))
 
 
 def _clock_table(measured) -> Tuple[float, ...]:
@@ -445,18 +476,16 @@ def twin_board(
             parts.append(rest ** (1.0 / k) if rest > 0 else 0.0)
         tm_o = float(np.median(parts))
         mem_points[mem] = tm_o
-        probe = Workload("probe", c, tm_o, k, xs / alpha, xb / alpha)
-        # a lower memory clock lets the core voltage fall below the floor held at the main one
-        floor = mem_floor_v if mem_ref is not None and mem < mem_ref and beta > 0 else 1.0
+        # a lower memory clock lets the core voltage fall below the floor held at the main one:
+        # fitted when enough rows there identify it, else the prior
+        floor = 1.0
+        if mem_ref is not None and mem < mem_ref and beta > 0:
+            floor = mem_floor_v
+            if len(other) >= _FLOOR_MIN_ROWS:
+                floor = min(_FLOOR_GRID, key=lambda fl: _mem_deltas(fit, other, tm_o, fl)[1])
         if floor < 1.0:
             mem_floor[mem] = floor
-        curve = VoltageCurve(voltage.ridge_mhz, voltage.beta_per_mhz, floor)
-        deltas = []
-        for f_o, p_o in zip(other.clock_mhz, other.power_w):
-            u = probe.busy_fraction(f_o)
-            dyn = curve.dynamic_w(f_o, alpha)
-            deltas.append(p_o - (p0 + dyn * (xs / alpha + xb / alpha * u)))
-        mem_power[mem] = float(np.median(deltas))
+        mem_power[mem] = _mem_deltas(fit, other, tm_o, floor)[0]
     table = _clock_table(sw.clock_mhz)
     factors = {}
     for key, res in (("time_factor", fit.time_residuals), ("power_factor", fit.power_residuals)):
