@@ -177,3 +177,16 @@ def test_a_feature_several_rows_wide_is_kept_for_a_row_left_out():
     f, p, t = (np.array(v, dtype=float) for v in (kept.clock_mhz, kept.power_w, kept.time_s))
     smooth = fit_twin(f, p, t, smooth=False).power_time([sweep.clock_mhz[i]])[1][0]
     assert abs(smooth / sweep.time_s[i] - 1) > 0.03
+
+
+def test_a_sweep_on_a_driver_grid_keeps_that_grid_and_fills_its_gaps():
+    """The A100-SXM sweeps step by 15 MHz, the driver's own step: the twin's table is that
+    grid (no halfway clocks the board lacks), and a row left out is still a table clock. A
+    sampled sweep (Titan X, 38 MHz apart) gets halfway clocks."""
+    sweep = read_sweep(DATA / "a100sxm_perseus-bloom-stage-forward.csv")
+    assert twin_board(TwinSweeps(sweep, None, {})).clocks_mhz == sweep.clock_mhz
+    gap = twin_board(TwinSweeps(_without(sweep, 10), None, {}))
+    assert gap.clocks_mhz == sweep.clock_mhz
+    titan = read_sweep(DATA / "titanx_gemm_mem3505.csv")
+    table = twin_board(TwinSweeps(titan, None, {})).clocks_mhz
+    assert len(table) == 2 * len(titan) - 1 and set(titan.clock_mhz) <= set(table)

@@ -433,10 +433,29 @@ def _mem_deltas(fit: TwinFit, other: Sweep, tm_o: float, floor: float) -> Tuple[
     return mem_w, float(np.sum(((d - mem_w) / np.asarray(powers)) ** 2))
 
 
+#: the coarsest clock granularity of a driver's table: NVIDIA datacenter GPUs step their
+#: graphics clocks by 15 MHz (A100, A40, H100; 7.5 MHz on V100). A sweep whose clocks all sit
+#: on one grid this fine measured the board's own table (or part of it).
+_MAX_TABLE_STEP_MHZ = 20.0
+
+
 def _clock_table(measured) -> Tuple[float, ...]:
-    """Measured clocks plus points halfway between neighbours: the twin answers between them."""
-    out = set(float(c) for c in measured)
-    for a, b in zip(measured, measured[1:]):
+    """The twin's clock table. A sweep on a driver's grid (every gap a multiple of the
+    smallest, which is at most ``_MAX_TABLE_STEP_MHZ``: the A100 and A40 sweeps' 15 MHz) gives
+    that grid from its lowest to its highest clock, gaps filled: halfway points would be
+    clocks the board does not have. Any other sweep (sampled clocks: the Titan X's 38 MHz,
+    the A100 PCIe's ~135 MHz) gives the measured clocks plus the points halfway between
+    neighbours. Either way the twin answers at clocks it was not measured at."""
+    clocks = sorted(set(float(c) for c in measured))
+    gaps = [b - a for a, b in zip(clocks, clocks[1:])]
+    step = min(gaps) if gaps else 0.0
+    if 0 < step <= _MAX_TABLE_STEP_MHZ and all(
+        abs(g / step - round(g / step)) * step <= 0.05 for g in gaps
+    ):
+        n = int(round((clocks[-1] - clocks[0]) / step))
+        return tuple(round(clocks[0] + i * step, 3) for i in range(n + 1))
+    out = set(clocks)
+    for a, b in zip(clocks, clocks[1:]):
         out.add(round((a + b) / 2.0, 3))
     return tuple(sorted(out))
 
