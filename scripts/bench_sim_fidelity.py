@@ -277,7 +277,7 @@ def twin_vs_replay(files):
         "| measured energy at replay's / twin's pick, % above best |"
     )
     print("|---|---|---|---|---|---|")
-    verdicts, near_best = [], 0
+    verdicts, near_best, rep_near_best, costs = [], 0, 0, []
     for path in files:
         sweep = read_sweep(path)
         energy = sweep.energy_j()
@@ -295,8 +295,10 @@ def twin_vs_replay(files):
         d = abs(step_position(sweep.clock_mhz, rep) - step_position(sweep.clock_mhz, twin))
         verdict = "same" if d < 1e-9 else "neighbour" if d <= 1 + 1e-9 else "other"
         verdicts.append(verdict)
-        near_best += abs(i_twin - i_best) <= 1
+        near_best += abs(step_position(sweep.clock_mhz, twin) - i_best) <= 1 + 1e-9
+        rep_near_best += abs(step_position(sweep.clock_mhz, rep) - i_best) <= 1 + 1e-9
         cost = [100 * (energy[i] / energy[i_best] - 1) for i in (i_rep, i_twin)]
+        costs.append(cost)
         print(
             f"| {path.name} | {sweep.clock_mhz[i_best]:g} | {rep:g} | {twin:g} | {verdict} "
             f"| {cost[0]:.1f} / {cost[1]:.1f} |"
@@ -306,7 +308,10 @@ def twin_vs_replay(files):
     print(
         f"\n{n} sweeps: same {verdicts.count('same')}, neighbour {verdicts.count('neighbour')}, "
         f"other {verdicts.count('other')}; same or neighbour {good}/{n} ({100 * good / max(n, 1):.0f} %). "
-        f"The twin's pick is within one step of the sweep's measured best clock in {near_best}/{n}.\n"
+        f"The twin's pick is within one step of the sweep's measured best clock in {near_best}/{n}, "
+        f"the replay's in {rep_near_best}/{n}; measured energy above the best, mean over the "
+        f"sweeps: {statistics.mean(c[0] for c in costs):.2f} % at the replay's picks, "
+        f"{statistics.mean(c[1] for c in costs):.2f} % at the twin's.\n"
     )
     return verdicts
 
