@@ -19,6 +19,10 @@ Time per unit of work, a smooth roofline of a compute part and a memory part::
 Both formulas are evaluated by :mod:`governor.models.formulas`, the one place they are
 written (the fits and the runtime use the same functions).
 
+A twin's workload (``fit.py``) may carry measured departures from these formulas at its main
+memory clock, ``Workload.time_factor`` and ``power_factor``: per-clock factors (linear between
+knots, :func:`factor_at`) that multiply t(f) and P. u(f) stays the formula's.
+
 Temperature relaxes to ``T_amb + R·P`` with time constant ``τ``. When power would exceed the
 limit, firmware picks the highest clock that fits.
 """
