@@ -18,7 +18,8 @@ clock model: the memory part of the run time is ``t_mem(f_mem) = a + b/f_mem`` (
 that does not scale and a bandwidth part that does) and memory power is linear in ``f_mem``.
 With one memory clock measured, ``a = 0`` (pure bandwidth) and the board has that memory clock
 only; one row at a second memory clock fixes ``a``, ``b`` and the memory power's slope. At a
-lower memory clock the core-voltage floor drops to :data:`MEM_FLOOR_V` (a prior).
+lower memory clock the core-voltage floor drops: fitted from three rows there on, else to
+:data:`MEM_FLOOR_V` (a prior).
 """
 
 from __future__ import annotations
@@ -142,9 +143,65 @@ def fit_twin_time(f, t) -> Tuple[float, float, float]:
     return best[1], best[2], best[3]
 
 
+#: length scales the residual smoother tries, in median clock steps of the sweep
+_SMOOTH_STEPS = (1.0, 2.0, 4.0, 8.0, 16.0)
+#: shares of the residuals' variance it tries as signal (the rest is noise); 0 is no smoothing
+_SMOOTH_SHARES = (0.0, 0.25, 0.5, 0.75, 0.9, 0.97)
+
+
+class Residuals:
+    """The smooth part of a sweep's relative departures from the model, as a function of the
+    clock: a Gaussian-process mean (Matérn 3/2 kernel on the clock, zero prior mean) of
+    ``log(measured / model)``. Its length scale and signal share are the ones with the least
+    summed absolute leave-one-out error over the rows given (closed form), from grids fixed up
+    front; share 0, no correction, wins unless neighbouring rows predict each other's residuals
+    better than nothing. So noise stays noise, and a real feature several rows wide (A40 BLOOM
+    forward: run time 6 % above the trend from 1065 to ~1250 MHz) is kept."""
+
+    def __init__(self, clocks_mhz, log_ratio, steps=_SMOOTH_STEPS, shares=_SMOOTH_SHARES):
+        f = np.asarray(clocks_mhz, dtype=float)
+        r = np.asarray(log_ratio, dtype=float)
+        self.clocks_mhz, self.weights = f, np.zeros_like(f)
+        self.scale_mhz, self.share = 1.0, 0.0
+        if len(f) < 4 or not np.all(np.isfinite(r)):
+            return
+        step = float(np.median(np.diff(np.sort(f))))
+        if not step > 0:
+            return
+        best = float(np.sum(np.abs(r)))  # share 0: every row predicted as the model
+        d = np.abs(f[:, None] - f[None, :])
+        eye = np.eye(len(f))
+        for n_steps in steps:
+            kern = self._kernel(d, n_steps * step)
+            for share in shares:
+                if share <= 0:
+                    continue
+                inv = np.linalg.inv(share * kern + (1.0 - share) * eye)
+                alpha = inv @ r
+                score = float(np.sum(np.abs(alpha / np.diag(inv))))
+                if score < best - 1e-12:
+                    best = score
+                    self.scale_mhz, self.share = n_steps * step, share
+                    self.weights = share * alpha
+
+    @staticmethod
+    def _kernel(d, scale):
+        x = math.sqrt(3.0) * d / scale
+        return (1.0 + x) * np.exp(-x)
+
+    def factor(self, clocks_mhz):
+        """exp(smoothed log-ratio) at ``clocks_mhz``: 1 where nothing was kept."""
+        f = np.atleast_1d(np.asarray(clocks_mhz, dtype=float))
+        if self.share <= 0:
+            return np.ones_like(f)
+        kern = self._kernel(np.abs(f[:, None] - self.clocks_mhz[None, :]), self.scale_mhz)
+        return np.exp(kern @ self.weights)
+
+
 class TwinFit:
     """The fitted parameters of a twin: time (k, t_mem_s, c), power (ridge, beta, P0,
-    x_stall, x_busy) and the power cap ``cap_w`` (inf: none seen)."""
+    x_stall, x_busy), the power cap ``cap_w`` (inf: none seen), and the smoothed residuals of
+    time and power (:class:`Residuals`, set by :func:`fit_twin`)."""
 
     def __init__(self, k, tm, c, ridge, beta, coef, cap_w, capped_rows):
         self.k, self.tm, self.c = k, tm, c
@@ -152,6 +209,8 @@ class TwinFit:
         self.p0, self.xs, self.xb = coef
         self.cap_w = cap_w
         self.capped_rows = capped_rows
+        self.time_residuals: Optional[Residuals] = None
+        self.power_residuals: Optional[Residuals] = None
 
     def power_time(self, f):
         """(power_w, time_s) at clocks ``f`` without the cap."""
@@ -223,7 +282,7 @@ def fit_twin_power(
     return float(ridges[i]), float(betas[i]), [float(v) for v in x[i]]
 
 
-def fit_twin(f, p, t) -> TwinFit:
+def fit_twin(f, p, t, smooth: bool = True) -> TwinFit:
     """Fit a twin to a sweep: clocks ``f`` (MHz, ascending), powers ``p`` (W), times ``t`` (s).
 
     The model of :func:`fit_power` / :func:`fit_time`, with one more choice: a power cap.
@@ -256,7 +315,13 @@ def fit_twin(f, p, t) -> TwinFit:
         bic = n * math.log(sse / n + 1e-12) + (6 + (1 if m else 0)) * math.log(n)
         if best is None or bic < best[0]:
             best = (bic, fit)
-    return best[1]
+    fit = best[1]
+    if smooth:
+        used = n - fit.capped_rows  # capped rows ran at another clock than the one asked
+        p_model, t_model = fit.power_time(f[:used])
+        fit.time_residuals = Residuals(f[:used], np.log(t[:used] / t_model))
+        fit.power_residuals = Residuals(f[:used], np.log(p[:used] / np.maximum(p_model, 1e-9)))
+    return fit
 
 
 # ---------------------------------------------------------------------------- the twin
@@ -333,15 +398,64 @@ def read_twin_sweeps(path: Union[str, Path]) -> TwinSweeps:
 #: The core-voltage floor at a lower memory clock, relative to the floor at the main one. A
 #: GPU holds a minimum core voltage that rises with the memory clock, so the power curve at a
 #: lower memory clock keeps falling where the main sweep's flattens. One row at the lower
-#: memory clock cannot tell this floor from the memory power; the value is a prior, chosen on
-#: the Titan X pairs (docs/simulator.md: how, and its figures held out one app at a time).
-MEM_FLOOR_V = 0.7
+#: memory clock cannot tell this floor from the memory power; three or more rows there fit it
+#: (``_FLOOR_GRID``). With fewer, it is this prior: the median of the floors fitted to the 23
+#: Titan X apps' whole 810 MHz sweeps (docs/simulator.md; its figures hold each app out).
+MEM_FLOOR_V = 0.775
+
+
+#: floors tried when the rows at a lower memory clock can identify it
+_FLOOR_GRID = tuple(round(0.5 + 0.025 * i, 3) for i in range(21))
+#: rows at a lower memory clock that fit its floor: two unknowns (floor, memory power) and a
+#: third row to tell them apart from noise; fewer use the prior :data:`MEM_FLOOR_V`
+_FLOOR_MIN_ROWS = 3
+
+
+def _mem_deltas(fit: TwinFit, other: Sweep, tm_o: float, floor: float) -> Tuple[float, float]:
+    """(memory power W, squared relative power error) at another memory clock whose memory
+    part is ``tm_o`` and whose voltage floor is ``floor``: the memory power is the median of
+    the rows' power minus the model's core power; the error is what that leaves."""
+    alpha = fit.xs + fit.xb
+    if alpha <= 0:
+        alpha, xs, xb = 1e-9, 0.0, 1e-9
+    else:
+        xs, xb = fit.xs, fit.xb
+    probe = Workload("probe", fit.c, tm_o, fit.k, xs / alpha, xb / alpha)
+    curve = VoltageCurve(max(0.0, fit.ridge), fit.beta, floor)
+    deltas, powers = [], []
+    for f_o, p_o in zip(other.clock_mhz, other.power_w):
+        u = probe.busy_fraction(f_o)
+        dyn = curve.dynamic_w(f_o, alpha)
+        deltas.append(p_o - (fit.p0 + dyn * (xs / alpha + xb / alpha * u)))
+        powers.append(p_o)
+    d = np.asarray(deltas)
+    mem_w = float(np.median(d))
+    return mem_w, float(np.sum(((d - mem_w) / np.asarray(powers)) ** 2))
+
+
+#: the coarsest clock granularity of a driver's table: NVIDIA datacenter GPUs step their
+#: graphics clocks by 15 MHz (A100, A40, H100; 7.5 MHz on V100). A sweep whose clocks all sit
+#: on one grid this fine measured the board's own table (or part of it).
+_MAX_TABLE_STEP_MHZ = 20.0
 
 
 def _clock_table(measured) -> Tuple[float, ...]:
-    """Measured clocks plus points halfway between neighbours: the twin answers between them."""
-    out = set(float(c) for c in measured)
-    for a, b in zip(measured, measured[1:]):
+    """The twin's clock table. A sweep on a driver's grid (every gap a multiple of the
+    smallest, which is at most ``_MAX_TABLE_STEP_MHZ``: the A100 and A40 sweeps' 15 MHz) gives
+    that grid from its lowest to its highest clock, gaps filled: halfway points would be
+    clocks the board does not have. Any other sweep (sampled clocks: the Titan X's 38 MHz,
+    the A100 PCIe's ~135 MHz) gives the measured clocks plus the points halfway between
+    neighbours. Either way the twin answers at clocks it was not measured at."""
+    clocks = sorted(set(float(c) for c in measured))
+    gaps = [b - a for a, b in zip(clocks, clocks[1:])]
+    step = min(gaps) if gaps else 0.0
+    if 0 < step <= _MAX_TABLE_STEP_MHZ and all(
+        abs(g / step - round(g / step)) * step <= 0.05 for g in gaps
+    ):
+        n = int(round((clocks[-1] - clocks[0]) / step))
+        return tuple(round(clocks[0] + i * step, 3) for i in range(n + 1))
+    out = set(clocks)
+    for a, b in zip(clocks, clocks[1:]):
         out.add(round((a + b) / 2.0, 3))
     return tuple(sorted(out))
 
@@ -381,18 +495,21 @@ def twin_board(
             parts.append(rest ** (1.0 / k) if rest > 0 else 0.0)
         tm_o = float(np.median(parts))
         mem_points[mem] = tm_o
-        probe = Workload("probe", c, tm_o, k, xs / alpha, xb / alpha)
-        # a lower memory clock lets the core voltage fall below the floor held at the main one
-        floor = mem_floor_v if mem_ref is not None and mem < mem_ref and beta > 0 else 1.0
+        # a lower memory clock lets the core voltage fall below the floor held at the main one:
+        # fitted when enough rows there identify it, else the prior
+        floor = 1.0
+        if mem_ref is not None and mem < mem_ref and beta > 0:
+            floor = mem_floor_v
+            if len(other) >= _FLOOR_MIN_ROWS:
+                floor = min(_FLOOR_GRID, key=lambda fl: _mem_deltas(fit, other, tm_o, fl)[1])
         if floor < 1.0:
             mem_floor[mem] = floor
-        curve = VoltageCurve(voltage.ridge_mhz, voltage.beta_per_mhz, floor)
-        deltas = []
-        for f_o, p_o in zip(other.clock_mhz, other.power_w):
-            u = probe.busy_fraction(f_o)
-            dyn = curve.dynamic_w(f_o, alpha)
-            deltas.append(p_o - (p0 + dyn * (xs / alpha + xb / alpha * u)))
-        mem_power[mem] = float(np.median(deltas))
+        mem_power[mem] = _mem_deltas(fit, other, tm_o, floor)[0]
+    table = _clock_table(sw.clock_mhz)
+    factors = {}
+    for key, res in (("time_factor", fit.time_residuals), ("power_factor", fit.power_residuals)):
+        if res is not None and res.share > 0:
+            factors[key] = tuple(zip(table, (float(v) for v in res.factor(table))))
     workload = Workload(
         name="compute",
         compute_mcycles=c,
@@ -404,6 +521,7 @@ def twin_board(
         mem_s_at=dict(mem_points) if len(mem_points) > 1 else {},
         description=f"{sw.workload or 'the measured workload'} as measured on {sw.device}",
         source=f"fitted to {sw.path}",
+        **factors,
     )
     memory = Workload(
         name="memory",
@@ -424,7 +542,7 @@ def twin_board(
         name=name,
         display_name=f"twin of {Path(sw.path).name} ({sw.device})",
         kind="datacenter",
-        clocks_mhz=_clock_table(sw.clock_mhz),
+        clocks_mhz=table,
         static_w=max(0.0, p0),
         dyn_w_per_mhz=alpha,
         voltage=voltage,

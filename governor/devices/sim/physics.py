@@ -19,6 +19,10 @@ Time per unit of work, a smooth roofline of a compute part and a memory part::
 Both formulas are evaluated by :mod:`governor.models.formulas`, the one place they are
 written (the fits and the runtime use the same functions).
 
+A twin's workload (``fit.py``) may carry measured departures from these formulas at its main
+memory clock, ``Workload.time_factor`` and ``power_factor``: per-clock factors (linear between
+knots, :func:`factor_at`) that multiply t(f) and P. u(f) stays the formula's.
+
 Temperature relaxes to ``T_amb + R·P`` with time constant ``τ``. When power would exceed the
 limit, firmware picks the highest clock that fits.
 """
@@ -32,7 +36,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from governor.models import formulas
 
-__all__ = ["BoardSpec", "RailSpec", "VoltageCurve", "Workload"]
+__all__ = ["BoardSpec", "RailSpec", "VoltageCurve", "Workload", "factor_at"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,12 @@ class Workload:
     #: the memory part measured at several memory clocks (MHz -> s); empty: ``mem_s`` scales
     #: as 1/f_mem from ``mem_clock_mhz``
     mem_s_at: Mapping[float, float] = field(default_factory=dict)
+    #: a twin's measured departure from the smooth model at its main memory clock
+    #: (``mem_clock_mhz``): (clock_mhz, factor) knots, linear in between and flat beyond the
+    #: ends, multiplying the run time (``time_factor``) and the GPU power (``power_factor``).
+    #: Empty (every catalog and tuning workload): the model alone. See ``fit.py``.
+    time_factor: Tuple[Tuple[float, float], ...] = ()
+    power_factor: Tuple[Tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not (
@@ -130,15 +140,38 @@ class Workload:
 
     def time_per_unit_s(self, clock_mhz: float, mem_clock_mhz: Optional[float] = None) -> float:
         """Seconds per unit of work at GPU clock ``clock_mhz``."""
+        smooth = self._model_time_s(clock_mhz, mem_clock_mhz)
+        if self.time_factor and self.at_main_mem_clock(mem_clock_mhz):
+            return smooth * factor_at(self.time_factor, clock_mhz)
+        return smooth
+
+    def _model_time_s(self, clock_mhz: float, mem_clock_mhz: Optional[float]) -> float:
         return formulas.time_s(
             clock_mhz, self.mem_time_s(mem_clock_mhz), self.compute_mcycles, self.overlap_k
         )
 
+    def at_main_mem_clock(self, mem_clock_mhz: Optional[float]) -> bool:
+        """Whether ``mem_clock_mhz`` is the one the measured factors belong to."""
+        return mem_clock_mhz is None or self.mem_clock_mhz in (None, mem_clock_mhz)
+
     def busy_fraction(self, clock_mhz: float, mem_clock_mhz: Optional[float] = None) -> float:
-        """Share of time the SMs compute, u = (c/f)/t(f), in [0, 1]."""
+        """Share of time the SMs compute, u = (c/f)/t(f), in [0, 1], from the smooth model's
+        time (a twin's ``time_factor`` is not compute: its power fit used the model's u)."""
         return min(
-            1.0, (self.compute_mcycles / clock_mhz) / self.time_per_unit_s(clock_mhz, mem_clock_mhz)
+            1.0, (self.compute_mcycles / clock_mhz) / self._model_time_s(clock_mhz, mem_clock_mhz)
         )
+
+
+def factor_at(knots: Tuple[Tuple[float, float], ...], clock_mhz: float) -> float:
+    """The factor at ``clock_mhz`` from (clock_mhz, factor) knots (ascending clocks): linear
+    between knots, the end value beyond them."""
+    i = bisect.bisect_left(knots, (clock_mhz, -math.inf))
+    if i <= 0:
+        return knots[0][1]
+    if i >= len(knots):
+        return knots[-1][1]
+    (f0, v0), (f1, v1) = knots[i - 1], knots[i]
+    return v0 + (v1 - v0) * (clock_mhz - f0) / (f1 - f0)
 
 
 @dataclass(frozen=True)
@@ -257,14 +290,17 @@ class BoardSpec:
             power += workload.mem_w
         if self.mem_floor_v:
             curve = self._curve_at_mem(curve, mem_clock)
-            return power + curve.dynamic_w(clock_mhz, self.dyn_w_per_mhz) * activity
-        return (
-            power
-            + formulas.cmos_power_w(
-                clock_mhz, self.dyn_w_per_mhz, curve.ridge_mhz, curve.beta_per_mhz
+            power += curve.dynamic_w(clock_mhz, self.dyn_w_per_mhz) * activity
+        else:
+            power += (
+                formulas.cmos_power_w(
+                    clock_mhz, self.dyn_w_per_mhz, curve.ridge_mhz, curve.beta_per_mhz
+                )
+                * activity
             )
-            * activity
-        )
+        if workload is not None and workload.power_factor and workload.at_main_mem_clock(mem_clock):
+            power *= factor_at(workload.power_factor, clock_mhz)
+        return power
 
     def mem_floor_at(self, mem_clock_mhz: Optional[float]) -> float:
         """The voltage floor at a memory clock: 1 at the default one, ``mem_floor_v`` where
