@@ -236,15 +236,17 @@ class PowerCapController(Controller):
             self._energy_j = sum(dt * p for dt, p in window)
         span = self._span_s
         # what the next period may use so the window average stays under the limit
+        # (the newest `horizon` seconds of the window: all of it but its oldest excess)
         horizon = max(self.policy.window_s - self.interval_s, 0.0)
-        used = 0.0
-        covered = 0.0
-        for dt, power in reversed(self.window):
-            take = min(dt, horizon - covered)
-            if take <= 0:
+        used, covered = self._energy_j, span
+        excess = span - horizon
+        for dt, power in window:
+            if excess <= 0:
                 break
-            used += power * take
-            covered += take
+            drop = min(dt, excess)
+            used -= power * drop
+            covered -= drop
+            excess -= drop
         allowed_w = (self.limit_w * (covered + self.interval_s) - used) / self.interval_s
         # slow integral trim for what the correction cannot see (the model's shape between
         # two dithered clocks); frozen while demand, not the cap, limits (anti-windup)
