@@ -581,12 +581,19 @@ class BatteryController(Controller):
 class ThroughputController(Controller):
     """The cheapest clock that keeps the tick rate, from the app's ticks.
 
-    With ``busy_s`` on the ticks (the time each frame took), every frame must fit its period
-    (``1/rate_hz`` per unit) less the margin at the slowest frame of the last few seconds:
-    a deadline per frame. Without it the app is taken to run flat out and its rate, scaled by
-    the time model, says how fast each clock would go. Among the clocks that keep up, the one
-    with the least predicted energy per second (busy power plus idle power) wins; lowering is
-    delayed by ``hold_down_s`` (hysteresis), raising is immediate.
+    With ``busy_s`` on the ticks (the time each frame took), a frame must fit its period
+    (``1/rate_hz`` per unit): a deadline per frame. By default (``margin`` None) the work a
+    clock must fit is learnt from the frames' spread: the frame exceeded by only
+    ``LATE_SHARE`` of the last ``LONG_FRAMES`` frames (their top-clock time per unit), so
+    about that share may run late and no fixed headroom is paid for; until ``MIN_FRAMES``
+    frames are seen, the slowest one with a headroom that shrinks as frames come. An
+    explicit ``margin`` keeps that share of the period free at the slowest frame of the
+    last ``WINDOW`` (no frame late). Without ``busy_s`` the app is taken to run flat out and
+    its rate, scaled by the time model, says how fast each clock would go. Among the clocks
+    that keep up, the one with the least predicted energy per second (busy power plus idle
+    power) wins; lowering is delayed by ``hold_down_s`` (hysteresis) once the spread is
+    learnt, raising is immediate. The start's top clock is left as the first frame ends
+    (:attr:`eager`), not at the first control period.
     """
 
     WINDOW = 90  # frames remembered for the deadline check
@@ -598,6 +605,11 @@ class ThroughputController(Controller):
     LONG_FRAMES = 600  # frames in the long mean of the work per frame (the search's cost)
     HOLD_S = 10.0  # at a local minimum, hold this long before probing again
     IDLE_GAIN = 0.05  # per period, of the gap to the latest idle-power estimate
+    LATE_SHARE = 0.005  # of the frames the learnt deadline may let run late
+    MIN_FRAMES = 30  # frames before their spread is trusted
+    YOUNG_HEADROOM = 0.25  # over the slowest frame with one frame seen; / sqrt(frames)
+    FLAT_MARGIN = 0.1  # headroom without busy_s (no spread known), unless margin is given
+    RESEED_S = 1.0  # the model's pick this long away from the search's start: start there
 
     def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
         super().__init__(model)
@@ -614,6 +626,8 @@ class ThroughputController(Controller):
         self.idle_w: Optional[float] = None  # measured between frames (see _learn_idle)
         self.floor_idx = 0
         self.target: Optional[int] = None
+        self.seed_idx = 0  # the model's pick the search started from
+        self.away_s = 0.0  # how long the model's pick has been away from it
         self.costs: Dict[int, Tuple[float, float]] = {}  # index -> (mean power W, when)
         self.held_s = self.energy_j = self.measured_s = 0.0
         self.hold_until_s = -math.inf
@@ -621,6 +635,15 @@ class ThroughputController(Controller):
         self.period_busy_s = self.window_busy_s = 0.0
         self.units_seen = 0
         self.unit_mean = 0.0  # busy s per unit at the top clock, over the last frames
+        # the last LONG_FRAMES frames' top-clock time per unit, in arrival order and sorted
+        self.recent: Deque[float] = collections.deque(maxlen=self.LONG_FRAMES)
+        self.ranked: List[float] = []
+
+    @property
+    def eager(self) -> bool:
+        """Whether a control step as a frame ends would make the first choice from measured
+        frames (the governor then steps at once instead of at the next period)."""
+        return self.choice_mhz is None
 
     def initial_mhz(self) -> float:
         return self.model.top_mhz
@@ -637,6 +660,10 @@ class ThroughputController(Controller):
             if tick.busy_s is not None and tick.units > 0:
                 per_unit = tick.busy_s / tick.units / rel
                 self.per_unit_top.append(per_unit)
+                if len(self.recent) == self.LONG_FRAMES:
+                    del self.ranked[bisect.bisect_left(self.ranked, self.recent[0])]
+                self.recent.append(per_unit)
+                bisect.insort(self.ranked, per_unit)
                 self.units_seen = min(self.units_seen + 1, self.LONG_FRAMES)
                 self.unit_mean += (per_unit - self.unit_mean) / self.units_seen
             else:
@@ -679,22 +706,39 @@ class ThroughputController(Controller):
         else:
             self.idle_w += self.IDLE_GAIN * (sample - self.idle_w)
 
+    def need_s(self) -> Optional[float]:
+        """Top-clock seconds per unit that a clock, scaled by its time model, must fit into a
+        unit's period (see the class docstring); None before any progress is seen."""
+        margin = self.policy.margin
+        if self.per_unit_top:
+            worst = max(self.per_unit_top)
+            if margin is not None:
+                return worst / (1.0 - margin)
+            n = len(self.ranked)
+            if n < self.MIN_FRAMES:
+                return worst * (1.0 + self.YOUNG_HEADROOM / math.sqrt(n))
+            return self.ranked[min(n - 1, int(n * (1.0 - self.LATE_SHARE)))]
+        if self.capacity_top:
+            return (
+                1.0 / self.capacity_top / (1.0 - (self.FLAT_MARGIN if margin is None else margin))
+            )
+        return None
+
     def _choose(self) -> Optional[float]:
         model = self.model
         rate = self.policy.rate_hz
-        budget_s = (1.0 - self.policy.margin) / rate
         best: Optional[Tuple[float, float]] = None
-        if self.per_unit_top:
-            worst = max(self.per_unit_top)
-            mean = sum(self.per_unit_top) / len(self.per_unit_top)
-        elif self.capacity_top:
-            worst = mean = 1.0 / self.capacity_top
-        else:
+        need = self.need_s()
+        if need is None:
             return None
+        if self.per_unit_top:
+            mean = sum(self.per_unit_top) / len(self.per_unit_top)
+        else:
+            mean = 1.0 / self.capacity_top  # type: ignore[operator]
         self.floor_idx = len(model.clocks_mhz) - 1
         idle_w = self.idle_w if self.idle_w is not None else model.idle_w
         for i, (f, p, rel) in enumerate(zip(model.clocks_mhz, model.power_w, model.time_rel)):
-            if worst * rel > budget_s:
+            if need * rel * rate > 1.0:
                 continue
             self.floor_idx = min(self.floor_idx, i)
             busy = min(1.0, rate * mean * rel)
@@ -709,8 +753,16 @@ class ThroughputController(Controller):
         clocks = self.model.clocks_mhz
         top = len(clocks) - 1
         floor = self.floor_idx
-        if self.target is None:
-            self.target = self.model.index(choice)
+        seed = self.model.index(choice)
+        away = abs(seed - self.seed_idx) > 2 * self.step
+        self.away_s = self.away_s + obs.dt_s if away else 0.0
+        if self.target is None or self.away_s >= self.RESEED_S:
+            # the first search, or the model's pick moved away and stayed (its idle power
+            # and work per frame are still being learnt): start again from the new pick
+            self.target, self.seed_idx, self.away_s = seed, seed, 0.0
+            self.held_s, self.energy_j, self.measured_s, self.window_busy_s = 0.0, 0.0, 0.0, 0.0
+            self.costs.clear()
+            self.hold_until_s = -math.inf
         if self.target < floor:  # the deadline, not the search, decides: up at once
             self.target, self.held_s, self.energy_j, self.measured_s = floor, 0.0, 0.0, 0.0
             self.costs.clear()
@@ -783,14 +835,17 @@ class ThroughputController(Controller):
         self.choice_mhz = choice
         if choice is None:
             return current_mhz, False
-        if self.search:
+        young = bool(self.per_unit_top) and len(self.ranked) < self.MIN_FRAMES
+        if self.search and not young:  # the search starts from a choice of learnt frames
             return self._search(obs, choice, current_mhz)
         if choice > current_mhz:
             self.below_since_s = None
             self.settled = True
             return choice, True
         if choice < current_mhz:
-            if not self.settled:  # the start's safe top clock: no hysteresis to wait out
+            # the start's top clock, and a spread still being learnt (the headroom shrinks
+            # as frames come): no hysteresis to wait out
+            if not self.settled or (self.per_unit_top and len(self.ranked) < self.MIN_FRAMES):
                 self.settled = True
                 return choice, False
             if self.below_since_s is None:
@@ -866,6 +921,10 @@ class FloorThroughputController(Controller):
     def initial_mhz(self) -> float:
         self.battery.initial_mhz()  # its plan's first figures
         return self.rate.initial_mhz()
+
+    @property
+    def eager(self) -> bool:
+        return self.rate.eager
 
     def admit(self) -> bool:
         """Whether the app should take the frame in hand (False: skip it). Spreads the

@@ -674,6 +674,8 @@ class Governor:
         if busy_s is not None and self._duty is not None and self._running:
             self._duty_active = True
             self._busy_reading(applied)
+        if busy_s is not None and self._running and getattr(self.controller, "eager", False):
+            self.update()  # the first frame measured: leave the start's top clock now
 
     def admit(self) -> bool:
         """Whether the app should take the next frame (step, request) or skip it, for the

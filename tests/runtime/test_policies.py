@@ -181,3 +181,62 @@ def test_admission_spreads_the_frames_and_refuses_all_when_idle_power_alone_over
     ctl.credit = 0.0
     taken = [ctl.admit() for _ in range(10)]
     assert taken == [False, True, False, True, True] * 2  # three in five, evenly
+
+
+def test_throughput_margin_is_learnt_unless_given():
+    learnt = policies.from_spec({"policy": "throughput", "rate_hz": 30})
+    assert learnt.margin is None and "margin" not in learnt.to_spec()
+    strict = policies.from_spec({"policy": "throughput", "rate_hz": 30, "margin": 0.1})
+    assert strict.margin == 0.1 and policies.from_spec(strict.to_spec()) == strict
+    for bad in (-0.1, 0.95, "wide", float("nan")):
+        with pytest.raises(InvalidRequestError, match="margin must be") as err:
+            policies.Throughput(rate_hz=30, margin=bad)
+        assert "\n" not in str(err.value)
+
+
+def _deadline_clock(profile, spread, margin=None):
+    """The clock a throughput controller settles on for 30 Hz frames needing 45 % of the
+    period at the top clock, their work spread evenly by ``±spread``."""
+    from governor.devices.sim.catalog import get_board
+    from governor.runtime.controllers import Observation, ThroughputController, Tick
+    from governor.runtime.model import model_from_profile
+
+    model = model_from_profile(get_board("agx-orin").clocks_mhz, profile)
+    ctl = ThroughputController(model, policies.Throughput(rate_hz=30, margin=margin))
+    f = ctl.initial_mhz()
+    for k in range(300):
+        t = 0.1 * (k + 1)
+        ticks = []
+        for i in range(3):
+            work = 0.45 / 30 * (1.0 + spread * (((k * 3 + i) * 7919 % 101) / 50.0 - 1.0))
+            ticks.append(Tick(t - 0.1 + i / 30, 1.0, work * model.time_rel_at(f), f))
+        obs = Observation(t, 0.1, 10.0, f, f, 10.0 * t, t, True)
+        f, _ = ctl.decide(obs, ticks, f)
+    return f, ctl
+
+
+def test_the_learnt_deadline_follows_the_frames_spread(profile_of):
+    """A steady load gets no fixed headroom (a lower clock than a 10 % margin keeps), a
+    jittery one gets the headroom its slowest frames need; either way the slowest frames
+    of the window fit their period."""
+    doc = profile_of("agx-orin")
+    steady, ctl = _deadline_clock(doc, 0.01)
+    jittery, _ = _deadline_clock(doc, 0.3)
+    strict, _ = _deadline_clock(doc, 0.01, margin=0.1)
+    assert steady < strict and steady < jittery
+    rel = ctl.model.time_rel_at
+    assert 0.45 / 30 * 1.01 * rel(steady) <= 1 / 30  # the slowest frame fits
+    assert 0.45 / 30 * 1.3 * rel(jittery) <= 1 / 30 * 1.0001
+
+
+def test_the_start_top_clock_is_left_as_the_first_frame_ends(orin, profile_of):
+    """The governor does not wait for the next control period to leave its safe start."""
+    from governor.runtime import Governor
+
+    top = orin.supported_clocks_mhz()[-1]
+    spec = {"policy": "throughput", "rate_hz": 30}
+    with Governor(orin, spec, profile=profile_of("agx-orin"), background=False) as gov:
+        assert gov.applied_clock_mhz == top
+        orin.clock.sleep(0.015)
+        gov.tick(1, busy_s=0.015)
+        assert gov.applied_clock_mhz < top

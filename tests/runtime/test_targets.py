@@ -373,3 +373,30 @@ def test_an_ample_floor_budget_admits_every_frame(profile_of):
     assert ample["frames_skipped"] == 0 and ample["deadline_misses"] == 0
     assert ample["admitted_rate_hz"] == 30
     assert ample["energy_j"] == pytest.approx(alone["energy_j"], rel=0.005)
+
+
+def test_throughput_matches_the_best_constant_clock_on_a_coarse_table(profile_of):
+    """AGX Orin: a fixed 10 % margin kept the slowest frame a clock step above the cheapest
+    constant clock that keeps the rate (1.003x its energy); the deadline learnt from the
+    frames' spread, and leaving the start's top clock as the first frame ends, bring it to
+    that clock's energy (brute-forced here) without missing more frames than it may."""
+    board, doc = "agx-orin", profile_of("agx-orin")
+    clocks = get_board(board).clocks_mhz
+
+    def run(spec):
+        return simulate(board, spec, "perception-30hz", 30, profile=doc, seed=3)
+
+    gov = run({"policy": "throughput", "rate_hz": 30})
+    assert gov["deadline_misses"] <= 0.01 * gov["frames"]
+    lo, hi = 0, len(clocks) - 1
+    while lo < hi:  # the lowest constant clock that keeps up
+        mid = (lo + hi) // 2
+        r = run({"policy": "clock", "clock_mhz": clocks[mid]})
+        if r["deadline_misses"] <= 0.01 * r["frames"]:
+            hi = mid
+        else:
+            lo = mid + 1
+    best = min(run({"policy": "clock", "clock_mhz": c})["energy_j"] for c in clocks[lo : lo + 3])
+    assert gov["energy_j"] <= 1.0008 * best
+    strict = run({"policy": "throughput", "rate_hz": 30, "margin": 0.1})
+    assert strict["energy_j"] > gov["energy_j"]
