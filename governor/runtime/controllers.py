@@ -1044,8 +1044,11 @@ class FloorThroughputController(Controller):
         self.degraded = self.share < 1.0
         if self.degraded:
             self.degraded_s += obs.dt_s
-        self.afford_mhz = want
         self.carry = 0.0
+        if self.share <= 0.0:  # no frame affordable: idle at the lowest clock's idle power
+            self.afford_mhz = self.model.clocks_mhz[0]
+            return self.afford_mhz, False
+        self.afford_mhz = want
         return want, urgent
 
     def safe_mhz(self, current_mhz: float) -> float:

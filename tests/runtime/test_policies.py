@@ -176,6 +176,7 @@ def test_admission_spreads_the_frames_and_refuses_all_when_idle_power_alone_over
     ctl = make_controller(policy, model, interval_s=0.1)
     _frame_loop(ctl, idle_w=10.0, frame_j=0.2, seconds=20)
     assert ctl.status()["admit_share"] == 0.0  # 8 W affords no frames over 10 W idle
+    assert ctl.status()["affordable_clock_mhz"] == model.clocks_mhz[0]  # the least idle power
     assert not any(ctl.admit() for _ in range(30))
     ctl.share = 0.6  # what a plan affording 60 % of the frames sets
     ctl.credit = 0.0
