@@ -13,9 +13,11 @@ Each board is first calibrated (as a user would with ``governor calibrate``), th
   against the best constant clock that fits the budget (brute-forced by bisection; target
   >= 1, and >= 1.03 on average);
 - throughput: the 30 Hz perception trace (60 s): missed deadlines (target <= 1 %) and energy
-  against the cheapest constant clock that misses <= 1 %;
+  against the cheapest constant clock that misses <= 1 % (target <= 1);
 - throughput with a battery floor: the same loop with a budget above and below what the
-  throughput policy alone uses: the rate holds on the first, the budget on the second;
+  throughput policy alone uses: the rate holds on the first, the budget on the second
+  (board energy <= budget + 1 % wherever the board idling alone fits the budget), the app
+  skipping the frames ``gov.admit()`` refuses, and an app that does not ask;
 - overhead: median time of one control step (device read included), CPU share at 10 Hz in
   real time, RSS a running governor adds, and whether scipy or numpy got imported.
 """
@@ -276,10 +278,11 @@ def bench_throughput(boards, docs, duration):
         f"\n## Throughput: 30 Hz perception loop, {duration:.0f} s (a frame needs 45 % of its period at the top clock)"
     )
     print(
-        "| board | missed % | energy J | best constant clock: MHz, energy J | energy vs best constant | vs top clock "
-        "| margin 0: missed %, energy vs best constant |"
+        "| board | missed % | energy J | best constant clock: MHz, missed %, energy J | "
+        "energy vs best constant | vs top clock | margin 0.1: missed %, energy vs best constant |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
+    ratios, misses = [], []
     for board in boards:
         doc = docs[board]
         clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
@@ -288,22 +291,39 @@ def bench_throughput(boards, docs, duration):
         )
         best = best_rate_clock(board, doc, clocks, duration)
         top = constant(board, doc, clocks[-1], "perception-30hz", duration)
-        # the policy keeps its slowest recent frame within (1 - margin) of the period; the
-        # baseline may miss 1 % of the frames: the same run without the margin shows its cost
-        bare = simulate(
+        # the default learns the headroom from the frames' spread; an explicit margin keeps
+        # that share of the period free at the slowest recent frame (no frame late): its cost
+        strict = simulate(
             board,
-            {"policy": "throughput", "rate_hz": 30, "margin": 0.0},
+            {"policy": "throughput", "rate_hz": 30, "margin": 0.1},
             "perception-30hz",
             duration,
             profile=doc,
         )
+        ratios.append(r["energy_j"] / best["energy_j"])
+        misses.append(100 * r["deadline_misses"] / r["frames"])
         print(
-            f"| {board} | {100 * r['deadline_misses'] / r['frames']:.2f} | {r['energy_j']:.0f} | "
-            f"{best['mean_clock_mhz']:.0f}, {best['energy_j']:.0f} | {r['energy_j'] / best['energy_j']:.3f} | "
+            f"| {board} | {misses[-1]:.2f} | {r['energy_j']:.0f} | "
+            f"{best['mean_clock_mhz']:.0f}, {100 * best['deadline_misses'] / best['frames']:.2f}, "
+            f"{best['energy_j']:.0f} | {ratios[-1]:.4f} | "
             f"{r['energy_j'] / top['energy_j']:.3f} | "
-            f"{100 * bare['deadline_misses'] / bare['frames']:.2f}, "
-            f"{bare['energy_j'] / best['energy_j']:.3f} |"
+            f"{100 * strict['deadline_misses'] / strict['frames']:.2f}, "
+            f"{strict['energy_j'] / best['energy_j']:.4f} |"
         )
+    print(
+        f"energy vs best constant clock: max {max(ratios):.4f}, mean "
+        f"{sum(ratios) / len(ratios):.4f}; missed: max {max(misses):.2f} %"
+    )
+
+
+def idle_energy_j(board, duration):
+    """The board's input energy idling ``duration`` s at its lowest clock (thermal steady
+    state): the least any frame schedule can spend."""
+    from governor.devices.sim.catalog import get_board
+
+    spec = get_board(board)
+    gpu = spec.steady_gpu_power_w(spec.clocks_mhz[0], None, spec.default_mem_clock_mhz)
+    return spec.board_power_w(gpu) * duration
 
 
 def bench_floor(boards, docs, duration):
@@ -311,37 +331,49 @@ def bench_floor(boards, docs, duration):
     throughput policy alone uses on the board's input (the rate must hold, the floor must not
     cost energy), and one 20 % below it (the budget must hold: the rate degrades).
 
-    A governor only sets clocks: the app runs every frame it is given. Where even the lowest
-    clock, running every frame, uses more than the short budget (column "lowest clock"),
-    no clock schedule holds it; the target there is the lowest clock's energy, and "vs
-    reachable" is the board energy over max(budget, lowest clock's energy)."""
+    The simulated app asks ``gov.admit()`` before each frame and skips the frames it
+    refuses; "app ignores" is the same run with an app that does not ask (the governor
+    degrades by clock alone: where even the lowest clock running every frame costs more
+    than the budget, column "lowest clock", it cannot hold it). The budget is infeasible
+    only where the board idling alone (at its lowest clock) costs more ("idle alone")."""
     print(
         f"\n## Throughput with a battery floor: 30 Hz perception loop, {duration:.0f} s, "
         "budget = throughput-alone board energy × 1.2 (ample) or × 0.8 (short)"
     )
     print(
-        "| board | throughput alone: board J, missed % | ample: missed %, energy vs alone | "
-        "short: board energy vs budget, missed %, degraded s | lowest clock vs budget | "
-        "short: board energy vs reachable |"
+        "| board | throughput alone: board J, missed % | ample: missed %, skipped %, energy vs "
+        "alone | short, app asks gov.admit(): board energy vs budget, missed %, skipped %, "
+        "degraded s | short, app ignores: board energy vs budget, missed % | lowest clock vs "
+        "budget | idle alone vs budget |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
-    worst_over, worst_ample, worst_reach = 0.0, 0.0, 0.0
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    worst_over, worst_ample, worst_ignored = 0.0, 0.0, 0.0
+    pct = lambda r, key: 100.0 * r[key] / r["frames"]  # noqa: E731
     for board in boards:
         doc = docs[board]
         spec = {"policy": "throughput", "rate_hz": 30}
         alone = simulate(board, spec, "perception-30hz", duration, profile=doc, scope="board")
-        cells = []
-        for share in (1.2, 0.8):
-            budget = share * alone["energy_j"]
-            r = simulate(
+        floor = dict(spec, duration_s=duration)
+        ample = simulate(
+            board,
+            dict(floor, energy_j=1.2 * alone["energy_j"]),
+            "perception-30hz",
+            duration,
+            profile=doc,
+        )
+        budget = 0.8 * alone["energy_j"]
+        runs = [
+            simulate(
                 board,
-                dict(spec, energy_j=budget, duration_s=duration),
+                dict(floor, energy_j=budget),
                 "perception-30hz",
                 duration,
                 profile=doc,
+                admit=admit,
             )
-            cells.append((budget, r))
-        (_, ample), (budget, short) = cells
+            for admit in (True, False)
+        ]
+        short, ignored = runs
         low = constant(
             board,
             doc,
@@ -350,22 +382,24 @@ def bench_floor(boards, docs, duration):
             duration,
             "board",
         )
-        reach = short["board_energy_j"] / max(budget, low["energy_j"])
-        miss = lambda r: 100.0 * r["deadline_misses"] / r["frames"]  # noqa: E731
-        worst_over = max(worst_over, short["board_energy_j"] / budget)
-        worst_reach = max(worst_reach, reach)
-        worst_ample = max(worst_ample, miss(ample))
+        idle = idle_energy_j(board, duration) / budget
+        if idle <= 1.0:
+            worst_over = max(worst_over, short["board_energy_j"] / budget)
+        worst_ignored = max(worst_ignored, ignored["board_energy_j"] / budget)
+        worst_ample = max(worst_ample, pct(ample, "deadline_misses") + pct(ample, "frames_skipped"))
         print(
-            f"| {board} | {alone['energy_j']:.0f}, {miss(alone):.2f} | {miss(ample):.2f}, "
+            f"| {board} | {alone['energy_j']:.0f}, {pct(alone, 'deadline_misses'):.2f} | "
+            f"{pct(ample, 'deadline_misses'):.2f}, {pct(ample, 'frames_skipped'):.2f}, "
             f"{ample['energy_j'] / alone['energy_j']:.3f} | "
-            f"{short['board_energy_j'] / budget:.3f}, {miss(short):.1f}, "
-            f"{short['rate_degraded_s'] or 0.0:.0f} | {low['energy_j'] / budget:.3f} | "
-            f"{reach:.3f} |"
+            f"{short['board_energy_j'] / budget:.3f}, {pct(short, 'deadline_misses'):.2f}, "
+            f"{pct(short, 'frames_skipped'):.1f}, {short['rate_degraded_s'] or 0.0:.0f} | "
+            f"{ignored['board_energy_j'] / budget:.3f}, {pct(ignored, 'deadline_misses'):.1f} | "
+            f"{low['energy_j'] / budget:.3f} | {idle:.3f}{'' if idle <= 1.0 else ' (infeasible)'} |"
         )
     print(
-        f"ample budget: worst missed {worst_ample:.2f} %; short budget: board energy / budget "
-        f"max {worst_over:.3f}, / reachable (the budget or the lowest clock's energy) max "
-        f"{worst_reach:.3f}"
+        f"ample budget: worst missed + skipped {worst_ample:.2f} %; short budget, app asks: "
+        f"board energy / budget max {worst_over:.3f} (boards where idling alone fits); app "
+        f"ignores: max {worst_ignored:.3f}"
     )
 
 

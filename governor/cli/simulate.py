@@ -59,6 +59,14 @@ def simulate_command(
     ] = 0,
     scope: ScopeOpt = None,
     until: UntilOpt = None,
+    no_admit: Annotated[
+        bool,
+        typer.Option(
+            "--no-admit",
+            help="On perception-30hz: the app does not ask gov.admit() and runs every frame "
+            "(a battery floor then degrades by clock: frames late).",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run a policy on a simulated board over a trace; report energy, power, cap, work, misses."""
@@ -79,7 +87,16 @@ def simulate_command(
     if battery_wh is not None and spec["hours"] is None and spec["until"] is None:
         if policy in ("battery", "throughput"):
             spec["duration_s"] = duration_s  # the mission is the simulated run
-    doc = simulate(board, spec, trace, duration_s, interval_s=interval_s, seed=seed, scope=scope)
+    doc = simulate(
+        board,
+        spec,
+        trace,
+        duration_s,
+        interval_s=interval_s,
+        seed=seed,
+        scope=scope,
+        admit=not no_admit,
+    )
     if json_out:
         for note in doc["notes"]:
             typer.echo(f"governor: {note}", err=True)
@@ -100,6 +117,10 @@ def simulate_command(
         )
     if trace == "perception-30hz":
         lines.append(f"deadline misses   {doc['deadline_misses']} of {doc['frames']} frames")
+        if doc["frames_skipped"]:
+            lines.append(
+                f"frames skipped    {doc['frames_skipped']} (gov.admit(): the budget's share)"
+            )
     if doc.get("rate_degraded_s"):
         lines.append(f"rate degraded     {doc['rate_degraded_s']:.1f} s (the battery floor)")
     if "lasted_s" in doc:

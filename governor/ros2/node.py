@@ -410,6 +410,8 @@ class GovernorNode(Node):
                 self._seen_errors = status["errors"]
                 error = error or status["errors"][-1]
             extra: List[Tuple[str, str]] = [("frames", str(self._ticks))]
+            if status.get("admitted_rate_hz") is not None:  # a throughput battery floor
+                extra.append(("admitted rate (Hz)", f"{status['admitted_rate_hz']:.3g}"))
             if self._values.get("scope"):
                 extra.append(("scope", self._values["scope"]))
             if self.notes:

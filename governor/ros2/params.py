@@ -6,8 +6,8 @@ parameter      unit      meaning
 ``policy``               ``ppw``, ``max``, ``power-cap``, ``battery``, ``throughput``,
                          ``clock``, or ``none`` (hold the device at its own settings)
 ``cap_w``      W         power-cap: the cap
-``battery_wh`` Wh        battery: the energy budget
-``hours``      h         battery: how long it must last
+``battery_wh`` Wh        battery: the energy budget (throughput: its battery floor's)
+``hours``      h         battery: how long it must last (throughput: its battery floor's)
 ``rate_hz``    Hz        throughput: the frame rate to keep
 ``clock_mhz``  MHz       clock: the GPU clock
 ``scope``                which power figure to govern (passed to the runtime where it takes it)
@@ -44,6 +44,9 @@ USES: Dict[str, Tuple[str, ...]] = {
     "throughput": ("rate_hz",),
     "none": (),
 }
+
+#: numbers a policy takes when they are set: the throughput policy's battery floor
+OPTIONAL: Dict[str, Tuple[str, ...]] = {"throughput": ("battery_wh", "hours")}
 
 DEFAULTS: Dict[str, Any] = {
     "policy": "ppw",
@@ -131,6 +134,9 @@ def make_policy(values: Mapping[str, Any]) -> Tuple[Optional[policies.Policy], L
         return None, []
     spec: Dict[str, Any] = {"policy": name}
     for key in USES[name]:
+        if merged[key]:
+            spec[key] = merged[key]
+    for key in OPTIONAL.get(name, ()):
         if merged[key]:
             spec[key] = merged[key]
     missing = [key for key in USES[name] if not merged[key]]

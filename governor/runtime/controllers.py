@@ -593,12 +593,19 @@ class BatteryController(Controller):
 class ThroughputController(Controller):
     """The cheapest clock that keeps the tick rate, from the app's ticks.
 
-    With ``busy_s`` on the ticks (the time each frame took), every frame must fit its period
-    (``1/rate_hz`` per unit) less the margin at the slowest frame of the last few seconds:
-    a deadline per frame. Without it the app is taken to run flat out and its rate, scaled by
-    the time model, says how fast each clock would go. Among the clocks that keep up, the one
-    with the least predicted energy per second (busy power plus idle power) wins; lowering is
-    delayed by ``hold_down_s`` (hysteresis), raising is immediate.
+    With ``busy_s`` on the ticks (the time each frame took), a frame must fit its period
+    (``1/rate_hz`` per unit): a deadline per frame. By default (``margin`` None) the work a
+    clock must fit is learnt from the frames' spread: the frame exceeded by only
+    ``LATE_SHARE`` of the last ``LONG_FRAMES`` frames (their top-clock time per unit), so
+    about that share may run late and no fixed headroom is paid for; until ``MIN_FRAMES``
+    frames are seen, the slowest one with a headroom that shrinks as frames come. An
+    explicit ``margin`` keeps that share of the period free at the slowest frame of the
+    last ``WINDOW`` (no frame late). Without ``busy_s`` the app is taken to run flat out and
+    its rate, scaled by the time model, says how fast each clock would go. Among the clocks
+    that keep up, the one with the least predicted energy per second (busy power plus idle
+    power) wins; lowering is delayed by ``hold_down_s`` (hysteresis) once the spread is
+    learnt, raising is immediate. The start's top clock is left as the first frame ends
+    (:attr:`eager`), not at the first control period.
     """
 
     WINDOW = 90  # frames remembered for the deadline check
@@ -610,6 +617,11 @@ class ThroughputController(Controller):
     LONG_FRAMES = 600  # frames in the long mean of the work per frame (the search's cost)
     HOLD_S = 10.0  # at a local minimum, hold this long before probing again
     IDLE_GAIN = 0.05  # per period, of the gap to the latest idle-power estimate
+    LATE_SHARE = 0.005  # of the frames the learnt deadline may let run late
+    MIN_FRAMES = 30  # frames before their spread is trusted
+    YOUNG_HEADROOM = 0.25  # over the slowest frame with one frame seen; / sqrt(frames)
+    FLAT_MARGIN = 0.1  # headroom without busy_s (no spread known), unless margin is given
+    RESEED_S = 1.0  # the model's pick this long away from the search's start: start there
 
     def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
         super().__init__(model)
@@ -626,6 +638,8 @@ class ThroughputController(Controller):
         self.idle_w: Optional[float] = None  # measured between frames (see _learn_idle)
         self.floor_idx = 0
         self.target: Optional[int] = None
+        self.seed_idx = 0  # the model's pick the search started from
+        self.away_s = 0.0  # how long the model's pick has been away from it
         self.costs: Dict[int, Tuple[float, float]] = {}  # index -> (mean power W, when)
         self.held_s = self.energy_j = self.measured_s = 0.0
         self.hold_until_s = -math.inf
@@ -633,6 +647,15 @@ class ThroughputController(Controller):
         self.period_busy_s = self.window_busy_s = 0.0
         self.units_seen = 0
         self.unit_mean = 0.0  # busy s per unit at the top clock, over the last frames
+        # the last LONG_FRAMES frames' top-clock time per unit, in arrival order and sorted
+        self.recent: Deque[float] = collections.deque(maxlen=self.LONG_FRAMES)
+        self.ranked: List[float] = []
+
+    @property
+    def eager(self) -> bool:
+        """Whether a control step as a frame ends would make the first choice from measured
+        frames (the governor then steps at once instead of at the next period)."""
+        return self.choice_mhz is None
 
     def initial_mhz(self) -> float:
         return self.model.top_mhz
@@ -649,6 +672,10 @@ class ThroughputController(Controller):
             if tick.busy_s is not None and tick.units > 0:
                 per_unit = tick.busy_s / tick.units / rel
                 self.per_unit_top.append(per_unit)
+                if len(self.recent) == self.LONG_FRAMES:
+                    del self.ranked[bisect.bisect_left(self.ranked, self.recent[0])]
+                self.recent.append(per_unit)
+                bisect.insort(self.ranked, per_unit)
                 self.units_seen = min(self.units_seen + 1, self.LONG_FRAMES)
                 self.unit_mean += (per_unit - self.unit_mean) / self.units_seen
             else:
@@ -691,22 +718,39 @@ class ThroughputController(Controller):
         else:
             self.idle_w += self.IDLE_GAIN * (sample - self.idle_w)
 
+    def need_s(self) -> Optional[float]:
+        """Top-clock seconds per unit that a clock, scaled by its time model, must fit into a
+        unit's period (see the class docstring); None before any progress is seen."""
+        margin = self.policy.margin
+        if self.per_unit_top:
+            worst = max(self.per_unit_top)
+            if margin is not None:
+                return worst / (1.0 - margin)
+            n = len(self.ranked)
+            if n < self.MIN_FRAMES:
+                return worst * (1.0 + self.YOUNG_HEADROOM / math.sqrt(n))
+            return self.ranked[min(n - 1, int(n * (1.0 - self.LATE_SHARE)))]
+        if self.capacity_top:
+            return (
+                1.0 / self.capacity_top / (1.0 - (self.FLAT_MARGIN if margin is None else margin))
+            )
+        return None
+
     def _choose(self) -> Optional[float]:
         model = self.model
         rate = self.policy.rate_hz
-        budget_s = (1.0 - self.policy.margin) / rate
         best: Optional[Tuple[float, float]] = None
-        if self.per_unit_top:
-            worst = max(self.per_unit_top)
-            mean = sum(self.per_unit_top) / len(self.per_unit_top)
-        elif self.capacity_top:
-            worst = mean = 1.0 / self.capacity_top
-        else:
+        need = self.need_s()
+        if need is None:
             return None
+        if self.per_unit_top:
+            mean = sum(self.per_unit_top) / len(self.per_unit_top)
+        else:
+            mean = 1.0 / self.capacity_top  # type: ignore[operator]
         self.floor_idx = len(model.clocks_mhz) - 1
         idle_w = self.idle_w if self.idle_w is not None else model.idle_w
         for i, (f, p, rel) in enumerate(zip(model.clocks_mhz, model.power_w, model.time_rel)):
-            if worst * rel > budget_s:
+            if need * rel * rate > 1.0:
                 continue
             self.floor_idx = min(self.floor_idx, i)
             busy = min(1.0, rate * mean * rel)
@@ -721,8 +765,16 @@ class ThroughputController(Controller):
         clocks = self.model.clocks_mhz
         top = len(clocks) - 1
         floor = self.floor_idx
-        if self.target is None:
-            self.target = self.model.index(choice)
+        seed = self.model.index(choice)
+        away = abs(seed - self.seed_idx) > 2 * self.step
+        self.away_s = self.away_s + obs.dt_s if away else 0.0
+        if self.target is None or self.away_s >= self.RESEED_S:
+            # the first search, or the model's pick moved away and stayed (its idle power
+            # and work per frame are still being learnt): start again from the new pick
+            self.target, self.seed_idx, self.away_s = seed, seed, 0.0
+            self.held_s, self.energy_j, self.measured_s, self.window_busy_s = 0.0, 0.0, 0.0, 0.0
+            self.costs.clear()
+            self.hold_until_s = -math.inf
         if self.target < floor:  # the deadline, not the search, decides: up at once
             self.target, self.held_s, self.energy_j, self.measured_s = floor, 0.0, 0.0, 0.0
             self.costs.clear()
@@ -795,14 +847,17 @@ class ThroughputController(Controller):
         self.choice_mhz = choice
         if choice is None:
             return current_mhz, False
-        if self.search:
+        young = bool(self.per_unit_top) and len(self.ranked) < self.MIN_FRAMES
+        if self.search and not young:  # the search starts from a choice of learnt frames
             return self._search(obs, choice, current_mhz)
         if choice > current_mhz:
             self.below_since_s = None
             self.settled = True
             return choice, True
         if choice < current_mhz:
-            if not self.settled:  # the start's safe top clock: no hysteresis to wait out
+            # the start's top clock, and a spread still being learnt (the headroom shrinks
+            # as frames come): no hysteresis to wait out
+            if not self.settled or (self.per_unit_top and len(self.ranked) < self.MIN_FRAMES):
                 self.settled = True
                 return choice, False
             if self.below_since_s is None:
@@ -827,12 +882,25 @@ class FloorThroughputController(Controller):
     :class:`ThroughputController`) unless the battery plan affords less.
 
     The plan is :class:`BatteryController`'s mean power (what is left over the time left,
-    kept every period); a clock's mean power at the rate is its busy share of each frame
-    period at its power plus idle power for the rest (the throughput model), corrected by
-    the measured over the predicted mean power. When the rate's clock costs more than the
-    plan affords, the highest clock that fits is held: the budget lasts the mission and the
-    rate degrades gracefully (frames late or dropped) instead of the battery running out.
+    kept every period). When the rate costs more than the plan affords, the rate degrades
+    one of two ways:
+
+    - **the app asks** (:meth:`admit`, ``gov.admit()`` before each frame): the clock stays
+      the rate's (the cheapest energy per frame that meets a frame's deadline) and the share
+      of frames admitted is what the plan affords, ``(P_plan − P_idle) / (P_rate − P_idle)``,
+      spread evenly (error diffusion: at 0.6 three frames in five). ``P_idle`` (no frames)
+      and ``P_rate`` (every frame) on the budget's scope are a line fitted to windows of
+      measured mean power against the share of the rate the app ran in them (a weighted
+      least-squares fit, older windows forgotten; the measured GPU idle power plus the rest
+      of the board stands in for the windows at share 0 until the share varies);
+    - **the app does not ask**: the rate's clock is time-shared with the lowest one (error
+      diffusion) so the modelled mean power is the plan's; frames in the low periods are late
+      or dropped.
     """
+
+    WINDOW_S = 0.0  # periods pooled into one point of the power-vs-share fit
+    FORGET = 0.99  # weight an older window keeps per new window
+    PRIOR_WEIGHT = 0.2  # the idle-power estimate's weight in the fit, in windows
 
     def __init__(
         self,
@@ -851,10 +919,36 @@ class FloorThroughputController(Controller):
         self.degraded_s = 0.0
         self.degraded = False
         self.afford_mhz: Optional[float] = None
+        # admission (the app consults admit())
+        self.admitting = False
+        self.share = 1.0  # of the rate's frames to admit
+        self.credit = 0.0
+        self.offered = self.admitted = 0
+        self.win_s = self.win_j = self.win_units = 0.0
+        self.used_last: Optional[float] = None
+        self.fit = [0.0] * 5  # forgotten sums: weight, Σx, Σy, Σxx, Σxy
+        self.idle_fit_w: Optional[float] = None
+        self.rate_fit_w: Optional[float] = None
 
     def initial_mhz(self) -> float:
         self.battery.initial_mhz()  # its plan's first figures
         return self.rate.initial_mhz()
+
+    @property
+    def eager(self) -> bool:
+        return self.rate.eager
+
+    def admit(self) -> bool:
+        """Whether the app should take the frame in hand (False: skip it). Spreads the
+        admitted share evenly over the frames offered."""
+        self.admitting = True
+        self.offered += 1
+        self.credit += self.share
+        if self.credit >= 1.0 - 1e-9:
+            self.credit -= 1.0
+            self.admitted += 1
+            return True
+        return False
 
     def _mean_costs(self) -> List[float]:
         model = self.model
@@ -866,17 +960,65 @@ class FloorThroughputController(Controller):
             out.append(busy * p + (1.0 - busy) * model.idle_w)
         return out
 
+    def _learn_share(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """One more period into the window; a full window into the power-vs-share fit."""
+        used = obs.board_energy_used_j if self.board else None
+        if used is None:
+            used = obs.energy_used_j
+        last, self.used_last = self.used_last, used
+        if last is None or obs.dt_s <= 0:
+            return
+        self.win_s += obs.dt_s
+        self.win_j += used - last
+        self.win_units += sum(t.units for t in ticks)
+        if self.win_s < self.WINDOW_S:
+            return
+        x = self.win_units / (self.win_s * self.rate.policy.rate_hz)
+        y = self.win_j / self.win_s
+        self.win_s = self.win_j = self.win_units = 0.0
+        f = self.fit
+        k = self.FORGET
+        for i, v in enumerate((1.0, x, y, x * x, x * y)):
+            f[i] = k * f[i] + v
+
+    def _idle_prior_w(self) -> float:
+        idle = self.rate.idle_w if self.rate.idle_w is not None else self.model.idle_w
+        if self.board:
+            idle += self.rest_w
+        return idle
+
+    def _solve(self) -> Optional[Tuple[float, float]]:
+        """(P at no frames, P at the full rate) on the budget's scope, from the fit."""
+        w, sx, sy, sxx, sxy = self.fit
+        if w <= 0:
+            return None
+        p0 = self.PRIOR_WEIGHT
+        y0 = self._idle_prior_w()
+        w, sy = w + p0, sy + p0 * y0  # the prior: a window at share 0
+        det = w * sxx - sx * sx
+        if det <= 1e-12 * w * w:
+            return None
+        slope = (w * sxy - sx * sy) / det
+        icept = (sy - slope * sx) / w
+        if slope <= 0:
+            return None
+        return icept, icept + slope
+
     def decide(self, obs, ticks, current_mhz):
         want, urgent = self.rate.decide(obs, ticks, current_mhz)
         self.battery.decide(obs, ticks, current_mhz)  # the plan's bookkeeping
-        costs = self._mean_costs()
         if obs.power_w is not None:
             if self.board and obs.board_power_w is not None:
                 self.rest_w += 0.2 * (obs.board_power_w - obs.power_w - self.rest_w)
+        self._learn_share(obs, ticks)
         target = self.battery.target_w
         if target is None or not math.isfinite(target):
             self.degraded = False
+            self.share = 1.0
             return want, urgent
+        if self.admitting:
+            return self._admission(obs, target, want, urgent)
+        costs = self._mean_costs()
         gpu_w = target - (self.rest_w if self.board else 0.0)
         clocks = self.model.clocks_mhz
         i_want = self.model.index(want)
@@ -898,6 +1040,29 @@ class FloorThroughputController(Controller):
             return want, want > current_mhz
         return clocks[0], False
 
+    def _admission(self, obs: Observation, target_w: float, want: float, urgent: bool):
+        """The app skips frames: the share of the rate the plan affords, the rate's clock."""
+        fit = self._solve()
+        if fit is None:
+            self.share = 1.0
+        else:
+            idle_w, rate_w = fit
+            self.idle_fit_w, self.rate_fit_w = idle_w, rate_w
+            if target_w >= rate_w:
+                self.share = 1.0
+            else:
+                share = (target_w - idle_w) / (rate_w - idle_w)
+                self.share = min(1.0, max(0.0, share))
+        self.degraded = self.share < 1.0
+        if self.degraded:
+            self.degraded_s += obs.dt_s
+        self.carry = 0.0
+        if self.share <= 0.0:  # no frame affordable: idle at the lowest clock's idle power
+            self.afford_mhz = self.model.clocks_mhz[0]
+            return self.afford_mhz, False
+        self.afford_mhz = want
+        return want, urgent
+
     def safe_mhz(self, current_mhz: float) -> float:
         safe = self.rate.safe_mhz(current_mhz)
         return min(safe, self.afford_mhz) if self.afford_mhz is not None else safe
@@ -908,6 +1073,13 @@ class FloorThroughputController(Controller):
         doc["rate_degraded"] = self.degraded
         doc["rate_degraded_s"] = self.degraded_s
         doc["affordable_clock_mhz"] = self.afford_mhz
+        doc["admitting"] = self.admitting
+        doc["admit_share"] = self.share
+        doc["admitted_rate_hz"] = self.share * self.rate.policy.rate_hz
+        doc["frames_offered"] = self.offered
+        doc["frames_admitted"] = self.admitted
+        doc["idle_power_fit_w"] = self.idle_fit_w
+        doc["rate_power_fit_w"] = self.rate_fit_w
         return doc
 
 

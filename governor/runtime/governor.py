@@ -674,6 +674,23 @@ class Governor:
         if busy_s is not None and self._duty is not None and self._running:
             self._duty_active = True
             self._busy_reading(applied)
+        if busy_s is not None and self._running and getattr(self.controller, "eager", False):
+            self.update()  # the first frame measured: leave the start's top clock now
+
+    def admit(self) -> bool:
+        """Whether the app should take the next frame (step, request) or skip it, for the
+        throughput policy with a battery floor: True while the budget affords the rate;
+        when it does not, the share of frames it affords, spread evenly (at 0.6, three in
+        five), at the rate's clock. Call it once per frame offered (a camera frame arriving)
+        and ``tick()`` only for the frames taken. True for every other policy and when the
+        governor is not running. An app that never calls it keeps every frame and the
+        governor degrades by clock instead (frames late). ``status()["admitted_rate_hz"]``
+        is the rate admitted now."""
+        admit = getattr(self.controller, "admit", None)
+        if admit is None or not self._running:
+            return True
+        with self._tick_lock:  # apps calling from several threads share one credit
+            return bool(admit())
 
     def _busy_reading(self, applied_mhz: float) -> None:
         """One extra power reading per period, as a frame ends (no energy counter): the

@@ -289,7 +289,14 @@ def seconds_until(until: str, now: Optional[float] = None) -> float:
 @dataclass(frozen=True)
 class Throughput(Policy):
     """Keep the app's progress rate (``gov.tick()`` per frame or step) at ``rate_hz`` with
-    the least energy. ``margin`` is the share of each frame period kept free (default 10 %).
+    the least energy.
+
+    ``margin`` None (the default) learns the headroom from the frames' own spread (their
+    ``busy_s``): a clock is chosen so that about 0.5 % of the frames at most would overrun
+    their period, half of the 1 % a kept rate allows, and no fixed headroom is paid for.
+    A number is the share of each frame period kept free at the slowest recent frame
+    instead (``0.1``: every frame within 90 % of its period; no frame late), for an app whose
+    frames must never be late or whose load changes faster than a few seconds.
 
     With a battery floor (``battery_wh`` or ``energy_j``, and ``hours``, ``duration_s`` or
     ``until`` — a local time of day, ``"18:00"``) the rate is kept as long as the budget lasts
@@ -299,7 +306,7 @@ class Throughput(Policy):
     """
 
     rate_hz: float = 0.0
-    margin: float = 0.10
+    margin: Optional[float] = None
     battery_wh: Optional[float] = None
     energy_j: Optional[float] = None
     hours: Optional[float] = None
@@ -310,7 +317,8 @@ class Throughput(Policy):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rate_hz", check_number("rate_hz", self.rate_hz))
-        object.__setattr__(self, "margin", _fraction(self.margin, "margin", 0.0, 0.9))
+        if self.margin is not None:
+            object.__setattr__(self, "margin", _fraction(self.margin, "margin", 0.0, 0.9))
         budget = (self.battery_wh, self.energy_j)
         mission = (self.hours, self.duration_s, self.until)
         if all(v is None for v in budget + mission) and self.scope is None:

@@ -8,7 +8,8 @@ Traces (``TRACES``):
 - ``perception-30hz``: a camera frame every 1/30 s; each needs the work of 45 % of a frame
   period at the top clock (±5 % jitter, seeded); frames queue while the GPU is busy and a
   frame that finishes after the next one arrives is a missed deadline. The app reports each
-  frame with ``gov.tick(1, busy_s=...)``.
+  frame with ``gov.tick(1, busy_s=...)`` and asks ``gov.admit()`` before taking one (a
+  frame refused is skipped: ``frames_skipped``).
 
 Figures are the simulator's truth, not the governor's readings: power is that of the figure
 the device reports as ``power_w`` (its scope is in ``scope``) — the one a cap applies to.
@@ -161,6 +162,7 @@ def simulate(
     battery: Optional[Callable[[], float]] = None,
     noise: bool = True,
     scope: Optional[str] = None,
+    admit: bool = True,
 ) -> Dict[str, Any]:
     """Run ``policy`` on ``sim:<board>`` over ``trace`` for ``duration_s`` of virtual time.
 
@@ -169,7 +171,10 @@ def simulate(
     ``energy_left_j``, ``lasted_s``) are given on: ``"board"`` (the board's input, the
     default for the battery policy, which meters its budget there) or ``"gpu"`` (the figure
     the device reports as ``power_w``, the default otherwise). ``board_energy_j`` and
-    ``gpu_energy_j`` (the GPU domain alone) are always there.
+    ``gpu_energy_j`` (the GPU domain alone) are always there. On the perception trace the
+    app asks ``gov.admit()`` before each frame and skips the frames it refuses
+    (``frames_skipped``; a budget that cannot pay for every frame); ``admit=False`` is an app
+    that does not ask and runs them all.
 
     Raises:
         InvalidRequestError: bad trace, duration or policy; DeviceNotFoundError: no such board.
@@ -201,12 +206,12 @@ def simulate(
         battery=battery,
         handle_signals=False,
     )
-    misses = frames = 0
+    misses = frames = skipped = 0
     with dev:
         rec = _Recorder(dev, cap, window, budget, board_scope=scope == "board")
         with gov:
             if trace == "perception-30hz":
-                frames, misses = _run_frames(dev, gov, rec, duration_s, seed)
+                frames, misses, skipped = _run_frames(dev, gov, rec, duration_s, seed, admit)
             else:
                 _run_segments(dev, gov, rec, trace_segments(trace, duration_s, seed), duration_s)
             status = gov.status()
@@ -234,6 +239,8 @@ def simulate(
         "work_done": work,
         "deadline_misses": misses,
         "frames": frames,
+        "frames_skipped": skipped,
+        "admitted_rate_hz": status.get("admitted_rate_hz"),
         "clock_changes": status["clock_changes"],
         "safe_hold": status["safe_hold"],
         "model": status["model"],
@@ -285,8 +292,11 @@ def _run_segments(
 
 
 def _run_frames(
-    dev: Any, gov: Governor, rec: _Recorder, duration_s: float, seed: int
-) -> Tuple[int, int]:
+    dev: Any, gov: Governor, rec: _Recorder, duration_s: float, seed: int, admit: bool = True
+) -> Tuple[int, int, int]:
+    """(frames, missed, skipped): the camera's frames, those late or dropped as stale, and
+    those the app skipped because ``gov.admit()`` said so (an app that does not ask,
+    ``admit=False``, runs every frame it can)."""
     rng = random.Random(seed * 7919 + 3)
     workload = dev.board.workloads["compute"]
     top = dev.supported_clocks_mhz()[-1]
@@ -297,7 +307,7 @@ def _run_frames(
     t0 = clock.now_s()
     next_control = t0 + gov.interval_s
     arrival = t0
-    frames = misses = 0
+    frames = misses = skipped = 0
     running = False
 
     def control_until(t_end: float) -> None:
@@ -325,6 +335,11 @@ def _run_frames(
             misses += 1
             arrival += period
             continue
+        if admit and not gov.admit():  # the governor says the budget cannot take it
+            frames += 1
+            skipped += 1
+            arrival += period
+            continue
         f = gov.applied_clock_mhz or top
         busy = units_per_frame * jitter * workload.time_per_unit_s(f, mem)
         if not running:
@@ -341,4 +356,4 @@ def _run_frames(
     control_until(t0 + duration_s)
     if running:
         dev.stop_workload()
-    return frames, misses
+    return frames, misses, skipped

@@ -304,3 +304,13 @@ def test_a_tick_topic_of_an_unimportable_type_fails_at_start_and_restores(ros, b
     with pytest.raises(InvalidRequestError, match="sensor_msgs/msg/Image"):
         GovernorNode(board, "max", context=ros.context, tick_topic="/camera/image_raw")
     assert not board.changed and board.state().gpu_clocks_mhz is None
+
+
+def test_a_throughput_battery_floor_reports_the_admitted_rate(start):
+    node, probe = start({"policy": "throughput", "rate_hz": 30, "battery_wh": 100, "hours": 1})
+    assert "while 100 Wh last" in node.policy_text()
+    wait_for(
+        lambda: probe.values().get("admitted rate (Hz)") == "30",
+        what="admitted rate in diagnostics",
+    )
+    assert node.governor.admit()

@@ -256,7 +256,14 @@ def test_simulate_throughput_with_a_battery_floor_holds_the_budget_or_the_rate(c
     short = json.loads(out)
     assert code == 0 and short["rate_degraded_s"] > 5
     assert short["board_energy_j"] <= 1.01 * budget_wh * 3600.0
-    assert short["deadline_misses"] > 0
+    # the simulated app asks gov.admit(): frames skipped, those taken on time
+    assert short["frames_skipped"] > 0 and short["deadline_misses"] <= 0.01 * short["frames"]
+    assert short["admitted_rate_hz"] < 30
+    # an app that does not ask runs every frame: the clock degrades, frames come late
+    code, out, _ = _floor_sim(capsys, "--battery-wh", f"{budget_wh:.6f}", "--no-admit")
+    ignores = json.loads(out)
+    assert code == 0 and ignores["frames_skipped"] == 0 and ignores["deadline_misses"] > 0
+    assert ignores["board_energy_j"] <= 1.01 * budget_wh * 3600.0
 
 
 def test_until_is_a_time_of_day_and_only_for_a_mission(capsys):

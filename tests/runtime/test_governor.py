@@ -277,3 +277,20 @@ def test_set_policy_from_another_thread_while_the_loop_runs(profile_of):
         assert dev.state().gpu_clocks_mhz == (612.0, 612.0)
         assert gov.status()["errors"] == []
     dev.close()
+
+
+def test_admit_takes_every_frame_without_a_battery_floor(orin):
+    gov = Governor(orin, {"policy": "throughput", "rate_hz": 30}, background=False)
+    assert gov.admit()  # not running: nothing to hold back
+    with gov:
+        assert all(gov.admit() for _ in range(100))
+        assert "admitted_rate_hz" not in gov.status()
+
+
+def test_admit_reports_the_admitted_rate_with_a_battery_floor(orin):
+    spec = {"policy": "throughput", "rate_hz": 30, "energy_j": 1e6, "hours": 1}
+    with Governor(orin, spec, background=False) as gov:
+        assert gov.admit()
+        gov.tick(1, busy_s=0.01)
+        status = gov.step()
+        assert status["admitted_rate_hz"] == 30.0 and status["admitting"]

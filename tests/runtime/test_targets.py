@@ -309,12 +309,19 @@ def test_a_short_floor_budget_holds_at_the_input_without_an_energy_counter(board
     spec = {"policy": "throughput", "rate_hz": 30}
     alone = simulate(board, spec, "perception-30hz", 30, profile=doc, scope="board")
     budget = 0.8 * alone["energy_j"]
-    short = simulate(
-        board, dict(spec, energy_j=budget, duration_s=30), "perception-30hz", 30, profile=doc
-    )
-    assert short["board_energy_j"] <= 1.01 * budget
-    assert short["board_energy_j"] >= 0.95 * budget  # not by starving the app
-    assert short["deadline_misses"] > alone["deadline_misses"]
+    for admit in (False, True):  # degrading by clock (frames late), or skipping frames
+        short = simulate(
+            board,
+            dict(spec, energy_j=budget, duration_s=30),
+            "perception-30hz",
+            30,
+            profile=doc,
+            admit=admit,
+        )
+        assert short["board_energy_j"] <= 1.01 * budget
+        assert short["board_energy_j"] >= 0.95 * budget  # not by starving the app
+        late = short["deadline_misses"] + short["frames_skipped"]
+        assert late > alone["deadline_misses"] + alone["frames_skipped"]
 
 
 def test_throughput_without_a_counter_prices_the_gaps_at_the_measured_idle_power(profile_of):
@@ -334,3 +341,62 @@ def test_throughput_without_a_counter_prices_the_gaps_at_the_measured_idle_power
         if const["deadline_misses"] <= 0.01 * const["frames"]:
             best = const["energy_j"] if best is None else min(best, const["energy_j"])
     assert run["energy_j"] <= 1.001 * best
+
+
+def test_a_floor_budget_below_every_clocks_cost_holds_when_the_app_skips_frames(profile_of):
+    """On the Orin Nano even the lowest clock running every frame costs about 1.25x a budget
+    20 % short of what the rate costs: a governor that only sets clocks overspends by that
+    much (the app that does not ask). The app that asks ``gov.admit()`` skips the frames
+    the budget cannot pay for: the budget holds within 1 %, the frames taken are on time,
+    and it is not held by starving the app (most of the budget is spent on frames)."""
+    board, doc = "orin-nano", profile_of("orin-nano")
+    spec = {"policy": "throughput", "rate_hz": 30}
+    alone = simulate(board, spec, "perception-30hz", 30, profile=doc, scope="board")
+    budget = 0.8 * alone["energy_j"]
+    floor = dict(spec, energy_j=budget, duration_s=30)
+    asks = simulate(board, floor, "perception-30hz", 30, profile=doc)
+    ignores = simulate(board, floor, "perception-30hz", 30, profile=doc, admit=False)
+    assert ignores["frames_skipped"] == 0
+    assert ignores["board_energy_j"] > 1.1 * budget  # clocks alone cannot hold it
+    assert 0.97 * budget <= asks["board_energy_j"] <= 1.01 * budget
+    assert asks["deadline_misses"] <= 0.01 * asks["frames"]
+    assert 0.1 * asks["frames"] < asks["frames_skipped"] < 0.9 * asks["frames"]
+    assert asks["rate_degraded_s"] > 5
+
+
+def test_an_ample_floor_budget_admits_every_frame(profile_of):
+    board, doc = "agx-orin", profile_of("agx-orin")
+    spec = {"policy": "throughput", "rate_hz": 30}
+    alone = simulate(board, spec, "perception-30hz", 20, profile=doc, scope="board")
+    floor = dict(spec, energy_j=1.2 * alone["energy_j"], duration_s=20)
+    ample = simulate(board, floor, "perception-30hz", 20, profile=doc)
+    assert ample["frames_skipped"] == 0 and ample["deadline_misses"] == 0
+    assert ample["admitted_rate_hz"] == 30
+    assert ample["energy_j"] == pytest.approx(alone["energy_j"], rel=0.005)
+
+
+def test_throughput_matches_the_best_constant_clock_on_a_coarse_table(profile_of):
+    """AGX Orin: a fixed 10 % margin kept the slowest frame a clock step above the cheapest
+    constant clock that keeps the rate (1.003x its energy); the deadline learnt from the
+    frames' spread, and leaving the start's top clock as the first frame ends, bring it to
+    that clock's energy (brute-forced here) without missing more frames than it may."""
+    board, doc = "agx-orin", profile_of("agx-orin")
+    clocks = get_board(board).clocks_mhz
+
+    def run(spec):
+        return simulate(board, spec, "perception-30hz", 30, profile=doc, seed=3)
+
+    gov = run({"policy": "throughput", "rate_hz": 30})
+    assert gov["deadline_misses"] <= 0.01 * gov["frames"]
+    lo, hi = 0, len(clocks) - 1
+    while lo < hi:  # the lowest constant clock that keeps up
+        mid = (lo + hi) // 2
+        r = run({"policy": "clock", "clock_mhz": clocks[mid]})
+        if r["deadline_misses"] <= 0.01 * r["frames"]:
+            hi = mid
+        else:
+            lo = mid + 1
+    best = min(run({"policy": "clock", "clock_mhz": c})["energy_j"] for c in clocks[lo : lo + 3])
+    assert gov["energy_j"] <= 1.0008 * best
+    strict = run({"policy": "throughput", "rate_hz": 30, "margin": 0.1})
+    assert strict["energy_j"] > gov["energy_j"]
