@@ -241,16 +241,20 @@ class SimDevice(Device):
         return tuple(self.board.power_modes)
 
     # -- physics over time ------------------------------------------------------------------
-    def _target_clock(self) -> Tuple[float, bool]:
+    def _target_point(self) -> Tuple[float, bool, float]:
+        """The clock the firmware runs, whether it throttled, and the GPU power there."""
         board = self.board
+        workload = self._workload
+        if workload is None:
+            clock = self._locked[0] if self._locked else board.clocks_mhz[0]
+            power = board.gpu_power_w(clock, self._temperature_c, None, self._mem_clock)
+            return clock, False, power
         top = board.max_clock_mhz(self._power_mode)
-        if self._workload is None:
-            return (self._locked[0] if self._locked else board.clocks_mhz[0]), False
         wanted = min(self._locked[1], top) if self._locked else top
-        return board.throttled_clock_mhz(
+        return board.throttled_point(
             wanted,
             self._temperature_c,
-            self._workload,
+            workload,
             self._power_limit_w,
             self._mem_clock,
             hint_mhz=self._clock_mhz if self._throttled else None,
@@ -263,11 +267,8 @@ class SimDevice(Device):
     def _evaluate_point(self) -> None:
         """The operating point (clock, power, work rate) at the present temperature; it holds
         for ``_OP_REUSE_S`` unless a setting or the load changes first."""
-        clock, throttled = self._target_clock()
+        clock, throttled, self._power_w = self._target_point()
         workload = self._workload
-        self._power_w = self.board.gpu_power_w(
-            clock, self._temperature_c, workload, self._mem_clock
-        )
         self._rate = (
             1.0 / workload.time_per_unit_s(clock, self._mem_clock) if workload is not None else 0.0
         )

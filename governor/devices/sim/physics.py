@@ -146,9 +146,20 @@ class Workload:
         return smooth
 
     def _model_time_s(self, clock_mhz: float, mem_clock_mhz: Optional[float]) -> float:
-        return formulas.time_s(
-            clock_mhz, self.mem_time_s(mem_clock_mhz), self.compute_mcycles, self.overlap_k
-        )
+        # remembered per (clock, memory clock): the simulator asks for the same few table
+        # clocks on every operating point, twice each (time and busy share)
+        cache = self.__dict__.get("_time_cache")  # not a field: eq/hash unchanged
+        if cache is None:
+            cache = self.__dict__["_time_cache"] = {}
+        key = (clock_mhz, mem_clock_mhz)
+        value = cache.get(key)
+        if value is None:
+            if len(cache) >= 4096:  # arbitrary clocks (fits, benches): stay bounded
+                cache.clear()
+            value = cache[key] = formulas.time_s(
+                clock_mhz, self.mem_time_s(mem_clock_mhz), self.compute_mcycles, self.overlap_k
+            )
+        return value
 
     def at_main_mem_clock(self, mem_clock_mhz: Optional[float]) -> bool:
         """Whether ``mem_clock_mhz`` is the one the measured factors belong to."""
@@ -404,30 +415,53 @@ class BoardSpec:
         """The highest table clock ≤ ``wanted_mhz`` whose power fits the limit, and whether
         that is below what was wanted (throttled). Never below the lowest clock.
         ``hint_mhz`` (the last answer) is checked first: two evaluations when it still holds."""
+        clock, throttled, _ = self.throttled_point(
+            wanted_mhz, temperature_c, workload, power_limit_w, mem_clock_mhz, hint_mhz
+        )
+        return clock, throttled
+
+    def throttled_point(
+        self,
+        wanted_mhz: float,
+        temperature_c: float,
+        workload: Optional[Workload],
+        power_limit_w: float,
+        mem_clock_mhz: Optional[float] = None,
+        hint_mhz: Optional[float] = None,
+    ) -> Tuple[float, bool, float]:
+        """:meth:`throttled_clock_mhz` and the GPU power at the clock it answers (W), which
+        the search has evaluated already."""
         table = self.clocks_mhz
         n = bisect.bisect_right(table, wanted_mhz + 1e-9) or 1  # candidates: table[:n]
+        powers: Dict[int, float] = {}
 
         def fits(i: int) -> bool:
-            power = self.gpu_power_w(table[i], temperature_c, workload, mem_clock_mhz)
+            power = powers[i] = self.gpu_power_w(table[i], temperature_c, workload, mem_clock_mhz)
             return self.limited_power_w(power) <= power_limit_w
 
+        def answer(i: int, throttled: bool) -> Tuple[float, bool, float]:
+            power = powers.get(i)
+            if power is None:
+                power = self.gpu_power_w(table[i], temperature_c, workload, mem_clock_mhz)
+            return table[i], throttled, power
+
         if fits(n - 1):
-            return table[n - 1], False
+            return answer(n - 1, False)
         if hint_mhz is not None:
             i = bisect.bisect_left(table, hint_mhz - 1e-9)
             if i < n - 1 and table[i] == hint_mhz and fits(i) and not fits(i + 1):
-                return table[i], True
+                return answer(i, True)
         # power rises with the clock (f·u(f) = c/t(f) grows), so bisect for the last fit
         lo, hi = 0, n - 1  # fits(hi) is False
         if not fits(0):
-            return table[0], table[0] < wanted_mhz
+            return answer(0, table[0] < wanted_mhz)
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if fits(mid):
                 lo = mid
             else:
                 hi = mid
-        return table[lo], True
+        return answer(lo, True)
 
     # -- the truth, for tests and benches ---------------------------------------------
     def steady_energy_per_unit_j(
