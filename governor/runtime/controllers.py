@@ -514,23 +514,25 @@ class BatteryController(Controller):
         if self.prior_s_per_unit is None:  # the first phase measured sets the prior's scale
             at = int(round(level))
             self.prior_s_per_unit = 1.0 / (phase_work[at] * rel[at])
-            # the prior: PRIOR_RATIO_S seconds of the calibration load (compute-bound, its
-            # work scaled to the first phase's at the plan), as the power estimate's has
+            # the prior: PRIOR_RATIO_S seconds of a compute-bound load (its work scaled to
+            # the first phase's at the plan), as the power estimate's has
             prior_work = [1.0 / (self.prior_s_per_unit * r) for r in rel]
             self.past.insert(0, [self.PRIOR_RATIO_S, prior_work, None])
         # a model capped at the power limit (T4, L4, RTX A4000) draws the same power at its
         # top clocks: the firmware throttles them, so the table ends below the first one
         end = self.capped_top + 1
+        if end < 3:  # too few clocks below the cap to weigh one load against another
+            return None
         phase = self._gaps(phase_work[:end], phase_power[:end])
         # the rest of the mission is taken to mix the loads as it has so far: the phase now
         # by the time it has run, each past one by its own (before a second load is seen,
         # the calibration load stands for the ones not seen yet, PRIOR_RATIO_S seconds)
         mix = [(max(self.phase_age_s, 1e-9), phase, phase_power)]
         past = self.past if len(self.past) == 1 else self.past[1:]
-        ratio = self._ratio()
         for secs, pw, pp in past:
-            if pp is None:  # the prior's power: the model's, scaled by the mission's ratio
-                pp = [ratio * m for m in self.model.power_w]
+            if pp is None:  # the prior draws as the load measured now (the calibrated
+                # model's shape can be off: L4's measured slope is 1.45 times its model's)
+                pp = phase_power
             gaps = self._gaps(pw[:end], pp[:end])
             if self._concave(gaps):
                 mix.append((secs, gaps, pp))
@@ -547,7 +549,8 @@ class BatteryController(Controller):
             floor_i -= 1
         while ceil_i < end - 1 and rel[ceil_i + 1] * self.TRUST >= rel[hi]:
             ceil_i += 1
-        level_now = min(max(want, float(floor_i)), float(ceil_i))
+        # (never past the plan's own level: the budget's feedback is followed as it is)
+        level_now = min(max(want, min(float(floor_i), level)), max(float(ceil_i), level))
         if level_now != want:
             self.edge_s += self.dt_s
             if self.edge_s >= self.EDGE_S:  # measure again around the edge

@@ -181,6 +181,6 @@ def test_a_ticking_job_that_changes_load_does_more_work_on_the_same_budget(profi
     seen_work, seen_j, seen_clocks = _mission(board, doc, budget, True, phases)
     assert seen_j <= 1.01 * budget and blind_j <= 1.01 * budget
     # the memory phase gives joules to the compute one, which runs faster than without ticks
-    assert seen_clocks[0] < 0.9 * blind_clocks[0]
+    assert seen_clocks[0] < 0.95 * blind_clocks[0]
     assert seen_clocks[1] > 1.03 * blind_clocks[1]
     assert seen_work >= 1.008 * blind_work
