@@ -45,9 +45,9 @@ class PhaseFit:
     PROBE_UNITS = 40.0  # units a probe run aims for (±1 unit: 2.5 %), time allowing
     MIN_S = 0.5  # seconds in a run before it counts
     MIN_SPREAD = 0.08  # relative times of the runs must differ by this share of their mean
-    RECENT = 20  # periods compared against the runs before them to see a new load
+    RECENT = 40  # periods compared against the runs before them to see a new load
     RECENT_UNITS = 25.0  # units (seen or predicted) in them before the rate is judged
-    RATE_CHANGE = 0.12  # observed units / predicted units off by more: a new load
+    RATE_CHANGE = 0.08  # observed units / predicted units off by more: a new load
     POWER_CHANGE = 0.15  # observed power / predicted off by more: a new load
 
     def __init__(self, model: ClockModel) -> None:

@@ -71,10 +71,10 @@ def test_phase_fit_sees_a_new_load_at_the_same_clock_but_not_a_move_along_the_ta
     _feed(fit, "hi", model, 60, 6.0, compute, power)
     _feed(fit, "run", model, 50, 20.0, compute, power)
     assert not fit.changed()
-    _feed(fit, "run", model, 70, 3.0, compute, power)  # the same load, faster clock
+    _feed(fit, "run", model, 70, 5.0, compute, power)  # the same load, faster clock
     assert not fit.changed()
     # a memory-bound load at a clock the phase ran: 30 % more units (same power)
-    _feed(fit, "run", model, 50, 3.0, lambda rel: 0.003 * rel + 0.047, power)
+    _feed(fit, "run", model, 50, 5.0, lambda rel: 0.003 * rel + 0.047, power)
     assert fit.changed()
 
 
