@@ -11,7 +11,9 @@ Each board is first calibrated (as a user would with ``governor calibrate``), th
   clock uses at the board's input in a 600 s mission, over steady, bursty and step traces:
   how long it lasted, board-input energy against the budget (target <= 1.01) and work done
   against the best constant clock that fits the budget (brute-forced by bisection; target
-  >= 1, and >= 1.03 on average);
+  >= 1, and >= 1.03 on average), once with a job that does not tick and once with one that
+  reports its work with ``gov.tick`` (``--battery-ticks no|yes|both``; ``--seed`` for the
+  bursty trace);
 - throughput: the 30 Hz perception trace (60 s): missed deadlines (target <= 1 %) and energy
   against the cheapest constant clock that misses <= 1 % (target <= 1);
 - throughput with a battery floor: the same loop with a budget above and below what the
@@ -61,19 +63,25 @@ def calibrated(board: str):
         )
 
 
-def constant(board, doc, clock, trace, duration, scope=None):
+def constant(board, doc, clock, trace, duration, scope=None, seed=0):
     return simulate(
-        board, {"policy": "clock", "clock_mhz": clock}, trace, duration, profile=doc, scope=scope
+        board,
+        {"policy": "clock", "clock_mhz": clock},
+        trace,
+        duration,
+        profile=doc,
+        scope=scope,
+        seed=seed,
     )
 
 
-def best_lasting_clock(board, doc, clocks, trace, duration, budget, scope="board"):
+def best_lasting_clock(board, doc, clocks, trace, duration, budget, scope="board", seed=0):
     """Highest clock whose constant run fits the budget on ``scope`` (energy rises with the
     clock), brute-forced by bisection over the table."""
     lo, hi, best = 0, len(clocks) - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
-        run = constant(board, doc, clocks[mid], trace, duration, scope)
+        run = constant(board, doc, clocks[mid], trace, duration, scope, seed)
         if run["energy_j"] <= budget:
             best, lo = run, mid + 1
         else:
@@ -225,11 +233,48 @@ def battery_oracle(board, trace, duration, budget_j, seed=0):
     return work, best_const
 
 
-def bench_battery(boards, docs, duration, scope="board"):
-    """Budget between what the lowest and the top clock use on ``scope``: 60 % of the way."""
+class _TickingApp:
+    """The simulated job reports its progress as an app in the documented loop does: before
+    each control step, ``gov.tick(n)`` for the ``n`` whole units finished since the last
+    one (a unit is 50 ms of work at the top clock, like a frame or a batch), so the count
+    carries the quantisation a real app's has. Installed by patching the Governor class the
+    simulator builds (the simulator's own job does not tick)."""
+
+    def __enter__(self):
+        import math
+
+        import governor.runtime.simulate as sim_mod
+
+        base = sim_mod.Governor
+
+        class Ticking(base):
+            def step(self, advance_s=None):
+                done = math.floor(self.device.work_done())
+                new = done - getattr(self, "_bench_ticked", 0)
+                if new > 0:
+                    self.tick(float(new))
+                self._bench_ticked = done
+                return super().step(advance_s)
+
+        self._mod, self._base = sim_mod, base
+        sim_mod.Governor = Ticking
+        return self
+
+    def __exit__(self, *exc):
+        self._mod.Governor = self._base
+        return False
+
+
+def bench_battery(boards, docs, duration, scope="board", ticks=False, seed=0):
+    """Budget between what the lowest and the top clock use on ``scope``: 60 % of the way.
+    ``ticks``: the job reports its work with ``gov.tick`` (see :class:`_TickingApp`)."""
+    import contextlib
+
     print(
         f"\n## Battery ({scope} scope): budget = lowest-clock energy + 60 % of the way to "
-        f"top-clock energy, {duration:.0f} s"
+        f"top-clock energy, {duration:.0f} s, "
+        + ("the job ticks its work (gov.tick per unit)" if ticks else "the job does not tick")
+        + (f", trace seed {seed}" if seed else "")
     )
     print(
         "| board | trace | budget J | lasted % | board energy vs budget | energy left % | "
@@ -242,20 +287,27 @@ def bench_battery(boards, docs, duration, scope="board"):
         doc = docs[board]
         clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
         for trace in BATTERY_TRACES:
-            top = constant(board, doc, clocks[-1], trace, duration, scope)
-            low = constant(board, doc, clocks[0], trace, duration, scope)
+            top = constant(board, doc, clocks[-1], trace, duration, scope, seed)
+            low = constant(board, doc, clocks[0], trace, duration, scope, seed)
             budget = low["energy_j"] + 0.6 * (top["energy_j"] - low["energy_j"])
-            r = simulate(
-                board,
-                {"policy": "battery", "energy_j": budget, "duration_s": duration, "scope": scope},
-                trace,
-                duration,
-                profile=doc,
-            )
-            best = best_lasting_clock(board, doc, clocks, trace, duration, budget, scope)
+            with _TickingApp() if ticks else contextlib.nullcontext():
+                r = simulate(
+                    board,
+                    {
+                        "policy": "battery",
+                        "energy_j": budget,
+                        "duration_s": duration,
+                        "scope": scope,
+                    },
+                    trace,
+                    duration,
+                    profile=doc,
+                    seed=seed,
+                )
+            best = best_lasting_clock(board, doc, clocks, trace, duration, budget, scope, seed)
             ratio = r["work_done"] / best["work_done"] if best else float("nan")
             clock = best["mean_clock_mhz"] if best else float("nan")
-            oracle_work, oracle_const = battery_oracle(board, trace, duration, budget)
+            oracle_work, oracle_const = battery_oracle(board, trace, duration, budget, seed)
             gain = oracle_work / oracle_const if oracle_const > 0 else float("nan")
             ratios.append(ratio)
             gains.append(gain)
@@ -520,6 +572,13 @@ def main() -> None:
     parser.add_argument("--boards", default="", help="comma-separated boards (default: all)")
     parser.add_argument("--quick", action="store_true", help="shorter runs")
     parser.add_argument(
+        "--battery-ticks",
+        choices=("no", "yes", "both"),
+        default="both",
+        help="battery: whether the simulated job reports its work with gov.tick",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="trace seed (bursty)")
+    parser.add_argument(
         "--only",
         default="",
         help="comma-separated sections: cap, battery, throughput, floor, online, overhead "
@@ -541,7 +600,8 @@ def main() -> None:
     if "cap" in only:
         bench_cap(boards, docs, 120 * scale)
     if "battery" in only:
-        bench_battery(boards, docs, 600 * scale)
+        for ticks in {"no": (False,), "yes": (True,)}.get(args.battery_ticks, (False, True)):
+            bench_battery(boards, docs, 600 * scale, ticks=ticks, seed=args.seed)
     if "throughput" in only:
         bench_throughput(boards, docs, 60 * scale)
     if "floor" in only:

@@ -33,6 +33,7 @@ from governor.runtime.policies import (
     PowerCap,
     Throughput,
 )
+from governor.runtime.workrate import PhaseFit
 
 __all__ = ["Controller", "Observation", "Tick", "make_controller"]
 
@@ -352,6 +353,24 @@ class BatteryController(Controller):
         self.phase_level: Optional[float] = None
         self.carry = 0.0
         self.was_busy: Optional[bool] = None
+        # with the app's ticks, the load's work and power against the clock are measured
+        # (see workrate.py) instead of inferred from power: the phase now, and the busy-time
+        # sums of the past phases' curves (work units/s, W) at every table clock
+        self.work = PhaseFit(model) if model.fitted else None
+        self.ticked = False
+        self.run = "lo"  # the run of the period under way: "lo", "hi" (probes) or "run"
+        self.probe_pair: Optional[Tuple[int, int]] = None
+        # [busy s, work units/s, power W (None: the model's, scaled)] per past phase
+        self.past: List[List[Any]] = []
+        self.phases = 0
+        self.phase_age_s = 0.0
+        # the last clock below the model's power cap (the table's top when uncapped)
+        model_w = model.power_w
+        capped = [i for i in range(len(model_w)) if model_w[i] >= model_w[-1] * (1 - 1e-9)]
+        self.capped_top = max(capped[0] - 1, 0) if capped[0] < len(model_w) - 1 else capped[0]
+        self.edge_s = 0.0
+        self.dt_s = 0.0  # the period just ended
+        self.prior_s_per_unit: Optional[float] = None
 
     def _plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
         """(mean power target, busy power target) on the budget's scope."""
@@ -431,6 +450,12 @@ class BatteryController(Controller):
                 self.measured_j += obs.power_w * obs.dt_s
                 self.model_j += self.model.power_at(obs.applied_mhz) * obs.dt_s
                 self._learn_share(obs.power_w, obs.applied_mhz, obs.dt_s)
+                if ticks:
+                    self.ticked = True
+                if self.ticked and self.work is not None:
+                    units = sum(t.units for t in ticks)
+                    self.work.add(self.run, obs.applied_mhz, obs.dt_s, units, obs.power_w)
+                    self.phase_age_s += obs.dt_s
                 if board and obs.board_power_w is not None:
                     rest = obs.board_power_w - obs.power_w
                     self.rest_w = (
@@ -453,7 +478,13 @@ class BatteryController(Controller):
         gpu_w = self._gpu_target(self.busy_target_w)
         self.level = self._level(gpu_w)
         top_w = self._ratio() * self.model.power_w[-1]
-        self.phase_level = self._phase_level(self.level, gpu_w / top_w if top_w > 0 else 1.0)
+        over_top = gpu_w / top_w if top_w > 0 else 1.0
+        if self.ticked and self.work is not None:
+            self.dt_s = obs.dt_s
+            clock = self._by_ticks(self.level, gpu_w)
+            if clock is not None:
+                return clock, False
+        self.phase_level = self._phase_level(self.level, over_top)
         return self._pick(self.phase_level), False
 
     def safe_mhz(self, current_mhz: float) -> float:
@@ -463,6 +494,173 @@ class BatteryController(Controller):
         return self.model.clocks_mhz[int(math.floor(level))]
 
     # -- spending where it buys work -----------------------------------------------------
+    PROBE_S = 6.0  # longest probe run (busy seconds) at each of the two clocks
+    TRUST = 1.2  # how far past the probed clocks (in relative time) a phase's fit is used
+    EDGE_S = 15.0  # busy seconds held at the edge of that range before probing there
+
+    def _by_ticks(self, level: float, gpu_w: float) -> Optional[float]:
+        """The clock for the phase now from its measured work and power curves (the app
+        ticks): the Lagrange condition over the mission's mix of loads (see
+        :meth:`_mix_lambda`). A new phase is first probed: one run at each of two clocks
+        about 20 % apart around the plan (a few seconds each; the budget feedback absorbs
+        the difference). None when the ticks are too sparse to fit: the power estimate
+        decides then."""
+        work = self.work
+        assert work is not None
+        if work.changed():
+            self._close_phase()
+        if self.run in ("lo", "hi"):
+            secs, units = work.units_in(self.run)
+            if units >= work.PROBE_UNITS and secs >= work.MIN_S or secs >= self.PROBE_S:
+                self.run = "hi" if self.run == "lo" else "run"
+        if self.run != "run":
+            if self.probe_pair is None:
+                at = self.phase_level if self.phase_level is not None else level
+                self.probe_pair = work.probe_pair(int(round(at)), self.capped_top)
+            return self.model.clocks_mhz[self.probe_pair[self.run == "hi"]]
+        curves = work.curves()
+        if curves is None:
+            return None
+        phase_work, phase_power = curves
+        rel = self.model.time_rel
+        if self.prior_s_per_unit is None:  # the first phase measured sets the prior's scale
+            at = int(round(level))
+            self.prior_s_per_unit = 1.0 / (phase_work[at] * rel[at])
+            # the prior: PRIOR_RATIO_S seconds of a compute-bound load (its work scaled to
+            # the first phase's at the plan), as the power estimate's has
+            prior_work = [1.0 / (self.prior_s_per_unit * r) for r in rel]
+            self.past.insert(0, [self.PRIOR_RATIO_S, prior_work, None])
+        # a model capped at the power limit (T4, L4, RTX A4000) draws the same power at its
+        # top clocks: the firmware throttles them, so the table ends below the first one
+        end = self.capped_top + 1
+        if end < 3:  # too few clocks below the cap to weigh one load against another
+            return None
+        phase = self._gaps(phase_work[:end], phase_power[:end])
+        # the rest of the mission is taken to mix the loads as it has so far: the phase now
+        # by the time it has run, each past one by its own (before a second load is seen,
+        # the calibration load stands for the ones not seen yet, PRIOR_RATIO_S seconds)
+        mix = [(max(self.phase_age_s, 1e-9), phase, phase_power)]
+        past = self.past if len(self.past) == 1 else self.past[1:]
+        for secs, pw, pp in past:
+            if pp is None:  # the prior draws as the load measured now (the calibrated
+                # model's shape can be off: L4's measured slope is 1.45 times its model's)
+                pp = phase_power
+            gaps = self._gaps(pw[:end], pp[:end])
+            if self._concave(gaps):
+                mix.append((secs, gaps, pp))
+        if not self._concave(phase):
+            return None
+        lam = self._mix_lambda(mix, gpu_w)
+        want = self._level_for(phase, lam)
+        # the fitted lines are local (a memory-bound load turns compute-bound at low
+        # clocks): the level stays within TRUST of the probed clocks' relative times, and
+        # a phase that keeps pressing on that edge is probed again around it
+        lo, hi = self.probe_pair or (0, end - 1)
+        floor_i, ceil_i = lo, min(hi, end - 1)
+        while floor_i > 0 and rel[floor_i - 1] <= rel[lo] * self.TRUST:
+            floor_i -= 1
+        while ceil_i < end - 1 and rel[ceil_i + 1] * self.TRUST >= rel[hi]:
+            ceil_i += 1
+        # (never past the plan's own level: the budget's feedback is followed as it is)
+        level_now = min(max(want, min(float(floor_i), level)), max(float(ceil_i), level))
+        if level_now != want:
+            self.edge_s += self.dt_s
+            if self.edge_s >= self.EDGE_S:  # measure again around the edge
+                work.reset()
+                self.run = "lo"
+                self.probe_pair = work.probe_pair(int(round(level_now)), self.capped_top)
+                self.edge_s = 0.0
+        else:
+            self.edge_s = 0.0
+        self.phase_level = level_now
+        return self._pick(level_now)
+
+    def _mix_lambda(
+        self, mix: Sequence[Tuple[float, List[float], List[float]]], gpu_w: float
+    ) -> float:
+        """The marginal work per joule at which the mission's mix of loads, each at the
+        clock where its own marginal rate falls to it (the Lagrange condition), draws
+        ``gpu_w`` on average: the future taken to mix the loads as the mission so far has."""
+        total = sum(m[0] for m in mix)
+
+        def mean_power(lam: float) -> float:
+            out = 0.0
+            for secs, gaps, power in mix:
+                x = self._level_for(gaps, lam)
+                i = min(int(x), len(power) - 2)
+                out += secs * (power[i] + (x - i) * (power[i + 1] - power[i]))
+            return out / total
+
+        slopes = [g for _, gaps, _ in mix for g in (gaps[0], gaps[-1])]
+        lo, hi = max(min(slopes), 1e-12) * 0.5, max(slopes) * 2.0
+        if mean_power(hi) >= gpu_w:
+            return hi
+        if mean_power(lo) <= gpu_w:
+            return lo
+        for _ in range(40):  # bisection in log λ: mean power falls as λ rises
+            mid = math.sqrt(lo * hi)
+            if mean_power(mid) > gpu_w:
+                lo = mid
+            else:
+                hi = mid
+        return math.sqrt(lo * hi)
+
+    @staticmethod
+    def _level_for(gaps: Sequence[float], lam: float) -> float:
+        """The fractional level where falling gap slopes (gap ``i`` at ``i + 0.5``) pass
+        ``lam``, interpolated; the table's ends beyond them."""
+        n = len(gaps)
+        if gaps[0] <= lam:
+            return 0.0
+        if gaps[-1] >= lam:
+            return float(n)
+        lo, hi = 0, n - 1  # gaps[lo] > lam >= gaps[hi]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if gaps[mid] > lam:
+                lo = mid
+            else:
+                hi = mid
+        a, b = gaps[lo], gaps[hi]
+        return lo + 0.5 + (a - lam) / (a - b) * (hi - lo) if a > b else lo + 0.5
+
+    MAX_PHASES = 8  # past phases kept apart (with the prior); more merge
+
+    def _merge_phases(self) -> None:
+        """Merge the two measured past phases whose work per joule curves are closest."""
+        rows = [r for r in self.past if r[2] is not None]
+        best: Optional[Tuple[float, int, int]] = None
+        for a in range(len(rows)):
+            for b in range(a + 1, len(rows)):
+                wa, wb = rows[a][1], rows[b][1]
+                d = sum(abs(x / wa[-1] - y / wb[-1]) for x, y in zip(wa, wb))
+                if best is None or d < best[0]:
+                    best = (d, a, b)
+        if best is None:
+            return
+        ra, rb = rows[best[1]], rows[best[2]]
+        n = ra[0] + rb[0]
+        ra[1] = [(ra[0] * x + rb[0] * y) / n for x, y in zip(ra[1], rb[1])]
+        ra[2] = [(ra[0] * x + rb[0] * y) / n for x, y in zip(ra[2], rb[2])]
+        ra[0] = n
+        self.past.remove(rb)
+
+    def _close_phase(self) -> None:
+        """The load changed: fold the phase's curves into the mission's and start anew."""
+        work = self.work
+        assert work is not None
+        curves = work.curves()
+        if curves is not None:
+            self.past.append([self.phase_age_s, curves[0], curves[1]])
+            if len(self.past) > self.MAX_PHASES:  # the two most alike measured phases merge
+                self._merge_phases()
+        work.reset()
+        self.probe_pair = None
+        self.run = "lo"
+        self.phases += 1
+        self.phase_age_s = 0.0
+        self.edge_s = 0.0
+
     def _learn_share(self, power_w: float, applied_mhz: float, dt_s: float) -> None:
         """The load's memory-bound share from its power at the clock that ran.
 
@@ -505,6 +703,11 @@ class BatteryController(Controller):
             t = rel + k
             work.append(1.0 / t)
             power.append(idle + (p - idle) * gain * rel / t)
+        return self._gaps(work, power)
+
+    @staticmethod
+    def _gaps(work: Sequence[float], power: Sequence[float]) -> List[float]:
+        """Marginal work per marginal joule between neighbouring clocks of the table."""
         out = []
         for i in range(len(work) - 1):
             dp = power[i + 1] - power[i]
@@ -555,6 +758,10 @@ class BatteryController(Controller):
         lam = self._slope_at(mean, level)
         if over_top > 1.0:
             lam /= over_top**self.OVER_TOP_POWER
+        return self._match(phase, lam)
+
+    def _match(self, phase: Sequence[float], lam: float) -> float:
+        """The fractional level where the phase's marginal work per joule falls to ``lam``."""
         top = float(len(self.model.clocks_mhz) - 1)
         # the first gap (from the bottom) whose slope falls below lam: the level sits there
         if self._slope_at(phase, 0.0) <= lam:

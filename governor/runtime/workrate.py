@@ -1,0 +1,199 @@
+"""How much work a higher clock buys the load running now, from the app's ticks.
+
+The time a unit of the app's work takes splits into a part that scales with the GPU clock
+and a part that does not (waiting on memory)::
+
+    s(f) = A · t_rel(f) + B        (seconds per unit)
+
+with ``t_rel`` the calibrated model's time at ``f`` relative to the top clock. Its power is
+read as a line in the model's dynamic power, ``P(f) = a + b · (P_model(f) − P_idle)``: a
+memory-bound load's power is the calibration load's scaled down plus a part the clock does
+not drive (its memory traffic), so neither the slope nor the level alone says how it spends.
+
+:class:`PhaseFit` keeps, for the load running now (a *phase*), the seconds, units and
+energy seen at each clock, fits both lines by least squares over the clocks (weighted by
+time), and says when recent periods stop fitting (the load changed: a new phase). Two clocks
+far enough apart are needed; :meth:`PhaseFit.probe_pair` names them.
+
+Power alone cannot tell these apart: on every simulated board the memory-bound load draws
+about the compute-bound one's power at mid clocks (stalled SMs and memory traffic still
+draw), so an estimate from power reads it as compute-bound. Work counted by the app can.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Deque, Dict, List, Optional, Tuple
+
+from governor.runtime.model import ClockModel
+
+__all__ = ["PhaseFit"]
+
+
+class PhaseFit:
+    """Seconds per unit and power against the clock for the load running now.
+
+    Periods are pooled by *run*: the two probe runs (``"lo"``, ``"hi"``: a few seconds each
+    at one clock) and the rest (``"run"``: the clocks the controller dithers between), each
+    one point at its time-weighted relative time. Counting whole units per period at clocks
+    that alternate every period or two would charge a unit to the clock it ended at; with
+    work as regular as a simulated load's the error locks to the alternation and does not
+    average out, while a pool's count is off by at most a unit per switch into or out of it.
+    """
+
+    MIN_UNITS = 20.0  # units in a run before its time per unit counts (±1 unit: 5 %)
+    PROBE_UNITS = 40.0  # units a probe run aims for (±1 unit: 2.5 %), time allowing
+    MIN_S = 0.5  # seconds in a run before it counts
+    MIN_SPREAD = 0.08  # relative times of the runs must differ by this share of their mean
+    RECENT = 40  # periods compared against the runs before them to see a new load
+    RECENT_UNITS = 25.0  # units (seen or predicted) in them before the rate is judged
+    RATE_CHANGE = 0.08  # observed units / predicted units off by more: a new load
+    POWER_CHANGE = 0.15  # observed power / predicted off by more: a new load
+
+    def __init__(self, model: ClockModel) -> None:
+        self.model = model
+        self.reset()
+
+    def reset(self) -> None:
+        # per run: [seconds, units, energy J, Σ dt·t_rel, Σ dt·model power]
+        self.runs: Dict[str, List[float]] = {}
+        self.busy_s = 0.0
+        self.recent: Deque[Tuple[str, int, float, float, float]] = collections.deque(
+            maxlen=self.RECENT
+        )
+        self._fit: Optional[Tuple[float, float, float, float]] = None
+        self._dirty = False
+
+    def add(self, run: str, clock_mhz: float, dt_s: float, units: float, power_w: float) -> None:
+        """One busy period of ``run`` at ``clock_mhz``: ``units`` done in ``dt_s`` at
+        ``power_w``."""
+        if not (dt_s > 0 and units >= 0 and power_w >= 0):
+            return
+        i = self.model.index(clock_mhz)
+        row = self.runs.setdefault(run, [0.0, 0.0, 0.0, 0.0, 0.0])
+        row[0] += dt_s
+        row[1] += units
+        row[2] += power_w * dt_s
+        row[3] += self.model.time_rel[i] * dt_s
+        row[4] += self.model.power_w[i] * dt_s
+        self.busy_s += dt_s
+        self.recent.append((run, i, dt_s, units, power_w))
+        self._dirty = True
+
+    def units_in(self, run: str) -> Tuple[float, float]:
+        """(seconds, units) pooled in ``run`` so far."""
+        row = self.runs.get(run)
+        return (row[0], row[1]) if row else (0.0, 0.0)
+
+    def fit(self) -> Optional[Tuple[float, float, float, float]]:
+        """``(A, B, a, b)``, or None until two runs far enough apart have enough units."""
+        if not self._dirty:
+            return self._fit
+        self._dirty = False
+        self._fit = None
+        used = [r for r in self.runs.values() if r[1] >= self.MIN_UNITS and r[0] >= self.MIN_S]
+        if len(used) < 2:
+            return None
+        xs = [r[3] / r[0] for r in used]
+        if max(xs) - min(xs) < self.MIN_SPREAD * sum(xs) / len(xs):
+            return None
+        ws = [r[0] for r in used]
+        ys = [r[0] / r[1] for r in used]
+        A, B = _line(xs, ys, ws)
+        sw = sum(ws)
+        mean_x = sum(w * x for w, x in zip(ws, xs)) / sw
+        mean_y = sum(w * y for w, y in zip(ws, ys)) / sw
+        if A <= 0:  # no gain from the clock at all: nearly all memory time
+            A = 1e-3 * mean_y / mean_x
+            B = mean_y - A * mean_x
+        elif B < 0:  # past a physical bound: all of it scales with the clock
+            A, B = mean_y / mean_x, 0.0
+        idle = self.model.idle_w
+        dyn = [r[4] / r[0] - idle for r in used]
+        ps = [r[2] / r[0] for r in used]
+        b, a = _line(dyn, ps, ws)
+        if not b > 0:  # power that does not rise with the clock: take it as barely rising
+            b = 1e-3
+            a = (
+                sum(w * p for w, p in zip(ws, ps)) / sw
+                - b * sum(w * d for w, d in zip(ws, dyn)) / sw
+            )
+        self._fit = (A, B, a, b)
+        return self._fit
+
+    def curves(self) -> Optional[Tuple[List[float], List[float]]]:
+        """Work rate (units/s) and power (W) at every table clock, from the fit."""
+        fit = self.fit()
+        if fit is None:
+            return None
+        A, B, a, b = fit
+        idle = self.model.idle_w
+        work = [1.0 / (A * r + B) for r in self.model.time_rel]
+        power = [a + b * (p - idle) for p in self.model.power_w]
+        return work, power
+
+    def changed(self) -> bool:
+        """Whether the recent periods no longer match what their runs measured before them
+        (the load changed); a run's clocks may drift, which the fitted slopes allow for."""
+        if len(self.recent) < self.recent.maxlen:  # type: ignore[operator]
+            return False
+        fit = self.fit()
+        A = fit[0] if fit else 0.0
+        b = fit[3] if fit else 1.0
+        now: Dict[str, List[float]] = {}
+        for run, i, dt, units, p in self.recent:
+            row = now.setdefault(run, [0.0, 0.0, 0.0, 0.0, 0.0])
+            row[0] += dt
+            row[1] += units
+            row[2] += p * dt
+            row[3] += self.model.time_rel[i] * dt
+            row[4] += self.model.power_w[i] * dt
+        seen = predicted = energy = energy_pred = 0.0
+        for run, (dt, units, e, xdt, mdt) in now.items():
+            base = [x - y for x, y in zip(self.runs[run], (dt, units, e, xdt, mdt))]
+            if base[0] < self.MIN_S or base[1] < self.RECENT_UNITS:
+                continue
+            s_unit = base[0] / base[1] + A * (xdt / dt - base[3] / base[0])
+            if s_unit <= 0:
+                continue
+            seen += units
+            predicted += dt / s_unit
+            energy += e
+            energy_pred += dt * (base[2] / base[0] + b * (mdt / dt - base[4] / base[0]))
+        if energy_pred > 0 and abs(energy / energy_pred - 1.0) > self.POWER_CHANGE:
+            return True
+        if max(seen, predicted) < self.RECENT_UNITS or predicted <= 0:
+            return False  # too few units to tell a change from counting whole units
+        return abs(seen / predicted - 1.0) > self.RATE_CHANGE
+
+    def probe_pair(self, centre: int, top: Optional[int] = None) -> Tuple[int, int]:
+        """Two table indices around ``centre`` whose relative times differ by about 20 %
+        (or the table's ends, ``top`` the highest usable): far enough apart that tick
+        counting tells their rates apart."""
+        rel = self.model.time_rel
+        top = len(rel) - 1 if top is None else top
+        centre = min(centre, top)
+        lo, hi = max(centre - 1, 0), min(centre + 1, top)
+        while lo > 0 and rel[lo] < 1.1 * rel[centre]:
+            lo -= 1
+        while hi < top and rel[hi] > rel[centre] / 1.1:
+            hi += 1
+        if lo == centre:  # at the bottom: both spread upwards
+            while hi < top and rel[hi] > rel[lo] / 1.2:
+                hi += 1
+        if hi == centre:
+            while lo > 0 and rel[lo] < 1.2 * rel[hi]:
+                lo -= 1
+        return lo, hi
+
+
+def _line(xs: List[float], ys: List[float], ws: List[float]) -> Tuple[float, float]:
+    """Weighted least-squares ``y = slope · x + intercept``."""
+    sw = sum(ws)
+    mx = sum(w * x for w, x in zip(ws, xs)) / sw
+    my = sum(w * y for w, y in zip(ws, ys)) / sw
+    sxx = sum(w * (x - mx) ** 2 for w, x in zip(ws, xs))
+    if sxx <= 0:
+        return 0.0, my
+    slope = sum(w * (x - mx) * (y - my) for w, x, y in zip(ws, xs, ys)) / sxx
+    return slope, my - slope * mx

@@ -1,0 +1,186 @@
+"""The battery policy with the app's ticks: how much a higher clock buys each load is measured
+from the work the app reports, not inferred from power (which cannot tell a memory-bound load
+from the calibration load at mid clocks)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import governor
+from governor.devices.sim.catalog import get_board
+from governor.runtime import Governor
+from governor.runtime.controllers import BatteryController, Observation, Tick
+from governor.runtime.model import model_from_profile
+from governor.runtime.policies import Battery
+from governor.runtime.workrate import PhaseFit
+
+
+def _model(profile_of, board="a100-sxm"):
+    clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
+    return model_from_profile(clocks, profile_of(board))
+
+
+# -- the fit ---------------------------------------------------------------------------------
+def _feed(fit, run, model, i, seconds, s_per_unit, power_w, dt=0.1):
+    """Whole units as an app counts them: a unit is reported in the period it ends in."""
+    done = 0.0
+    for _ in range(int(round(seconds / dt))):
+        before = math.floor(done)
+        done += dt / s_per_unit(model.time_rel[i])
+        fit.add(run, model.clocks_mhz[i], dt, float(math.floor(done) - before), power_w(i))
+
+
+def test_phase_fit_recovers_the_clock_scaled_and_the_fixed_time_per_unit(profile_of):
+    model = _model(profile_of)
+    idle = model.idle_w
+    for a_true, b_true in ((0.05, 0.0), (0.003, 0.047)):
+        fit = PhaseFit(model)
+
+        def s(rel, a_true=a_true, b_true=b_true):
+            return a_true * rel + b_true
+
+        def p(i):
+            return 20.0 + 0.6 * (model.power_w[i] - idle)
+
+        assert fit.fit() is None
+        _feed(fit, "lo", model, 40, 6.0, s, p)
+        assert fit.fit() is None  # one clock says nothing of the slope
+        _feed(fit, "hi", model, 60, 6.0, s, p)
+        _feed(fit, "run", model, 50, 30.0, s, p)
+        A, B, a, b = fit.fit()
+        assert A == pytest.approx(a_true, abs=0.003)
+        assert B == pytest.approx(b_true, abs=0.003)
+        assert b == pytest.approx(0.6, rel=0.02) and a == pytest.approx(20.0, abs=2.0)
+
+
+def test_phase_fit_sees_a_new_load_at_the_same_clock_but_not_a_move_along_the_table(
+    profile_of,
+):
+    model = _model(profile_of)
+
+    def compute(rel):
+        return 0.05 * rel
+
+    def power(i):
+        return model.power_w[i]
+
+    fit = PhaseFit(model)
+    _feed(fit, "lo", model, 40, 6.0, compute, power)
+    _feed(fit, "hi", model, 60, 6.0, compute, power)
+    _feed(fit, "run", model, 50, 20.0, compute, power)
+    assert not fit.changed()
+    _feed(fit, "run", model, 70, 5.0, compute, power)  # the same load, faster clock
+    assert not fit.changed()
+    # a memory-bound load at a clock the phase ran: 30 % more units (same power)
+    _feed(fit, "run", model, 50, 5.0, lambda rel: 0.003 * rel + 0.047, power)
+    assert fit.changed()
+
+
+# -- the controller --------------------------------------------------------------------------
+def _obs(t, clock, power_w, elapsed):
+    return Observation(
+        t_s=t,
+        dt_s=0.1,
+        power_w=power_w,
+        clock_mhz=clock,
+        applied_mhz=clock,
+        energy_used_j=0.0,
+        elapsed_s=elapsed,
+        busy=True,
+        board_power_w=power_w,
+        board_energy_used_j=power_w * elapsed,
+    )
+
+
+def _run_controller(model, ticking, seconds=60.0):
+    """A memory-bound load whose power is the calibration load's (what the power estimate
+    reads as compute-bound) and whose work barely rises with the clock."""
+    budget = 0.8 * model.power_w[-1] * 600.0
+    ctl = BatteryController(model, Battery(energy_j=budget, duration_s=600.0))
+    clock = ctl.initial_mhz()
+    done = 0.0
+    clocks = []
+    for k in range(int(seconds * 10)):
+        t = 0.1 * (k + 1)
+        before = math.floor(done)
+        done += 0.1 / (0.003 * model.time_rel_at(clock) + 0.047)
+        units = float(math.floor(done) - before)
+        ticks = [Tick(t, units, None, clock)] if ticking and units else []
+        clock, _ = ctl.decide(_obs(t, clock, model.power_at(clock), t), ticks, clock)
+        clocks.append(clock)
+    return ctl, clocks
+
+
+def test_ticks_run_a_memory_bound_load_below_the_plan_the_power_estimate_keeps(profile_of):
+    model = _model(profile_of)
+    blind, blind_clocks = _run_controller(model, ticking=False)
+    seen, seen_clocks = _run_controller(model, ticking=True)
+    late = slice(-300, None)  # after the probes (about 12 s)
+    mean_blind = sum(blind_clocks[late]) / 300
+    mean_seen = sum(seen_clocks[late]) / 300
+    # without ticks the load looks like the calibration one: its clock is the plan's
+    plan = model.clocks_mhz[int(round(blind.level))]
+    assert abs(mean_blind - plan) <= 0.03 * plan
+    # with them, the joules go where they buy work: less here, kept for a load that gains
+    assert mean_seen < 0.9 * mean_blind
+    assert seen.phase_level < seen.level
+
+
+# -- on a simulated board ----------------------------------------------------------------
+def _mission(board, doc, budget_j, ticking, phases):
+    """A job that changes load (memory-bound, compute-bound, ...), optionally ticking each
+    whole unit of work it finishes, under the battery policy: (work, energy J, the mean clock
+    of each phase)."""
+    dev = governor.open_device(f"sim:{board}")
+    dev.run_workload(phases[0][0])
+    gov = Governor(
+        dev,
+        {"policy": "battery", "energy_j": budget_j, "duration_s": sum(s for _, s in phases)},
+        profile=doc,
+        background=False,
+        handle_signals=False,
+    )
+    ticked = 0
+    clocks = []
+    with dev:
+        with gov:
+            for load, seconds in phases:
+                dev.run_workload(load)
+                steps = int(round(seconds / gov.interval_s))
+                total = 0.0
+                for _ in range(steps):
+                    dev.clock.sleep(gov.interval_s)
+                    done = math.floor(dev.work_done())
+                    if ticking and done > ticked:
+                        gov.tick(float(done - ticked))
+                    ticked = done
+                    gov.step(advance_s=0)
+                    total += gov.applied_clock_mhz
+                clocks.append(total / steps)
+        work = dev.work_done()
+        energy_j = dev.true_energy_j()  # a datacenter card: the board is the card
+        dev.stop_workload()
+    return work, energy_j, clocks
+
+
+def test_a_ticking_job_that_changes_load_does_more_work_on_the_same_budget(profile_of):
+    board = "a100-sxm"
+    doc = profile_of(board)
+    phases = [("memory", 120.0), ("compute", 120.0), ("memory", 120.0)]
+    spec = get_board(board)
+    mem = spec.default_mem_clock_mhz
+
+    def energy_j(clock):
+        return sum(spec.steady_gpu_power_w(clock, spec.workloads[w], mem) * s for w, s in phases)
+
+    low, top = energy_j(spec.clocks_mhz[0]), energy_j(spec.clocks_mhz[-1])
+    budget = low + 0.6 * (top - low)
+    blind_work, blind_j, blind_clocks = _mission(board, doc, budget, False, phases)
+    seen_work, seen_j, seen_clocks = _mission(board, doc, budget, True, phases)
+    assert seen_j <= 1.01 * budget and blind_j <= 1.01 * budget
+    # the memory phase gives joules to the compute one, which runs faster than without ticks
+    assert seen_clocks[0] < 0.95 * blind_clocks[0]
+    assert seen_clocks[1] > 1.03 * blind_clocks[1]
+    assert seen_work >= 1.008 * blind_work
