@@ -62,7 +62,7 @@ def predict(board, clock_mhz, mem_clock_mhz=None):
     mem = mem_clock_mhz if mem_clock_mhz is not None else board.default_mem_clock_mhz
     run = clock_mhz
     if board.limited_power_w(board.steady_gpu_power_w(clock_mhz, w, mem)) > board.power_limit_w:
-        run, _ = board.throttled_clock_mhz(
+        run, _, _ = board.throttled_point(
             clock_mhz, board.ambient_c, w, board.power_limit_w, mem_clock_mhz=mem
         )
     return board.steady_gpu_power_w(run, w, mem), w.time_per_unit_s(run, mem)

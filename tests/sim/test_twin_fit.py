@@ -71,7 +71,7 @@ def test_a_capped_clock_left_out_is_predicted_at_the_cap():
     i = len(sweep) - 5  # deep in the plateau
     board = twin_board(TwinSweeps(_without(sweep, i), None, {}))
     w = board.workloads["compute"]
-    run, throttled = board.throttled_clock_mhz(
+    run, throttled, _ = board.throttled_point(
         sweep.clock_mhz[i], board.ambient_c, w, board.power_limit_w
     )
     assert throttled

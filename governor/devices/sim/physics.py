@@ -403,23 +403,6 @@ class BoardSpec:
             return sum(self.domain_powers_w(gpu_power_w).values()) / self.regulator_efficiency
         return gpu_power_w
 
-    def throttled_clock_mhz(
-        self,
-        wanted_mhz: float,
-        temperature_c: float,
-        workload: Optional[Workload],
-        power_limit_w: float,
-        mem_clock_mhz: Optional[float] = None,
-        hint_mhz: Optional[float] = None,
-    ) -> Tuple[float, bool]:
-        """The highest table clock ≤ ``wanted_mhz`` whose power fits the limit, and whether
-        that is below what was wanted (throttled). Never below the lowest clock.
-        ``hint_mhz`` (the last answer) is checked first: two evaluations when it still holds."""
-        clock, throttled, _ = self.throttled_point(
-            wanted_mhz, temperature_c, workload, power_limit_w, mem_clock_mhz, hint_mhz
-        )
-        return clock, throttled
-
     def throttled_point(
         self,
         wanted_mhz: float,
@@ -429,8 +412,10 @@ class BoardSpec:
         mem_clock_mhz: Optional[float] = None,
         hint_mhz: Optional[float] = None,
     ) -> Tuple[float, bool, float]:
-        """:meth:`throttled_clock_mhz` and the GPU power at the clock it answers (W), which
-        the search has evaluated already."""
+        """The highest table clock ≤ ``wanted_mhz`` whose power fits the limit, whether that
+        is below what was wanted (throttled), and the GPU power there (W, evaluated by the
+        search already). Never below the lowest clock. ``hint_mhz`` (the last answer) is
+        checked first: two evaluations when it still holds."""
         table = self.clocks_mhz
         n = bisect.bisect_right(table, wanted_mhz + 1e-9) or 1  # candidates: table[:n]
         powers: Dict[int, float] = {}
