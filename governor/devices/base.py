@@ -241,7 +241,6 @@ class Device:
         capabilities: Capabilities,
         *,
         clock: Optional[Clock] = None,
-        journal: Any = None,  # accepted for backends' signatures; ownership makes journals
     ) -> None:
         self.identity = identity
         self.capabilities = capabilities

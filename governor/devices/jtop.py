@@ -40,7 +40,6 @@ from governor.devices.jetson.device import JetsonDevice, open_board
 from governor.devices.jetson.rails import RailSource, best_rail, find_input_rails, rail_scope
 from governor.devices.jetson.sysfs import SysfsRoot
 from governor.devices.jetson.tools import mode_gpu_cap_mhz
-from governor.devices.journal import Journal
 from governor.errors import (
     DeviceNotFoundError,
     GovernorError,
@@ -334,9 +333,7 @@ class JtopDevice(JetsonDevice):
             log.debug("jtop close: %s", err)
 
 
-def open_jtop(
-    spec: str = "", *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
-) -> JtopDevice:
+def open_jtop(spec: str = "", *, clock: Optional[Clock] = None) -> JtopDevice:
     """Open ``jtop``.
 
     Raises:
@@ -359,7 +356,7 @@ def open_jtop(
             f"the jtop service is not running ({text}): sudo systemctl restart jtop.service"
         ) from err
     try:
-        return JtopDevice(client, module, SysfsRoot(), clock=clock, journal=journal)
+        return JtopDevice(client, module, SysfsRoot(), clock=clock)
     except BaseException:
         client.close()
         raise

@@ -42,7 +42,6 @@ from governor.devices.base import (
     PowerLimitRange,
     Sample,
 )
-from governor.devices.journal import Journal
 from governor.errors import (
     DeviceNotFoundError,
     DevicePermissionError,
@@ -173,7 +172,6 @@ class NvmlDevice(Device):
         uri: str,
         mig_parent: Any = None,
         clock: Optional[Clock] = None,
-        journal: Optional[Journal] = None,
     ) -> None:
         self._nv = nv
         self._handle = handle  # the GPU (the parent GPU for a MIG instance)
@@ -207,7 +205,7 @@ class NvmlDevice(Device):
             driver_version=_optional_text(self._try(nv.nvmlSystemGetDriverVersion)),
             key=f"nvml:{physical}" if physical else None,
         )
-        super().__init__(identity, caps, clock=clock, journal=journal)
+        super().__init__(identity, caps, clock=clock)
 
     # -- probing ---------------------------------------------------------------------------
     def _try(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -635,9 +633,7 @@ def _handle_for(nv: Any, spec: str) -> Tuple[Any, Any]:
     return handle, parent
 
 
-def open_nvml(
-    spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
-) -> NvmlDevice:
+def open_nvml(spec: str, *, clock: Optional[Clock] = None) -> NvmlDevice:
     """Open ``nvml:<index>`` (NVML's index), ``nvml:<GPU-/MIG-uuid>`` or ``nvml:<PCI bus id>``.
 
     Raises:
@@ -654,9 +650,7 @@ def open_nvml(
     _init(nv)
     try:
         handle, parent = _handle_for(nv, spec)
-        return NvmlDevice(
-            nv, handle, uri=f"nvml:{spec}", mig_parent=parent, clock=clock, journal=journal
-        )
+        return NvmlDevice(nv, handle, uri=f"nvml:{spec}", mig_parent=parent, clock=clock)
     except BaseException:
         try:
             nv.nvmlShutdown()

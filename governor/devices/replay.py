@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Dict, Optional, Set, Tuple
 
 from governor.devices.base import Capabilities, Device, DeviceState, Identity, Rail, Sample
-from governor.devices.journal import Journal
 from governor.devices.replay_files import Sweep, read_sweep
 from governor.errors import InvalidRequestError
 from governor.timebase import Clock, VirtualClock
@@ -30,9 +29,7 @@ class ReplayDevice(Device):
 
     persistent_state = False  # lives in this process: journal in memory, no device lock
 
-    def __init__(
-        self, sweep: Sweep, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
-    ) -> None:
+    def __init__(self, sweep: Sweep, *, clock: Optional[Clock] = None) -> None:
         self.sweep = sweep
         identity = Identity(
             uri=f"replay:{sweep.path}",
@@ -48,7 +45,7 @@ class ReplayDevice(Device):
             utilisation=True,
             throttle_reasons=True,
         )
-        super().__init__(identity, caps, clock=clock or VirtualClock(), journal=journal)
+        super().__init__(identity, caps, clock=clock or VirtualClock())
         self._locked: Optional[Tuple[float, float]] = None
         self._probed: Set[float] = set()
         self.probe_calls = 0
@@ -106,10 +103,8 @@ class ReplayDevice(Device):
         self._locked = None
 
 
-def open_replay(
-    spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
-) -> ReplayDevice:
+def open_replay(spec: str, *, clock: Optional[Clock] = None) -> ReplayDevice:
     """Open ``replay:PATH`` (``spec`` is PATH)."""
     if not spec:
         raise InvalidRequestError("a replay device needs a file, e.g. replay:sweep.csv")
-    return ReplayDevice(read_sweep(spec), clock=clock, journal=journal)
+    return ReplayDevice(read_sweep(spec), clock=clock)

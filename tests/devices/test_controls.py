@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import governor
@@ -152,3 +154,14 @@ def test_reset_of_a_simulated_board_reports_what_did_not_come_back(monkeypatch):
     monkeypatch.setattr(dev, "_reset_gpu_clocks", original)
     assert reset_device(dev)["restored"] == {"gpu_clocks": None}
     assert dev.state().gpu_clocks_mhz is None and not dev.changed
+
+
+REPLAY_CSV = Path(__file__).resolve().parent.parent / "data" / "replay" / "a100_pcie_fp32_10pt.csv"
+
+
+@pytest.mark.parametrize("uri", ["sim:agx-orin", f"replay:{REPLAY_CSV}"])
+def test_an_opener_refuses_a_journal_argument_it_would_ignore(uri):
+    # ownership makes each owner's journal; an opener that took journal= and dropped it
+    # let a caller believe its own journal was used
+    with pytest.raises(TypeError, match="journal"):
+        governor.open_device(uri, journal=object())

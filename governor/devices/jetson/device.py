@@ -23,7 +23,6 @@ from governor.devices.jetson.sysfs import (
     thermal_zones,
 )
 from governor.devices.jetson.tools import JetsonClocks, Nvpmodel, find_tool
-from governor.devices.journal import Journal
 from governor.errors import (
     DeviceNotFoundError,
     GovernorError,
@@ -51,7 +50,6 @@ class JetsonDevice(Device):
         jetson_clocks: Optional[JetsonClocks] = None,
         kind: str = "jetson",
         clock: Optional[Clock] = None,
-        journal: Optional[Journal] = None,
     ) -> None:
         self.fs = fs
         self.devfreq = devfreq
@@ -89,7 +87,7 @@ class JetsonDevice(Device):
             l4t_version=l4t_version(fs),
             key="jetson:" + os.path.realpath(str(devfreq.node)),
         )
-        super().__init__(identity, caps, clock=clock, journal=journal)
+        super().__init__(identity, caps, clock=clock)
 
     # -- description -----------------------------------------------------------------------
     def _supported_clocks_mhz(self) -> Sequence[float]:
@@ -214,9 +212,7 @@ def open_board(
     )
 
 
-def open_jetson(
-    spec: str = "", *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
-) -> JetsonDevice:
+def open_jetson(spec: str = "", *, clock: Optional[Clock] = None) -> JetsonDevice:
     """Open ``jetson`` (nothing may follow the colon).
 
     Raises:
@@ -226,9 +222,7 @@ def open_jetson(
         raise InvalidRequestError(f"the jetson device takes no argument (got {spec!r})")
     fs = SysfsRoot()
     devfreq, rails, nvp, clocks = open_board(fs)
-    return JetsonDevice(
-        fs, devfreq, rails=rails, nvpmodel=nvp, jetson_clocks=clocks, clock=clock, journal=journal
-    )
+    return JetsonDevice(fs, devfreq, rails=rails, nvpmodel=nvp, jetson_clocks=clocks, clock=clock)
 
 
 def discover_jetson() -> List[str]:

@@ -35,7 +35,6 @@ from governor.devices.base import (
     Rail,
     Sample,
 )
-from governor.devices.journal import Journal
 from governor.devices.sim.catalog import get_board
 from governor.devices.sim.physics import BoardSpec, Workload
 from governor.errors import InvalidRequestError, TelemetryError
@@ -89,7 +88,6 @@ class SimDevice(Device):
         *,
         uri: Optional[str] = None,
         clock: Optional[Clock] = None,
-        journal: Optional[Journal] = None,
         seed: int = 0,
         noise: bool = True,
         fail_rate: float = 0.0,
@@ -124,7 +122,7 @@ class SimDevice(Device):
             driver_version=f"governor-sim {__version__}",
             l4t_version=None,
         )
-        super().__init__(identity, caps, clock=clock or VirtualClock(), journal=journal)
+        super().__init__(identity, caps, clock=clock or VirtualClock())
         self._rng_seed = int(seed)
         self._noise_table: List[float] = []
         self._noise = bool(noise) and board.noise_rel > 0
@@ -472,19 +470,15 @@ class SimDevice(Device):
         self._refresh_operating_point()
 
 
-def open_sim(
-    spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
-) -> SimDevice:
+def open_sim(spec: str, *, clock: Optional[Clock] = None) -> SimDevice:
     """Open ``sim:<board>[?options]`` (``spec`` is what follows ``sim:``)."""
     name, _, query = spec.partition("?")
     if not name:
         raise InvalidRequestError("a simulated device needs a board name, e.g. sim:agx-orin")
-    return _open_board(get_board(name), f"sim:{spec}", query, clock, journal)
+    return _open_board(get_board(name), f"sim:{spec}", query, clock)
 
 
-def _open_board(
-    board: Any, uri: str, query: str, clock: Optional[Clock], journal: Optional[Journal]
-) -> SimDevice:
+def _open_board(board: Any, uri: str, query: str, clock: Optional[Clock]) -> SimDevice:
     """A simulated device of ``board`` with the options of a ``sim:``/``twin:`` URI's query."""
     options = parse_options(query)
     realtime = options.get("realtime", "0") not in ("", "0", "false", "no")
@@ -495,7 +489,6 @@ def _open_board(
         board,
         uri=uri,
         clock=clock,
-        journal=journal,
         seed=int(_float_option(options, "seed", 0, 0, 2**31)),
         noise=options.get("noise", "1") not in ("0", "false", "no"),
         fail_rate=_float_option(options, "fail_rate", 0.0, 0.0, 1.0),
@@ -507,9 +500,7 @@ def _open_board(
     )
 
 
-def open_twin(
-    spec: str, *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
-) -> SimDevice:
+def open_twin(spec: str, *, clock: Optional[Clock] = None) -> SimDevice:
     """Open ``twin:PATH[?options]``: a simulated board fitted to the sweep in PATH (a replay
     CSV, optionally with a ``mem_clock_mhz`` column). Its built-in load is the sweep's workload;
     it answers at every clock of its table, measured or not. Options as for ``sim:``.
@@ -523,4 +514,4 @@ def open_twin(
     from governor.devices.sim.fit import read_twin_sweeps, twin_board
 
     board = twin_board(read_twin_sweeps(path), name="twin")
-    return _open_board(board, f"twin:{spec}", query, clock, journal)
+    return _open_board(board, f"twin:{spec}", query, clock)

@@ -15,7 +15,6 @@ from governor.devices.jetson.board import identify_board, l4t_version
 from governor.devices.jetson.rails import best_rail, rail_scope
 from governor.devices.jetson.sysfs import SysfsRoot, find_gpu_devfreq
 from governor.devices.jetson.tools import find_tool
-from governor.devices.journal import Journal
 from governor.devices.tegrastats.parser import TegrastatsSample
 from governor.devices.tegrastats.reader import TegrastatsReader
 from governor.errors import DeviceNotFoundError, InvalidRequestError
@@ -49,7 +48,6 @@ class TegrastatsDevice(Device):
         *,
         uri: str = "tegrastats",
         clock: Optional[Clock] = None,
-        journal: Optional[Journal] = None,
     ) -> None:
         self.reader = reader
         first = reader.latest()
@@ -71,7 +69,7 @@ class TegrastatsDevice(Device):
             model=model,
             l4t_version=l4t_version(fs),
         )
-        super().__init__(identity, caps, clock=clock, journal=journal)
+        super().__init__(identity, caps, clock=clock)
 
     def control_permitted(self) -> bool:
         return False
@@ -87,9 +85,7 @@ class TegrastatsDevice(Device):
         self.reader.close()
 
 
-def open_tegrastats(
-    spec: str = "", *, clock: Optional[Clock] = None, journal: Optional[Journal] = None
-) -> TegrastatsDevice:
+def open_tegrastats(spec: str = "", *, clock: Optional[Clock] = None) -> TegrastatsDevice:
     """Open ``tegrastats[:?interval_ms=N]``.
 
     Raises:
@@ -116,7 +112,7 @@ def open_tegrastats(
     reader = TegrastatsReader(exe, interval_ms).start()
     try:
         return TegrastatsDevice(
-            reader, uri="tegrastats" + (f":{spec}" if spec else ""), clock=clock, journal=journal
+            reader, uri="tegrastats" + (f":{spec}" if spec else ""), clock=clock
         )
     except Exception as err:
         reader.close()
