@@ -217,3 +217,58 @@ def test_the_grafana_dashboard_queries_only_series_the_exporter_serves():
     source = (DEPLOY.parent / "governor" / "runtime" / "exporter.py").read_text()
     for name in served:  # and the exporter really serves them (a counter adds _total)
         assert f'"{name.replace("_total", "")}"' in source, name
+
+
+# The real validators: Kubernetes' own OpenAPI schemas (kubernetes-validate ships them per
+# release) and systemd's unit parser. The tests above check what the files say; these check
+# that a cluster and systemd would take them at all (a misspelt field is silently dropped by
+# a lenient parser, refused by the strict schema).
+K8S_VERSIONS = ("1.25.0", "1.37.0")  # the oldest and newest schemas the validator ships
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("name", ["governor-daemonset.yaml", "client-pod-example.yaml"])
+def test_each_kubernetes_manifest_passes_the_api_schema_strictly(name, version):
+    validator = pytest.importorskip("kubernetes_validate.utils")
+    docs = _docs(name)
+    assert docs
+    for doc in docs:
+        validator.validate(doc, version, strict=True)
+
+
+def test_the_strict_schema_refuses_a_misspelt_field_the_yaml_parser_takes():
+    validator = pytest.importorskip("kubernetes_validate.utils")
+    ds = _daemonsets()["governor-datacenter"]
+    container = ds["spec"]["template"]["spec"]["containers"][0]
+    container["securityContex"] = container.pop("securityContext")
+    with pytest.raises(validator.ValidationError, match="securityContex"):
+        validator.validate(ds, K8S_VERSIONS[-1], strict=True)
+
+
+def _systemd_verify(tmp_path, text):
+    """``systemd-analyze verify`` of the unit ``text`` with the governor command pointed at
+    an executable that exists here (systemd checks it); its complaints, one per line."""
+    import shutil
+    import subprocess
+    import sys
+
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed (.ci/run installs systemd as root)")
+    governor_bin = Path(sys.executable).with_name("governor")
+    unit = tmp_path / "governor-daemon.service"
+    unit.write_text(text.replace("/usr/local/bin/governor", str(governor_bin)))
+    run = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    lines = (run.stdout + run.stderr).splitlines()
+    return run.returncode, [line for line in lines if unit.name in line]
+
+
+def test_systemd_accepts_the_unit_without_a_complaint(tmp_path):
+    text = (DEPLOY / "systemd" / "governor-daemon.service").read_text()
+    assert _systemd_verify(tmp_path, text) == (0, [])
+
+
+def test_systemd_verify_names_a_bad_setting_in_the_unit(tmp_path):
+    text = (DEPLOY / "systemd" / "governor-daemon.service").read_text()
+    _, complaints = _systemd_verify(tmp_path, text.replace("SIGTERM", "SIGTREM"))
+    assert any("SIGTREM" in line for line in complaints)
