@@ -103,7 +103,9 @@ class BatteryController(Controller):
         self.ticked = False
         self.run = "lo"  # the run of the period under way: "lo", "hi" (probes) or "run"
         self.probe_pair: Optional[Tuple[int, int]] = None
-        # [busy s, work units/s, power W (None: the model's, scaled)] per past phase
+        # [busy s, work units/s, power W (None: the model's, scaled), the gaps over the
+        # clocks below the cap, negated, when concave (else None; see _past_gaps)] per
+        # past phase: its curves do not change, so its gaps are computed once, not per step
         self.past: List[List[Any]] = []
         self.phases = 0
         self.phase_age_s = 0.0
@@ -114,6 +116,8 @@ class BatteryController(Controller):
         self.edge_s = 0.0
         self.dt_s = 0.0  # the period just ended
         self.prior_s_per_unit: Optional[float] = None
+        self.last_lam: Optional[float] = None  # the mix's multiplier the last period
+        self._inv_dp: Optional[List[float]] = None  # 1 / the model's power steps below the cap
 
     def _plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
         """(mean power target, busy power target) on the budget's scope."""
@@ -261,40 +265,77 @@ class BatteryController(Controller):
                 at = self.phase_level if self.phase_level is not None else level
                 self.probe_pair = work.probe_pair(int(round(at)), self.capped_top)
             return self.model.clocks_mhz[self.probe_pair[self.run == "hi"]]
-        curves = work.curves()
-        if curves is None:
+        fit = work.fit()
+        if fit is None:
             return None
-        phase_work, phase_power = curves
+        A, B, _a, fit_b = fit
         rel = self.model.time_rel
         if self.prior_s_per_unit is None:  # the first phase measured sets the prior's scale
             at = int(round(level))
-            self.prior_s_per_unit = 1.0 / (phase_work[at] * rel[at])
+            self.prior_s_per_unit = (A * rel[at] + B) / rel[at]
             # the prior: PRIOR_RATIO_S seconds of a compute-bound load (its work scaled to
             # the first phase's at the plan), as the power estimate's has
             prior_work = [1.0 / (self.prior_s_per_unit * r) for r in rel]
-            self.past.insert(0, [self.PRIOR_RATIO_S, prior_work, None])
+            # its gaps against the model's power: drawing as the load measured now (power
+            # a + b·(P_model − P_idle)) divides them by b, which keeps them concave or not
+            self.past.insert(
+                0,
+                [
+                    self.PRIOR_RATIO_S,
+                    prior_work,
+                    None,
+                    self._past_gaps(prior_work, self.model.power_w),
+                ],
+            )
         # a model capped at the power limit (T4, L4, RTX A4000) draws the same power at its
         # top clocks: the firmware throttles them, so the table ends below the first one
         end = self.capped_top + 1
         if end < 3:  # too few clocks below the cap to weigh one load against another
             return None
-        phase = self._gaps(phase_work[:end], phase_power[:end])
+        # the phase's gaps from its fit: work 1/(A·t_rel + B), power a + b·(P_model − P_idle),
+        # so each gap is its work step over b times the model's power step (kept per table)
+        inv_b = 1.0 / fit_b
+        phase_work = [1.0 / (A * r + B) for r in rel[:end]]
+        if self._inv_dp is None:
+            self._inv_dp = (
+                [
+                    1.0 / (p1 - p0)
+                    for p0, p1 in zip(self.model.power_w[:end], self.model.power_w[1:end])
+                ]
+                if all(
+                    p1 - p0 > 1e-12
+                    for p0, p1 in zip(self.model.power_w[:end], self.model.power_w[1:end])
+                )
+                else []
+            )
+        if self._inv_dp:
+            phase = [
+                (w1 - w0) * k * inv_b for w0, w1, k in zip(phase_work, phase_work[1:], self._inv_dp)
+            ]
+        else:  # a flat step in the model's power: the general rule
+            phase = self._gaps(
+                phase_work, [_a + fit_b * (p - self.model.idle_w) for p in self.model.power_w[:end]]
+            )
         # the rest of the mission is taken to mix the loads as it has so far: the phase now
         # by the time it has run, each past one by its own (before a second load is seen,
         # the calibration load stands for the ones not seen yet, PRIOR_RATIO_S seconds)
-        mix = [(max(self.phase_age_s, 1e-9), phase, phase_power)]
-        past = self.past if len(self.past) == 1 else self.past[1:]
-        for secs, pw, pp in past:
-            if pp is None:  # the prior draws as the load measured now (the calibrated
-                # model's shape can be off: L4's measured slope is 1.45 times its model's)
-                pp = phase_power
-            gaps = self._gaps(pw[:end], pp[:end])
-            if self._concave(gaps):
-                mix.append((secs, gaps, pp))
         if not self._concave(phase):
             return None
-        lam = self._mix_lambda(mix, gpu_w)
-        want = self._level_for(phase, lam)
+        # (gaps negated, rising, for bisect; a power of None: the phase now's line)
+        phase_neg = [-g for g in phase]
+        mix: List[Tuple[float, List[float], Optional[List[float]]]] = [
+            (max(self.phase_age_s, 1e-9), phase_neg, None)
+        ]
+        past = self.past if len(self.past) == 1 else self.past[1:]
+        for secs, _work, pp, neg in past:
+            if neg is None:
+                continue
+            if pp is None:  # the prior draws as the load measured now (the calibrated
+                # model's shape can be off: L4's measured slope is 1.45 times its model's)
+                neg = [g * inv_b for g in neg]
+            mix.append((secs, neg, pp))
+        lam = self.last_lam = self._mix_lambda(mix, gpu_w, fit)
+        want = _level_neg(phase_neg, lam)
         # the fitted lines are local (a memory-bound load turns compute-bound at low
         # clocks): the level stays within TRUST of the probed clocks' relative times, and
         # a phase that keeps pressing on that edge is probed again around it
@@ -319,35 +360,72 @@ class BatteryController(Controller):
         return self._pick(level_now)
 
     def _mix_lambda(
-        self, mix: Sequence[Tuple[float, List[float], List[float]]], gpu_w: float
+        self,
+        mix: Sequence[Tuple[float, List[float], Optional[List[float]]]],
+        gpu_w: float,
+        fit: Tuple[float, float, float, float],
     ) -> float:
         """The marginal work per joule at which the mission's mix of loads, each at the
         clock where its own marginal rate falls to it (the Lagrange condition), draws
-        ``gpu_w`` on average: the future taken to mix the loads as the mission so far has."""
+        ``gpu_w`` on average: the future taken to mix the loads as the mission so far has.
+        ``mix``: (seconds, gaps negated, power at every clock or None for the phase now's
+        fitted line ``a + b·(P_model − P_idle)``, ``fit`` its ``(A, B, a, b)``)."""
         total = sum(m[0] for m in mix)
+        _A, _B, a, b = fit
+        model_w = self.model.power_w
+        line = [a + b * (p - self.model.idle_w) for p in model_w[: self.capped_top + 1]]
+        rows = [(secs, neg, line if power is None else power) for secs, neg, power in mix]
+        rows = [(secs, neg, power, len(power) - 2) for secs, neg, power in rows]
 
-        def mean_power(lam: float) -> float:
+        def excess(lam: float) -> float:
+            """The mix's mean power at ``lam`` over ``gpu_w`` (falls as ``lam`` rises)."""
             out = 0.0
-            for secs, gaps, power in mix:
-                x = self._level_for(gaps, lam)
-                i = min(int(x), len(power) - 2)
+            for secs, neg, power, last in rows:
+                x = _level_neg(neg, lam)
+                i = min(int(x), last)
                 out += secs * (power[i] + (x - i) * (power[i + 1] - power[i]))
-            return out / total
+            return out / total - gpu_w
 
-        slopes = [g for _, gaps, _ in mix for g in (gaps[0], gaps[-1])]
-        lo, hi = max(min(slopes), 1e-12) * 0.5, max(slopes) * 2.0
-        if mean_power(hi) >= gpu_w:
-            return hi
-        if mean_power(lo) <= gpu_w:
-            return lo
-        # bisection in log λ (mean power falls as λ rises), to 0.01 % of λ: finer moves the
-        # fractional level by less than a millionth of a clock step
-        while hi > lo * 1.0001:
-            mid = math.sqrt(lo * hi)
-            if mean_power(mid) > gpu_w:
-                lo = mid
+        lo = hi = 0.0
+        f_lo = f_hi = 0.0
+        last = self.last_lam
+        if last is not None:  # the multiplier moves little from one period to the next:
+            # bracket it within 1 % of the last one first
+            lo, hi = last / 1.01, last * 1.01
+            f_lo, f_hi = excess(lo), excess(hi)
+            if not (f_lo > 0.0 >= f_hi):
+                lo = hi = 0.0
+        if hi <= 0.0:
+            slopes = [-g for _, neg, _ in mix for g in (neg[0], neg[-1])]
+            lo, hi = max(min(slopes), 1e-12) * 0.5, max(slopes) * 2.0
+            f_lo, f_hi = excess(lo), excess(hi)
+            if f_hi >= 0.0:
+                return hi
+            if f_lo <= 0.0:
+                return lo
+        # the mean power is piecewise linear in λ (levels interpolate between the gaps, power
+        # between clocks): false position (Illinois) lands on the root once both ends share
+        # a piece, in a few evaluations; bisection in log λ to 0.01 % bounds the rest
+        side = 0
+        for _ in range(60):
+            if hi <= lo * 1.0001:
+                break
+            x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+            if not lo < x < hi:
+                x = math.sqrt(lo * hi)
+            fx = excess(x)
+            if abs(fx) <= 1e-9 * max(gpu_w, 1e-9):
+                return x
+            if fx > 0.0:
+                lo, f_lo = x, fx
+                if side == -1:
+                    f_hi *= 0.5
+                side = -1
             else:
-                hi = mid
+                hi, f_hi = x, fx
+                if side == 1:
+                    f_lo *= 0.5
+                side = 1
         return math.sqrt(lo * hi)
 
     @staticmethod
@@ -388,7 +466,15 @@ class BatteryController(Controller):
         ra[1] = [(ra[0] * x + rb[0] * y) / n for x, y in zip(ra[1], rb[1])]
         ra[2] = [(ra[0] * x + rb[0] * y) / n for x, y in zip(ra[2], rb[2])]
         ra[0] = n
+        ra[3] = self._past_gaps(ra[1], ra[2])
         self.past.remove(rb)
+
+    def _past_gaps(self, work: List[float], power: List[float]) -> Optional[List[float]]:
+        """A past phase's gaps over the clocks below the cap, negated (rising, for bisect),
+        or None where not concave (it stays out of the mix)."""
+        end = self.capped_top + 1
+        gaps = self._gaps(work[:end], power[:end])
+        return [-g for g in gaps] if self._concave(gaps) else None
 
     def _close_phase(self) -> None:
         """The load changed: fold the phase's curves into the mission's and start anew."""
@@ -396,7 +482,8 @@ class BatteryController(Controller):
         assert work is not None
         curves = work.curves()
         if curves is not None:
-            self.past.append([self.phase_age_s, curves[0], curves[1]])
+            gaps = self._past_gaps(curves[0], curves[1])
+            self.past.append([self.phase_age_s, curves[0], curves[1], gaps])
             if len(self.past) > self.MAX_PHASES:  # the two most alike measured phases merge
                 self._merge_phases()
         work.reset()
@@ -461,9 +548,12 @@ class BatteryController(Controller):
     @staticmethod
     def _concave(slopes: Sequence[float]) -> bool:
         """Whether work per joule has falling returns over the whole table."""
-        if not all(math.isfinite(x) and x > 0 for x in slopes):
-            return False
-        return all(b <= a * (1.0 + 1e-9) for a, b in zip(slopes, slopes[1:]))
+        prev = math.inf
+        for x in slopes:  # one pass: positive, finite, falling
+            if not (0.0 < x < math.inf) or x > prev * (1.0 + 1e-9):
+                return False
+            prev = x
+        return True
 
     @staticmethod
     def _slope_at(slopes: Sequence[float], x: float) -> float:
@@ -538,3 +628,15 @@ class BatteryController(Controller):
             "battery_read_error": self.read_error,
             "model_correction": self.tracker.r,
         }
+
+
+def _level_neg(neg: Sequence[float], lam: float) -> float:
+    """:meth:`BatteryController._level_for` on the gaps negated (rising): a C bisect."""
+    n = len(neg)
+    k = bisect.bisect_left(neg, -lam)  # the gaps above lam: the first k
+    if k == 0:
+        return 0.0
+    if k >= n:
+        return float(n)
+    a, b = -neg[k - 1], -neg[k]
+    return k - 0.5 + (a - lam) / (a - b) if a > b else k - 0.5
