@@ -109,6 +109,16 @@ class BatteryController(Controller):
         self.past: List[List[Any]] = []
         self.phases = 0
         self.phase_age_s = 0.0
+        self.busy_left_s = 0.0  # the plan's busy time left
+        # bursts and gaps: the state now and for how long, the lengths of the bursts seen
+        # (sorted; burst_tail_s[k] sums those from k on) and the gaps' total
+        self.run_busy: Optional[bool] = None
+        self.run_started = False
+        self.run_s = 0.0
+        self.burst_lengths_s: List[float] = []
+        self.burst_tail_s: List[float] = [0.0]
+        self.gaps_s = 0.0
+        self.gaps_n = 0
         # the last clock below the model's power cap (the table's top when uncapped)
         model_w = model.power_w
         capped = [i for i in range(len(model_w)) if model_w[i] >= model_w[-1] * (1 - 1e-9)]
@@ -128,9 +138,54 @@ class BatteryController(Controller):
         mean_w = usable / left_s
         duty = (self.busy_s + self.PRIOR_BUSY_S) / (self.busy_s + self.idle_s + self.PRIOR_BUSY_S)
         idle_w = self.idle_w if self.idle_w is not None else 0.0
-        busy_left = duty * left_s
+        busy_left = self._busy_left_s(left_s, duty)
+        self.busy_left_s = busy_left
         busy_w = (usable - idle_w * (left_s - busy_left)) / busy_left
         return mean_w, max(busy_w, 0.0)
+
+    MIN_BURSTS = 8  # bursts (and gaps) seen before their lengths shape the plan's busy time
+
+    def _busy_left_s(self, left_s: float, duty: float) -> float:
+        """Busy seconds expected in the ``left_s`` left: the duty cycle's share, except that
+        a burst under way is expected to run on for its residual life (the mean excess of
+        the bursts seen that lasted longer than its age), then a mean gap: so a mission
+        whose last burst ends before a gap spends the budget in that burst instead of
+        keeping it for the gap. With no gaps (a steady load) or too few bursts seen, the
+        duty cycle's share."""
+        share = duty * left_s
+        lengths = self.burst_lengths_s
+        if not (self.run_busy and len(lengths) >= self.MIN_BURSTS and self.gaps_n):
+            return share
+        age = self.run_s
+        k = bisect.bisect_right(lengths, age)
+        longer = len(lengths) - k
+        residual = (self.burst_tail_s[k] - age * longer) / longer if longer else 0.0
+        now_s = min(residual, left_s)
+        gap_s = self.gaps_s / self.gaps_n
+        return max(now_s + duty * max(0.0, left_s - now_s - gap_s), 1e-3)
+
+    def _note_run(self, busy: Optional[bool], dt_s: float) -> None:
+        """Keep the lengths of the bursts and gaps that began and ended in the mission."""
+        if busy is None:
+            return
+        if busy != self.run_busy:
+            if self.run_started:
+                if self.run_busy:
+                    bisect.insort(self.burst_lengths_s, self.run_s)
+                    if len(self.burst_lengths_s) > self.MAX_BURSTS:  # keep a bounded sample
+                        self.burst_lengths_s.pop(len(self.burst_lengths_s) // 2)
+                    tail = [0.0]  # sums of the longest j lengths, read from the end
+                    for x in reversed(self.burst_lengths_s):
+                        tail.append(tail[-1] + x)
+                    self.burst_tail_s = tail[::-1]
+                elif self.run_busy is False:
+                    self.gaps_s += self.run_s
+                    self.gaps_n += 1
+            self.run_started = self.run_busy is not None
+            self.run_busy, self.run_s = busy, 0.0
+        self.run_s += dt_s
+
+    MAX_BURSTS = 512
 
     def _gpu_target(self, busy_w: float) -> float:
         if self.policy.scope == "board":
@@ -182,6 +237,7 @@ class BatteryController(Controller):
         scoped_w = obs.board_power_w if board else obs.power_w
         steady = obs.busy == self.was_busy  # a period that straddles a change mixes both
         self.was_busy = obs.busy
+        self._note_run(obs.busy, obs.dt_s)
         if obs.busy is False:
             self.idle_s += obs.dt_s
             if scoped_w is not None and steady:
@@ -316,24 +372,25 @@ class BatteryController(Controller):
             phase = self._gaps(
                 phase_work, [_a + fit_b * (p - self.model.idle_w) for p in self.model.power_w[:end]]
             )
-        # the rest of the mission is taken to mix the loads as it has so far: the phase now
-        # by the time it has run, each past one by its own (before a second load is seen,
-        # the calibration load stands for the ones not seen yet, PRIOR_RATIO_S seconds)
         if not self._concave(phase):
             return None
         # (gaps negated, rising, for bisect; a power of None: the phase now's line)
         phase_neg = [-g for g in phase]
-        mix: List[Tuple[float, List[float], Optional[List[float]]]] = [
-            (max(self.phase_age_s, 1e-9), phase_neg, None)
-        ]
-        past = self.past if len(self.past) == 1 else self.past[1:]
-        for secs, _work, pp, neg in past:
+        # the rest of the mission mixes the loads as it has so far: the phase now by the
+        # time it has run, each past one by its own (before a second load is seen, the
+        # calibration load stands for the ones not seen yet, PRIOR_RATIO_S seconds)
+        age = max(self.phase_age_s, 1e-9)
+        others: List[Tuple[float, List[float], Optional[List[float]]]] = []
+        for secs, _work, pp, neg in self.past if len(self.past) == 1 else self.past[1:]:
             if neg is None:
                 continue
             if pp is None:  # the prior draws as the load measured now (the calibrated
                 # model's shape can be off: L4's measured slope is 1.45 times its model's)
                 neg = [g * inv_b for g in neg]
-            mix.append((secs, neg, pp))
+            others.append((secs, neg, pp))
+        now_w, others_scale = age, 1.0
+        mix = [(now_w, phase_neg, None)]
+        mix += [(secs * others_scale, neg, pp) for secs, neg, pp in others]
         lam = self.last_lam = self._mix_lambda(mix, gpu_w, fit)
         want = _level_neg(phase_neg, lam)
         # the fitted lines are local (a memory-bound load turns compute-bound at low
