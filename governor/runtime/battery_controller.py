@@ -104,11 +104,14 @@ class BatteryController(Controller):
         self.run = "lo"  # the run of the period under way: "lo", "hi" (probes) or "run"
         self.probe_pair: Optional[Tuple[int, int]] = None
         # [busy s, work units/s, power W (None: the model's, scaled), the gaps over the
-        # clocks below the cap, negated, when concave (else None; see _past_gaps)] per
-        # past phase: its curves do not change, so its gaps are computed once, not per step
+        # clocks below the cap, negated, when concave (else None; see _past_gaps), the
+        # table indices its fit is trusted within (None: the prior)] per past phase: its
+        # curves do not change, so its gaps are computed once, not per step
         self.past: List[List[Any]] = []
         self.phases = 0
         self.phase_age_s = 0.0
+        self.closed_busy_s = 0.0  # busy seconds of the phases that ended, and how many
+        self.closed_n = 0
         self.busy_left_s = 0.0  # the plan's busy time left
         # bursts and gaps: the state now and for how long, the lengths of the bursts seen
         # (sorted; burst_tail_s[k] sums those from k on) and the gaps' total
@@ -341,6 +344,7 @@ class BatteryController(Controller):
                     prior_work,
                     None,
                     self._past_gaps(prior_work, self.model.power_w),
+                    None,
                 ],
             )
         # a model capped at the power limit (T4, L4, RTX A4000) draws the same power at its
@@ -380,28 +384,39 @@ class BatteryController(Controller):
         # time it has run, each past one by its own (before a second load is seen, the
         # calibration load stands for the ones not seen yet, PRIOR_RATIO_S seconds)
         age = max(self.phase_age_s, 1e-9)
-        others: List[Tuple[float, List[float], Optional[List[float]]]] = []
-        for secs, _work, pp, neg in self.past if len(self.past) == 1 else self.past[1:]:
+        others: List[
+            Tuple[float, List[float], Optional[List[float]], Optional[Tuple[int, int]]]
+        ] = []
+        for secs, _work, pp, neg, band in self.past if len(self.past) == 1 else self.past[1:]:
             if neg is None:
                 continue
             if pp is None:  # the prior draws as the load measured now (the calibrated
                 # model's shape can be off: L4's measured slope is 1.45 times its model's)
                 neg = [g * inv_b for g in neg]
-            others.append((secs, neg, pp))
+            others.append((secs, neg, pp, band))
         now_w, others_scale = age, 1.0
-        mix = [(now_w, phase_neg, None)]
-        mix += [(secs * others_scale, neg, pp) for secs, neg, pp in others]
+        others_s = sum(o[0] for o in others)
+        left = self.busy_left_s
+        if self.closed_n and others_s > 0 and left > 0:
+            # once a phase has ended the phases' length is known: the phase now lasts its
+            # rest of a typical phase, then another load runs a typical phase, and only the
+            # time after that mixes the loads as so far (so a last phase is forecast to end
+            # the mission, and one that outlives the typical length to give way soon)
+            typical = self.closed_busy_s / self.closed_n
+            now_s = min(max(typical - age, 0.0), left)
+            next_s = min(typical, left - now_s)
+            tail_s = left - now_s - next_s
+            share = age / (age + others_s)
+            now_w = max(now_s + tail_s * share, 1e-9)
+            others_scale = (next_s + tail_s * (1.0 - share)) / others_s
+        mix = [(now_w, phase_neg, None, None)]
+        mix += [(secs * others_scale, neg, pp, band) for secs, neg, pp, band in others]
         lam = self.last_lam = self._mix_lambda(mix, gpu_w, fit)
         want = _level_neg(phase_neg, lam)
         # the fitted lines are local (a memory-bound load turns compute-bound at low
         # clocks): the level stays within TRUST of the probed clocks' relative times, and
         # a phase that keeps pressing on that edge is probed again around it
-        lo, hi = self.probe_pair or (0, end - 1)
-        floor_i, ceil_i = lo, min(hi, end - 1)
-        while floor_i > 0 and rel[floor_i - 1] <= rel[lo] * self.TRUST:
-            floor_i -= 1
-        while ceil_i < end - 1 and rel[ceil_i + 1] * self.TRUST >= rel[hi]:
-            ceil_i += 1
+        floor_i, ceil_i = self._trusted(*(self.probe_pair or (0, end - 1)))
         # (never past the plan's own level: the budget's feedback is followed as it is)
         level_now = min(max(want, min(float(floor_i), level)), max(float(ceil_i), level))
         if level_now != want:
@@ -416,9 +431,21 @@ class BatteryController(Controller):
         self.phase_level = level_now
         return self._pick(level_now)
 
+    def _trusted(self, lo: int, hi: int) -> Tuple[int, int]:
+        """The table indices a phase probed at ``lo`` and ``hi`` is fitted well enough
+        for: within TRUST (relative time) of the probed clocks, below the cap."""
+        rel = self.model.time_rel
+        end = self.capped_top + 1
+        floor_i, ceil_i = lo, min(hi, end - 1)
+        while floor_i > 0 and rel[floor_i - 1] <= rel[lo] * self.TRUST:
+            floor_i -= 1
+        while ceil_i < end - 1 and rel[ceil_i + 1] * self.TRUST >= rel[hi]:
+            ceil_i += 1
+        return floor_i, ceil_i
+
     def _mix_lambda(
         self,
-        mix: Sequence[Tuple[float, List[float], Optional[List[float]]]],
+        mix: Sequence[Tuple[float, List[float], Optional[List[float]], Optional[Tuple[int, int]]]],
         gpu_w: float,
         fit: Tuple[float, float, float, float],
     ) -> float:
@@ -426,19 +453,24 @@ class BatteryController(Controller):
         clock where its own marginal rate falls to it (the Lagrange condition), draws
         ``gpu_w`` on average: the future taken to mix the loads as the mission so far has.
         ``mix``: (seconds, gaps negated, power at every clock or None for the phase now's
-        fitted line ``a + b·(P_model − P_idle)``, ``fit`` its ``(A, B, a, b)``)."""
+        fitted line ``a + b·(P_model − P_idle)``, ``fit`` its ``(A, B, a, b)``, the table
+        indices the load's level is kept within or None)."""
         total = sum(m[0] for m in mix)
         _A, _B, a, b = fit
         model_w = self.model.power_w
         line = [a + b * (p - self.model.idle_w) for p in model_w[: self.capped_top + 1]]
-        rows = [(secs, neg, line if power is None else power) for secs, neg, power in mix]
-        rows = [(secs, neg, power, len(power) - 2) for secs, neg, power in rows]
+        rows = []
+        for secs, neg, power, band in mix:
+            power = line if power is None else power
+            lo_x, hi_x = (float(band[0]), float(band[1])) if band else (0.0, float(len(power)))
+            rows.append((secs, neg, power, len(power) - 2, lo_x, hi_x))
 
         def excess(lam: float) -> float:
             """The mix's mean power at ``lam`` over ``gpu_w`` (falls as ``lam`` rises)."""
             out = 0.0
-            for secs, neg, power, last in rows:
-                x = _level_neg(neg, lam)
+            for secs, neg, power, last, lo_x, hi_x in rows:
+                # a past phase's fit is local too: its forecast level stays in its band
+                x = min(max(_level_neg(neg, lam), lo_x), hi_x)
                 i = min(int(x), last)
                 out += secs * (power[i] + (x - i) * (power[i + 1] - power[i]))
             return out / total - gpu_w
@@ -453,7 +485,7 @@ class BatteryController(Controller):
             if not (f_lo > 0.0 >= f_hi):
                 lo = hi = 0.0
         if hi <= 0.0:
-            slopes = [-g for _, neg, _ in mix for g in (neg[0], neg[-1])]
+            slopes = [-g for _, neg, _, _ in mix for g in (neg[0], neg[-1])]
             lo, hi = max(min(slopes), 1e-12) * 0.5, max(slopes) * 2.0
             f_lo, f_hi = excess(lo), excess(hi)
             if f_hi >= 0.0:
@@ -524,6 +556,7 @@ class BatteryController(Controller):
         ra[2] = [(ra[0] * x + rb[0] * y) / n for x, y in zip(ra[2], rb[2])]
         ra[0] = n
         ra[3] = self._past_gaps(ra[1], ra[2])
+        ra[4] = (min(ra[4][0], rb[4][0]), max(ra[4][1], rb[4][1]))
         self.past.remove(rb)
 
     def _past_gaps(self, work: List[float], power: List[float]) -> Optional[List[float]]:
@@ -540,13 +573,16 @@ class BatteryController(Controller):
         curves = work.curves()
         if curves is not None:
             gaps = self._past_gaps(curves[0], curves[1])
-            self.past.append([self.phase_age_s, curves[0], curves[1], gaps])
+            band = self._trusted(*(self.probe_pair or (0, self.capped_top)))
+            self.past.append([self.phase_age_s, curves[0], curves[1], gaps, band])
             if len(self.past) > self.MAX_PHASES:  # the two most alike measured phases merge
                 self._merge_phases()
         work.reset()
         self.probe_pair = None
         self.run = "lo"
         self.phases += 1
+        self.closed_busy_s += self.phase_age_s
+        self.closed_n += 1
         self.phase_age_s = 0.0
         self.edge_s = 0.0
 
