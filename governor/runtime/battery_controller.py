@@ -329,7 +329,7 @@ class BatteryController(Controller):
         fit = work.fit()
         if fit is None:
             return None
-        A, B, _a, fit_b = fit
+        A, B = fit[0], fit[1]
         rel = self.model.time_rel
         if self.prior_s_per_unit is None:  # the first phase measured sets the prior's scale
             at = int(round(level))
@@ -354,34 +354,10 @@ class BatteryController(Controller):
         end = self.capped_top + 1
         if end < 3:  # too few clocks below the cap to weigh one load against another
             return None
-        # the phase's gaps from its fit: work 1/(A·t_rel + B), power a + b·(P_model − P_idle),
-        # so each gap is its work step over b times the model's power step (kept per table)
-        inv_b = 1.0 / fit_b
-        phase_work = [1.0 / (A * r + B) for r in rel[:end]]
-        if self._inv_dp is None:
-            self._inv_dp = (
-                [
-                    1.0 / (p1 - p0)
-                    for p0, p1 in zip(self.model.power_w[:end], self.model.power_w[1:end])
-                ]
-                if all(
-                    p1 - p0 > 1e-12
-                    for p0, p1 in zip(self.model.power_w[:end], self.model.power_w[1:end])
-                )
-                else []
-            )
-        if self._inv_dp:
-            phase = [
-                (w1 - w0) * k * inv_b for w0, w1, k in zip(phase_work, phase_work[1:], self._inv_dp)
-            ]
-        else:  # a flat step in the model's power: the general rule
-            phase = self._gaps(
-                phase_work, [_a + fit_b * (p - self.model.idle_w) for p in self.model.power_w[:end]]
-            )
-        if not self._concave(phase):
+        curves = self._phase_curves(fit, end)
+        if curves is None:
             return None
-        # (gaps negated, rising, for bisect; a power of None: the phase now's line)
-        phase_neg = [-g for g in phase]
+        phase_neg, line, prior_neg = curves
         # the rest of the mission mixes the loads as it has so far: the phase now by the
         # time it has run, each past one by its own (before a second load is seen, the
         # calibration load stands for the ones not seen yet, PRIOR_RATIO_S seconds)
@@ -394,7 +370,7 @@ class BatteryController(Controller):
                 continue
             if pp is None:  # the prior draws as the load measured now (the calibrated
                 # model's shape can be off: L4's measured slope is 1.45 times its model's)
-                neg = [g * inv_b for g in neg]
+                neg = prior_neg
             others.append((secs, neg, pp, band))
         now_w, others_scale = age, 1.0
         others_s = sum(o[0] for o in others)
@@ -413,7 +389,7 @@ class BatteryController(Controller):
             others_scale = (next_s + tail_s * (1.0 - share)) / others_s
         mix = [(now_w, phase_neg, None, None)]
         mix += [(secs * others_scale, neg, pp, band) for secs, neg, pp, band in others]
-        lam = self.last_lam = self._mix_lambda(mix, gpu_w, fit)
+        lam = self.last_lam = self._mix_lambda(mix, gpu_w, line)
         want = _level_neg(phase_neg, lam)
         # the fitted lines are local (a memory-bound load turns compute-bound at low
         # clocks): the level stays within TRUST of the probed clocks' relative times, and
@@ -433,6 +409,34 @@ class BatteryController(Controller):
         self.phase_level = level_now
         return self._pick(level_now)
 
+    def _phase_curves(
+        self, fit: Tuple[float, float, float, float], end: int
+    ) -> Optional[Tuple[List[float], List[float], Optional[List[float]]]]:
+        """For the phase's fit ``(A, B, a, b)``: its gaps over the clocks below the cap,
+        negated (rising, for bisect), its power line at those clocks, and the prior's gaps
+        drawing as that line; None when its work per joule is not concave. Work is
+        ``1/(A·t_rel + B)`` and power ``a + b·(P_model − P_idle)``, so each gap is a work
+        step over ``b`` times the model's power step (kept per table). (Reusing them while
+        the fit moves by under 0.1 % was tried: the fit moves more than that every period,
+        whole units landing in dithered periods.)"""
+        A, B, a, b = fit
+        model_w = self.model.power_w
+        inv_b = 1.0 / b
+        work = [1.0 / (A * r + B) for r in self.model.time_rel[:end]]
+        if self._inv_dp is None:
+            steps = [p1 - p0 for p0, p1 in zip(model_w[:end], model_w[1:end])]
+            self._inv_dp = [1.0 / d for d in steps] if min(steps) > 1e-12 else []
+        line = [a + b * (p - self.model.idle_w) for p in model_w[:end]]
+        if self._inv_dp:
+            gaps = [(w1 - w0) * k * inv_b for w0, w1, k in zip(work, work[1:], self._inv_dp)]
+        else:  # a flat step in the model's power: the general rule
+            gaps = self._gaps(work, line)
+        out: Optional[Tuple[List[float], List[float], Optional[List[float]]]] = None
+        if self._concave(gaps):
+            prior = self.past[0][3] if self.past and self.past[0][2] is None else None
+            out = ([-g for g in gaps], line, [g * inv_b for g in prior] if prior else None)
+        return out
+
     def _trusted(self, lo: int, hi: int) -> Tuple[int, int]:
         """The table indices a phase probed at ``lo`` and ``hi`` is fitted well enough
         for: within TRUST (relative time) of the probed clocks, below the cap."""
@@ -449,18 +453,14 @@ class BatteryController(Controller):
         self,
         mix: Sequence[Tuple[float, List[float], Optional[List[float]], Optional[Tuple[int, int]]]],
         gpu_w: float,
-        fit: Tuple[float, float, float, float],
+        line: List[float],
     ) -> float:
         """The marginal work per joule at which the mission's mix of loads, each at the
         clock where its own marginal rate falls to it (the Lagrange condition), draws
         ``gpu_w`` on average: the future taken to mix the loads as the mission so far has.
         ``mix``: (seconds, gaps negated, power at every clock or None for the phase now's
-        fitted line ``a + b·(P_model − P_idle)``, ``fit`` its ``(A, B, a, b)``, the table
-        indices the load's level is kept within or None)."""
+        fitted line ``line``, the table indices the load's level is kept within or None)."""
         total = sum(m[0] for m in mix)
-        _A, _B, a, b = fit
-        model_w = self.model.power_w
-        line = [a + b * (p - self.model.idle_w) for p in model_w[: self.capped_top + 1]]
         rows = []
         for secs, neg, power, band in mix:
             power = line if power is None else power
