@@ -320,10 +320,8 @@ class BatteryController(Controller):
             if units >= work.PROBE_UNITS and secs >= work.MIN_S or secs >= self.PROBE_S:
                 self.run = "hi" if self.run == "lo" else "run"
         if self.run != "run":
-            if self.probe_pair is None:  # around the plan's level: where the last load
-                # ran says nothing of the new one (T4's memory phase probed at 1500 MHz
-                # after the compute phase had run there)
-                at = level
+            if self.probe_pair is None:
+                at = self.phase_level if self.phase_level is not None else level
                 self.probe_pair = work.probe_pair(int(round(at)), self.capped_top)
             return self.model.clocks_mhz[self.probe_pair[self.run == "hi"]]
         fit = work.fit()

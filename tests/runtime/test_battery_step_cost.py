@@ -89,26 +89,3 @@ def test_the_load_change_test_reads_the_same_recent_sums_as_a_recount(profile_of
         assert all(math.isclose(a, b, rel_tol=1e-9) for a, b in zip(fit.recent_sums[run], row))
     # the runs that left the window hold nothing recent
     assert all(abs(x) < 1e-6 for x in fit.recent_sums["lo"][:2])
-
-
-def test_a_new_load_is_probed_around_the_plan_not_where_the_last_one_ran(profile_of):
-    model = _model(profile_of)
-    budget = 0.8 * model.power_w[len(model.power_w) // 2] * 600  # a mid-table plan
-    ctl = BatteryController(model, Battery(energy_j=budget, duration_s=600))
-    clock = ctl.initial_mhz()
-    state = {"done": 0.0}
-    t = 0.0
-    loads = (lambda rel: 0.003 * rel + 0.047, lambda rel: 0.05 * rel)  # memory, compute
-    for load in loads:
-        for _ in range(600):
-            t += 0.1
-            clock = _step(ctl, model, t, clock, load, state)
-    last_phase_level = ctl.phase_level
-    phases = ctl.phases
-    while ctl.phases == phases:  # the memory load again, until it is seen
-        t += 0.1
-        clock = _step(ctl, model, t, clock, loads[0], state)
-    lo, hi = ctl.probe_pair
-    assert abs(last_phase_level - ctl.level) >= 3  # the two differ here
-    assert lo <= round(ctl.level) <= hi
-    assert not lo <= round(last_phase_level) <= hi
