@@ -23,7 +23,7 @@ draw), so an estimate from power reads it as compute-bound. Work counted by the 
 from __future__ import annotations
 
 import collections
-from typing import Deque, Dict, List, Optional, Tuple
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.model import ClockModel
 
@@ -58,9 +58,12 @@ class PhaseFit:
         # per run: [seconds, units, energy J, Σ dt·t_rel, Σ dt·model power]
         self.runs: Dict[str, List[float]] = {}
         self.busy_s = 0.0
-        self.recent: Deque[Tuple[str, int, float, float, float]] = collections.deque(
-            maxlen=self.RECENT
+        self.recent: Deque[Tuple[str, Tuple[float, float, float, float, float]]] = (
+            collections.deque()
         )
+        # per run, the recent periods' sums (the layout of ``runs``), kept as periods come
+        # and go so that :meth:`changed` does not sum RECENT periods every control step
+        self.recent_sums: Dict[str, List[float]] = {}
         self._fit: Optional[Tuple[float, float, float, float]] = None
         self._dirty = False
 
@@ -70,14 +73,20 @@ class PhaseFit:
         if not (dt_s > 0 and units >= 0 and power_w >= 0):
             return
         i = self.model.index(clock_mhz)
-        row = self.runs.setdefault(run, [0.0, 0.0, 0.0, 0.0, 0.0])
-        row[0] += dt_s
-        row[1] += units
-        row[2] += power_w * dt_s
-        row[3] += self.model.time_rel[i] * dt_s
-        row[4] += self.model.power_w[i] * dt_s
+        point = (
+            dt_s,
+            units,
+            power_w * dt_s,
+            self.model.time_rel[i] * dt_s,
+            self.model.power_w[i] * dt_s,
+        )
+        _accumulate(self.runs.setdefault(run, [0.0] * 5), point, 1.0)
         self.busy_s += dt_s
-        self.recent.append((run, i, dt_s, units, power_w))
+        if len(self.recent) >= self.RECENT:
+            old_run, old_point = self.recent.popleft()
+            _accumulate(self.recent_sums[old_run], old_point, -1.0)
+        self.recent.append((run, point))
+        _accumulate(self.recent_sums.setdefault(run, [0.0] * 5), point, 1.0)
         self._dirty = True
 
     def units_in(self, run: str) -> Tuple[float, float]:
@@ -135,21 +144,15 @@ class PhaseFit:
     def changed(self) -> bool:
         """Whether the recent periods no longer match what their runs measured before them
         (the load changed); a run's clocks may drift, which the fitted slopes allow for."""
-        if len(self.recent) < self.recent.maxlen:  # type: ignore[operator]
+        if len(self.recent) < self.RECENT:
             return False
         fit = self.fit()
         A = fit[0] if fit else 0.0
         b = fit[3] if fit else 1.0
-        now: Dict[str, List[float]] = {}
-        for run, i, dt, units, p in self.recent:
-            row = now.setdefault(run, [0.0, 0.0, 0.0, 0.0, 0.0])
-            row[0] += dt
-            row[1] += units
-            row[2] += p * dt
-            row[3] += self.model.time_rel[i] * dt
-            row[4] += self.model.power_w[i] * dt
         seen = predicted = energy = energy_pred = 0.0
-        for run, (dt, units, e, xdt, mdt) in now.items():
+        for run, (dt, units, e, xdt, mdt) in self.recent_sums.items():
+            if dt < 1e-6:  # no recent period of this run (what is left is rounding)
+                continue
             base = [x - y for x, y in zip(self.runs[run], (dt, units, e, xdt, mdt))]
             if base[0] < self.MIN_S or base[1] < self.RECENT_UNITS:
                 continue
@@ -185,6 +188,12 @@ class PhaseFit:
             while lo > 0 and rel[lo] < 1.2 * rel[hi]:
                 lo -= 1
         return lo, hi
+
+
+def _accumulate(row: List[float], point: Sequence[float], sign: float) -> None:
+    """``row += sign · point``, element by element."""
+    for k, x in enumerate(point):
+        row[k] += sign * x
 
 
 def _line(xs: List[float], ys: List[float], ws: List[float]) -> Tuple[float, float]:

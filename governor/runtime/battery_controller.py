@@ -1,0 +1,735 @@
+"""The battery policy's controller: make a budget last the mission doing the most work.
+
+Each period the busy-power plan is recomputed from what is left (see
+:class:`BatteryController`); with the app's ticks the load's work and power against the
+clock are measured (:mod:`governor.runtime.workrate`) and the clock follows the Lagrange
+condition over a forecast of the rest of the mission. Split out of ``controllers.py``;
+``governor.runtime.controllers.BatteryController`` still names it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from governor.errors import InvalidRequestError
+from governor.runtime.controllers import Controller, PowerTracker
+from governor.runtime.model import ClockModel
+from governor.runtime.policies import Battery
+from governor.runtime.workrate import PhaseFit
+
+__all__ = ["BatteryController"]
+
+
+class BatteryController(Controller):
+    """Make the budget last the mission doing the most work: a busy-power target planned from
+    what is left, the time left and the load's duty cycle as it unfolds.
+
+    The budget is metered on the policy's scope: the board input (``scope="board"``, the
+    rail a robot's battery feeds) or the GPU figure. Each period the plan is::
+
+        usable  = remaining − reserve
+        P_busy  = (usable − P_idle · idle_left) / busy_left
+
+    with ``busy_left = d · time_left`` for the share ``d`` of time the GPU has computed so far
+    (idle periods are measured, not assumed), and ``P_idle`` the measured idle power. Spending
+    slack only while the GPU computes is what buys work: a plan that assumed the rest of the
+    mission busy under-spends on bursty loads. The busy target is met like a cap (per-clock
+    corrected model, error diffusion between neighbouring clocks); on the board scope the
+    rest of the board (measured board − GPU figure) is taken off the target first, so the
+    GPU model is corrected on the GPU figure and the budget is held on the board. Below the
+    PPW clock a joule buys less work, but the mission must last, so the plan may go there.
+    """
+
+    PRIOR_BUSY_S = 5.0  # a new mission counts as busy until idle periods are seen
+    PRIOR_RATIO_S = 100.0
+    SHARE_GAIN = 0.3  # per busy period, of the gap to the latest memory-share estimate
+    SHARE_SAME = 0.02  # memory shares this close to the mission's mean are the same load
+    OVER_TOP_POWER = 8.0  # how fast the threshold falls once the plan exceeds the top clock
+
+    def __init__(
+        self, model: ClockModel, policy: Battery, reader: Optional[Callable[[], float]] = None
+    ) -> None:
+        super().__init__(model)
+        self.policy = policy
+        self.reader = reader
+        budget = policy.budget_j
+        capacity: Optional[float] = None
+        if reader is not None:
+            full = getattr(reader, "capacity_j", None)
+            capacity = float(full()) if callable(full) else None
+            if budget is None:
+                budget = float(reader())
+        if budget is None:
+            raise InvalidRequestError(
+                "the battery policy needs battery_wh (Wh) or energy_j (J) when no battery is read"
+            )
+        self.budget_j = budget
+        self.tracker = PowerTracker(model, dither=True)
+        self.target_w: Optional[float] = None
+        self.busy_target_w: Optional[float] = None
+        self.remaining_j: float = budget
+        self.exhausted_at_s: Optional[float] = None
+        self.read_error: Optional[str] = None
+        self.busy_s = 0.0
+        self.idle_s = 0.0
+        self.idle_w: Optional[float] = None  # on the budget's scope
+        self.rest_w: Optional[float] = None  # board − GPU figure while busy (board scope)
+        share = policy.reserve if policy.reserve is not None else (0.01 if reader else 0.0)
+        self.reserve_j = share * (capacity if capacity else budget)
+        # busy GPU energy measured, and what the model predicted for it; a calibrated model
+        # starts with PRIOR_RATIO_S seconds of its own load (ratio 1), so a mission that
+        # opens on a light phase does not spend as if the whole mission were light
+        prior = self.PRIOR_RATIO_S * model.power_at(model.ppw_clock_mhz) if model.fitted else 0.0
+        self.measured_j = prior
+        self.model_j = prior
+        self.level: Optional[float] = None  # the planned clock, a fractional table index
+        # the load's memory-bound share, from its power (see _phase_level): the phase now
+        # (smoothed over a few periods) and the mission's busy-time mean (with a prior of
+        # PRIOR_RATIO_S seconds of the calibration load, share 0)
+        self.mem_k: Optional[float] = None
+        self.mem_gain = 1.0
+        self.mission_k_s = 0.0
+        self.mission_gain_s = self.PRIOR_RATIO_S if model.fitted else 0.0
+        self.mission_busy_s = self.PRIOR_RATIO_S if model.fitted else 0.0
+        self.phase_level: Optional[float] = None
+        self.carry = 0.0
+        self.was_busy: Optional[bool] = None
+        # with the app's ticks, the load's work and power against the clock are measured
+        # (see workrate.py) instead of inferred from power: the phase now, and the busy-time
+        # sums of the past phases' curves (work units/s, W) at every table clock
+        self.work = PhaseFit(model) if model.fitted else None
+        self.ticked = False
+        self.run = "lo"  # the run of the period under way: "lo", "hi" (probes) or "run"
+        self.probe_pair: Optional[Tuple[int, int]] = None
+        # [busy s, work units/s, power W (None: the model's, scaled), the gaps over the
+        # clocks below the cap, negated, when concave (else None; see _past_gaps), the
+        # table indices its fit is trusted within (None: the prior)] per past phase: its
+        # curves do not change, so its gaps are computed once, not per step
+        self.past: List[List[Any]] = []
+        self.phases = 0
+        self.phase_age_s = 0.0
+        self.closed_busy_s = 0.0  # busy seconds of the phases that ended, and how many
+        self.closed_n = 0
+        self.busy_left_s = 0.0  # the plan's busy time left
+        # bursts and gaps: the state now and for how long, the lengths of the bursts seen
+        # (sorted; burst_tail_s[k] sums those from k on) and the gaps' total
+        self.run_busy: Optional[bool] = None
+        self.run_started = False
+        self.run_s = 0.0
+        self.burst_lengths_s: List[float] = []
+        self.burst_tail_s: List[float] = [0.0]
+        self.gaps_s = 0.0
+        self.gaps_n = 0
+        # the last clock below the model's power cap (the table's top when uncapped)
+        model_w = model.power_w
+        capped = [i for i in range(len(model_w)) if model_w[i] >= model_w[-1] * (1 - 1e-9)]
+        self.capped_top = max(capped[0] - 1, 0) if capped[0] < len(model_w) - 1 else capped[0]
+        self.edge_s = 0.0
+        self.dt_s = 0.0  # the period just ended
+        self.prior_s_per_unit: Optional[float] = None
+        self.last_lam: Optional[float] = None  # the mix's multiplier the last period
+        self._inv_dp: Optional[List[float]] = None  # 1 / the model's power steps below the cap
+
+    def _plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
+        """(mean power target, busy power target) on the budget's scope."""
+        left_s = self.policy.target_s - elapsed_s
+        usable = max(0.0, remaining_j - self.reserve_j)
+        if left_s <= 0:
+            return (math.inf, math.inf) if usable > 0 else (0.0, 0.0)
+        mean_w = usable / left_s
+        duty = (self.busy_s + self.PRIOR_BUSY_S) / (self.busy_s + self.idle_s + self.PRIOR_BUSY_S)
+        idle_w = self.idle_w if self.idle_w is not None else 0.0
+        busy_left = self._busy_left_s(left_s, duty)
+        self.busy_left_s = busy_left
+        busy_w = (usable - idle_w * (left_s - busy_left)) / busy_left
+        return mean_w, max(busy_w, 0.0)
+
+    MIN_BURSTS = 8  # bursts (and gaps) seen before their lengths shape the plan's busy time
+
+    def _busy_left_s(self, left_s: float, duty: float) -> float:
+        """Busy seconds expected in the ``left_s`` left: the duty cycle's share, except that
+        a burst under way is expected to run on for its residual life (the mean excess of
+        the bursts seen that lasted longer than its age), then a mean gap: so a mission
+        whose last burst ends before a gap spends the budget in that burst instead of
+        keeping it for the gap. With no gaps (a steady load) or too few bursts seen, the
+        duty cycle's share."""
+        share = duty * left_s
+        lengths = self.burst_lengths_s
+        if not (self.run_busy and len(lengths) >= self.MIN_BURSTS and self.gaps_n):
+            return share
+        age = self.run_s
+        k = bisect.bisect_right(lengths, age)
+        longer = len(lengths) - k
+        residual = (self.burst_tail_s[k] - age * longer) / longer if longer else 0.0
+        now_s = min(residual, left_s)
+        gap_s = self.gaps_s / self.gaps_n
+        return max(now_s + duty * max(0.0, left_s - now_s - gap_s), 1e-3)
+
+    def _note_run(self, busy: Optional[bool], dt_s: float) -> None:
+        """Keep the lengths of the bursts and gaps that began and ended in the mission."""
+        if busy is None:
+            return
+        if busy != self.run_busy:
+            if self.run_started:
+                if self.run_busy:
+                    bisect.insort(self.burst_lengths_s, self.run_s)
+                    if len(self.burst_lengths_s) > self.MAX_BURSTS:  # keep a bounded sample
+                        self.burst_lengths_s.pop(len(self.burst_lengths_s) // 2)
+                    tail = [0.0]  # sums of the longest j lengths, read from the end
+                    for x in reversed(self.burst_lengths_s):
+                        tail.append(tail[-1] + x)
+                    self.burst_tail_s = tail[::-1]
+                elif self.run_busy is False:
+                    self.gaps_s += self.run_s
+                    self.gaps_n += 1
+            self.run_started = self.run_busy is not None
+            self.run_busy, self.run_s = busy, 0.0
+        self.run_s += dt_s
+
+    MAX_BURSTS = 512
+
+    def _gpu_target(self, busy_w: float) -> float:
+        if self.policy.scope == "board":
+            return busy_w - (self.rest_w or 0.0)
+        return busy_w
+
+    def _ratio(self) -> float:
+        """Measured over modelled GPU power while busy, over the whole mission so far: the
+        load's mean, not the latest phase's (the plan is for the rest of the mission)."""
+        if self.model_j > 0:
+            return self.measured_j / self.model_j
+        return self.tracker.scale
+
+    def _level(self, gpu_w: float) -> float:
+        """Fractional index into the clock table whose corrected power is ``gpu_w``."""
+        model_w = self.model.power_w
+        want = gpu_w / max(self._ratio(), 1e-9)
+        top = len(model_w) - 1
+        i = bisect.bisect_right(model_w, want) - 1
+        if i < 0:
+            return 0.0
+        if i >= top:
+            return float(top)
+        lo, hi = model_w[i], model_w[i + 1]
+        return i + ((want - lo) / (hi - lo) if hi > lo else 0.0)
+
+    def _pick(self, level: float) -> float:
+        """One clock of the two around ``level``, the upper one as often as its fraction
+        (error diffusion over busy periods): the mean clock is the plan's."""
+        clocks = self.model.clocks_mhz
+        i = int(math.floor(level))
+        frac = level - i
+        if i >= len(clocks) - 1:
+            return clocks[-1]
+        self.carry += frac
+        if self.carry >= 1.0 - 1e-9:
+            self.carry -= 1.0
+            return clocks[i + 1]
+        return clocks[i]
+
+    def initial_mhz(self) -> float:
+        self.target_w, self.busy_target_w = self._plan(self.budget_j, 0.0)
+        if not self.model.fitted:
+            return self.model.clocks_mhz[0]
+        return self.tracker.clock_for(self._gpu_target(self.busy_target_w), carry=False)
+
+    def decide(self, obs, ticks, current_mhz):
+        board = self.policy.scope == "board"
+        scoped_w = obs.board_power_w if board else obs.power_w
+        steady = obs.busy == self.was_busy  # a period that straddles a change mixes both
+        self.was_busy = obs.busy
+        self._note_run(obs.busy, obs.dt_s)
+        if obs.busy is False:
+            self.idle_s += obs.dt_s
+            if scoped_w is not None and steady:
+                self.idle_w = (
+                    scoped_w
+                    if self.idle_w is None
+                    else self.idle_w + 0.2 * (scoped_w - self.idle_w)
+                )
+        else:
+            self.busy_s += obs.dt_s
+            if obs.power_w is not None and steady:
+                self.tracker.learn(obs.power_w, obs.applied_mhz)
+                self.measured_j += obs.power_w * obs.dt_s
+                self.model_j += self.model.power_at(obs.applied_mhz) * obs.dt_s
+                self._learn_share(obs.power_w, obs.applied_mhz, obs.dt_s)
+                if ticks:
+                    self.ticked = True
+                if self.ticked and self.work is not None:
+                    units = sum(t.units for t in ticks)
+                    self.work.add(self.run, obs.applied_mhz, obs.dt_s, units, obs.power_w)
+                    self.phase_age_s += obs.dt_s
+                if board and obs.board_power_w is not None:
+                    rest = obs.board_power_w - obs.power_w
+                    self.rest_w = (
+                        rest if self.rest_w is None else self.rest_w + 0.2 * (rest - self.rest_w)
+                    )
+        used = obs.board_energy_used_j if board else obs.energy_used_j
+        remaining = self.budget_j - (used if used is not None else obs.energy_used_j)
+        if self.reader is not None:
+            try:
+                remaining = min(float(self.reader()), remaining)
+                self.read_error = None
+            except Exception as err:  # a user callable or a battery file: keep metering
+                self.read_error = f"{type(err).__name__}: {err}"
+        self.remaining_j = remaining
+        if remaining <= 0 and self.exhausted_at_s is None:
+            self.exhausted_at_s = obs.elapsed_s
+        self.target_w, self.busy_target_w = self._plan(remaining, obs.elapsed_s + obs.dt_s)
+        if obs.busy is False:  # idle: keep the clock the next burst starts at
+            return current_mhz, False
+        gpu_w = self._gpu_target(self.busy_target_w)
+        self.level = self._level(gpu_w)
+        top_w = self._ratio() * self.model.power_w[-1]
+        over_top = gpu_w / top_w if top_w > 0 else 1.0
+        if self.ticked and self.work is not None:
+            self.dt_s = obs.dt_s
+            clock = self._by_ticks(self.level, gpu_w)
+            if clock is not None:
+                return clock, False
+        self.phase_level = self._phase_level(self.level, over_top)
+        return self._pick(self.phase_level), False
+
+    def safe_mhz(self, current_mhz: float) -> float:
+        level = self.phase_level if self.phase_level is not None else self.level
+        if level is None:
+            return self.model.clocks_mhz[0]
+        return self.model.clocks_mhz[int(math.floor(level))]
+
+    # -- spending where it buys work -----------------------------------------------------
+    PROBE_S = 6.0  # longest probe run (busy seconds) at each of the two clocks
+    TRUST = 1.2  # how far past the probed clocks (in relative time) a phase's fit is used
+    EDGE_S = 15.0  # busy seconds held at the edge of that range before probing there
+
+    def _by_ticks(self, level: float, gpu_w: float) -> Optional[float]:
+        """The clock for the phase now from its measured work and power curves (the app
+        ticks): the Lagrange condition over the mission's mix of loads (see
+        :meth:`_mix_lambda`). A new phase is first probed: one run at each of two clocks
+        about 20 % apart around the plan (a few seconds each; the budget feedback absorbs
+        the difference). None when the ticks are too sparse to fit: the power estimate
+        decides then."""
+        work = self.work
+        assert work is not None
+        if work.changed():
+            self._close_phase()
+        if self.run in ("lo", "hi"):
+            secs, units = work.units_in(self.run)
+            if units >= work.PROBE_UNITS and secs >= work.MIN_S or secs >= self.PROBE_S:
+                self.run = "hi" if self.run == "lo" else "run"
+        if self.run != "run":
+            if self.probe_pair is None:
+                at = self.phase_level if self.phase_level is not None else level
+                self.probe_pair = work.probe_pair(int(round(at)), self.capped_top)
+            return self.model.clocks_mhz[self.probe_pair[self.run == "hi"]]
+        fit = work.fit()
+        if fit is None:
+            return None
+        A, B = fit[0], fit[1]
+        rel = self.model.time_rel
+        if self.prior_s_per_unit is None:  # the first phase measured sets the prior's scale
+            at = int(round(level))
+            self.prior_s_per_unit = (A * rel[at] + B) / rel[at]
+            # the prior: PRIOR_RATIO_S seconds of a compute-bound load (its work scaled to
+            # the first phase's at the plan), as the power estimate's has
+            prior_work = [1.0 / (self.prior_s_per_unit * r) for r in rel]
+            # its gaps against the model's power: drawing as the load measured now (power
+            # a + b·(P_model − P_idle)) divides them by b, which keeps them concave or not
+            self.past.insert(
+                0,
+                [
+                    self.PRIOR_RATIO_S,
+                    prior_work,
+                    None,
+                    self._past_gaps(prior_work, self.model.power_w),
+                    None,
+                ],
+            )
+        # a model capped at the power limit (T4, L4, RTX A4000) draws the same power at its
+        # top clocks: the firmware throttles them, so the table ends below the first one
+        end = self.capped_top + 1
+        if end < 3:  # too few clocks below the cap to weigh one load against another
+            return None
+        curves = self._phase_curves(fit, end)
+        if curves is None:
+            return None
+        phase_neg, line, prior_neg = curves
+        # the rest of the mission mixes the loads as it has so far: the phase now by the
+        # time it has run, each past one by its own (before a second load is seen, the
+        # calibration load stands for the ones not seen yet, PRIOR_RATIO_S seconds)
+        age = max(self.phase_age_s, 1e-9)
+        others: List[
+            Tuple[float, List[float], Optional[List[float]], Optional[Tuple[int, int]]]
+        ] = []
+        for secs, _work, pp, neg, band in self.past if len(self.past) == 1 else self.past[1:]:
+            if neg is None:
+                continue
+            if pp is None:  # the prior draws as the load measured now (the calibrated
+                # model's shape can be off: L4's measured slope is 1.45 times its model's)
+                neg = prior_neg
+            others.append((secs, neg, pp, band))
+        now_w, others_scale = age, 1.0
+        others_s = sum(o[0] for o in others)
+        left = self.busy_left_s
+        if self.closed_n and others_s > 0 and left > 0:
+            # once a phase has ended the phases' length is known: the phase now lasts its
+            # rest of a typical phase, then another load runs a typical phase, and only the
+            # time after that mixes the loads as so far (so a last phase is forecast to end
+            # the mission, and one that outlives the typical length to give way soon)
+            typical = self.closed_busy_s / self.closed_n
+            now_s = min(max(typical - age, 0.0), left)
+            next_s = min(typical, left - now_s)
+            tail_s = left - now_s - next_s
+            share = age / (age + others_s)
+            now_w = max(now_s + tail_s * share, 1e-9)
+            others_scale = (next_s + tail_s * (1.0 - share)) / others_s
+        mix = [(now_w, phase_neg, None, None)]
+        mix += [(secs * others_scale, neg, pp, band) for secs, neg, pp, band in others]
+        lam = self.last_lam = self._mix_lambda(mix, gpu_w, line)
+        want = _level_neg(phase_neg, lam)
+        # the fitted lines are local (a memory-bound load turns compute-bound at low
+        # clocks): the level stays within TRUST of the probed clocks' relative times, and
+        # a phase that keeps pressing on that edge is probed again around it
+        floor_i, ceil_i = self._trusted(*(self.probe_pair or (0, end - 1)))
+        # (never past the plan's own level: the budget's feedback is followed as it is)
+        level_now = min(max(want, min(float(floor_i), level)), max(float(ceil_i), level))
+        if level_now != want:
+            self.edge_s += self.dt_s
+            if self.edge_s >= self.EDGE_S:  # measure again around the edge
+                work.reset()
+                self.run = "lo"
+                self.probe_pair = work.probe_pair(int(round(level_now)), self.capped_top)
+                self.edge_s = 0.0
+        else:
+            self.edge_s = 0.0
+        self.phase_level = level_now
+        return self._pick(level_now)
+
+    def _phase_curves(
+        self, fit: Tuple[float, float, float, float], end: int
+    ) -> Optional[Tuple[List[float], List[float], Optional[List[float]]]]:
+        """For the phase's fit ``(A, B, a, b)``: its gaps over the clocks below the cap,
+        negated (rising, for bisect), its power line at those clocks, and the prior's gaps
+        drawing as that line; None when its work per joule is not concave. Work is
+        ``1/(A·t_rel + B)`` and power ``a + b·(P_model − P_idle)``, so each gap is a work
+        step over ``b`` times the model's power step (kept per table). (Reusing them while
+        the fit moves by under 0.1 % was tried: the fit moves more than that every period,
+        whole units landing in dithered periods.)"""
+        A, B, a, b = fit
+        model_w = self.model.power_w
+        inv_b = 1.0 / b
+        work = [1.0 / (A * r + B) for r in self.model.time_rel[:end]]
+        if self._inv_dp is None:
+            steps = [p1 - p0 for p0, p1 in zip(model_w[:end], model_w[1:end])]
+            self._inv_dp = [1.0 / d for d in steps] if min(steps) > 1e-12 else []
+        line = [a + b * (p - self.model.idle_w) for p in model_w[:end]]
+        if self._inv_dp:
+            gaps = [(w1 - w0) * k * inv_b for w0, w1, k in zip(work, work[1:], self._inv_dp)]
+        else:  # a flat step in the model's power: the general rule
+            gaps = self._gaps(work, line)
+        out: Optional[Tuple[List[float], List[float], Optional[List[float]]]] = None
+        if self._concave(gaps):
+            prior = self.past[0][3] if self.past and self.past[0][2] is None else None
+            out = ([-g for g in gaps], line, [g * inv_b for g in prior] if prior else None)
+        return out
+
+    def _trusted(self, lo: int, hi: int) -> Tuple[int, int]:
+        """The table indices a phase probed at ``lo`` and ``hi`` is fitted well enough
+        for: within TRUST (relative time) of the probed clocks, below the cap."""
+        rel = self.model.time_rel
+        end = self.capped_top + 1
+        floor_i, ceil_i = lo, min(hi, end - 1)
+        while floor_i > 0 and rel[floor_i - 1] <= rel[lo] * self.TRUST:
+            floor_i -= 1
+        while ceil_i < end - 1 and rel[ceil_i + 1] * self.TRUST >= rel[hi]:
+            ceil_i += 1
+        return floor_i, ceil_i
+
+    def _mix_lambda(
+        self,
+        mix: Sequence[Tuple[float, List[float], Optional[List[float]], Optional[Tuple[int, int]]]],
+        gpu_w: float,
+        line: List[float],
+    ) -> float:
+        """The marginal work per joule at which the mission's mix of loads, each at the
+        clock where its own marginal rate falls to it (the Lagrange condition), draws
+        ``gpu_w`` on average: the future taken to mix the loads as the mission so far has.
+        ``mix``: (seconds, gaps negated, power at every clock or None for the phase now's
+        fitted line ``line``, the table indices the load's level is kept within or None)."""
+        total = sum(m[0] for m in mix)
+        rows = []
+        for secs, neg, power, band in mix:
+            power = line if power is None else power
+            lo_x, hi_x = (float(band[0]), float(band[1])) if band else (0.0, float(len(power)))
+            rows.append((secs, neg, power, len(power) - 2, lo_x, hi_x))
+
+        def excess(lam: float) -> float:
+            """The mix's mean power at ``lam`` over ``gpu_w`` (falls as ``lam`` rises)."""
+            out = 0.0
+            for secs, neg, power, last, lo_x, hi_x in rows:
+                # a past phase's fit is local too: its forecast level stays in its band
+                x = min(max(_level_neg(neg, lam), lo_x), hi_x)
+                i = min(int(x), last)
+                out += secs * (power[i] + (x - i) * (power[i + 1] - power[i]))
+            return out / total - gpu_w
+
+        lo = hi = 0.0
+        f_lo = f_hi = 0.0
+        last = self.last_lam
+        if last is not None:  # the multiplier moves little from one period to the next:
+            # bracket it within 1 % of the last one first
+            lo, hi = last / 1.01, last * 1.01
+            f_lo, f_hi = excess(lo), excess(hi)
+            if not (f_lo > 0.0 >= f_hi):
+                lo = hi = 0.0
+        if hi <= 0.0:
+            slopes = [-g for _, neg, _, _ in mix for g in (neg[0], neg[-1])]
+            lo, hi = max(min(slopes), 1e-12) * 0.5, max(slopes) * 2.0
+            f_lo, f_hi = excess(lo), excess(hi)
+            if f_hi >= 0.0:
+                return hi
+            if f_lo <= 0.0:
+                return lo
+        # the mean power is piecewise linear in λ (levels interpolate between the gaps, power
+        # between clocks): false position (Illinois) lands on the root once both ends share
+        # a piece, in a few evaluations; bisection in log λ to 0.01 % bounds the rest
+        side = 0
+        for _ in range(60):
+            if hi <= lo * 1.0001:
+                break
+            x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+            if not lo < x < hi:
+                x = math.sqrt(lo * hi)
+            fx = excess(x)
+            if abs(fx) <= 1e-9 * max(gpu_w, 1e-9):
+                return x
+            if fx > 0.0:
+                lo, f_lo = x, fx
+                if side == -1:
+                    f_hi *= 0.5
+                side = -1
+            else:
+                hi, f_hi = x, fx
+                if side == 1:
+                    f_lo *= 0.5
+                side = 1
+        return math.sqrt(lo * hi)
+
+    @staticmethod
+    def _level_for(gaps: Sequence[float], lam: float) -> float:
+        """The fractional level where falling gap slopes (gap ``i`` at ``i + 0.5``) pass
+        ``lam``, interpolated; the table's ends beyond them."""
+        n = len(gaps)
+        if gaps[0] <= lam:
+            return 0.0
+        if gaps[-1] >= lam:
+            return float(n)
+        lo, hi = 0, n - 1  # gaps[lo] > lam >= gaps[hi]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if gaps[mid] > lam:
+                lo = mid
+            else:
+                hi = mid
+        a, b = gaps[lo], gaps[hi]
+        return lo + 0.5 + (a - lam) / (a - b) * (hi - lo) if a > b else lo + 0.5
+
+    MAX_PHASES = 8  # past phases kept apart (with the prior); more merge
+
+    def _merge_phases(self) -> None:
+        """Merge the two measured past phases whose work per joule curves are closest."""
+        rows = [r for r in self.past if r[2] is not None]
+        best: Optional[Tuple[float, int, int]] = None
+        for a in range(len(rows)):
+            for b in range(a + 1, len(rows)):
+                wa, wb = rows[a][1], rows[b][1]
+                d = sum(abs(x / wa[-1] - y / wb[-1]) for x, y in zip(wa, wb))
+                if best is None or d < best[0]:
+                    best = (d, a, b)
+        if best is None:
+            return
+        ra, rb = rows[best[1]], rows[best[2]]
+        n = ra[0] + rb[0]
+        ra[1] = [(ra[0] * x + rb[0] * y) / n for x, y in zip(ra[1], rb[1])]
+        ra[2] = [(ra[0] * x + rb[0] * y) / n for x, y in zip(ra[2], rb[2])]
+        ra[0] = n
+        ra[3] = self._past_gaps(ra[1], ra[2])
+        ra[4] = (min(ra[4][0], rb[4][0]), max(ra[4][1], rb[4][1]))
+        self.past.remove(rb)
+
+    def _past_gaps(self, work: List[float], power: List[float]) -> Optional[List[float]]:
+        """A past phase's gaps over the clocks below the cap, negated (rising, for bisect),
+        or None where not concave (it stays out of the mix)."""
+        end = self.capped_top + 1
+        gaps = self._gaps(work[:end], power[:end])
+        return [-g for g in gaps] if self._concave(gaps) else None
+
+    def _close_phase(self) -> None:
+        """The load changed: fold the phase's curves into the mission's and start anew."""
+        work = self.work
+        assert work is not None
+        curves = work.curves()
+        if curves is not None:
+            gaps = self._past_gaps(curves[0], curves[1])
+            band = self._trusted(*(self.probe_pair or (0, self.capped_top)))
+            self.past.append([self.phase_age_s, curves[0], curves[1], gaps, band])
+            if len(self.past) > self.MAX_PHASES:  # the two most alike measured phases merge
+                self._merge_phases()
+        work.reset()
+        self.probe_pair = None
+        self.run = "lo"
+        self.phases += 1
+        self.closed_busy_s += self.phase_age_s
+        self.closed_n += 1
+        self.phase_age_s = 0.0
+        self.edge_s = 0.0
+
+    def _learn_share(self, power_w: float, applied_mhz: float, dt_s: float) -> None:
+        """The load's memory-bound share from its power at the clock that ran.
+
+        In the power model the dynamic part is ``activity · a·f·V²``, and an SM that waits on
+        memory draws less than one that computes: the measured dynamic power over the model's
+        (made under a compute-bound calibration load) estimates the share of time the SMs
+        compute, ``u``. With the time per unit split into a compute part that scales with the
+        clock and a memory part that does not, ``t(f) = t_rel(f) + k``, that share says
+        ``k = t_rel(f)·(1/u − 1)``. A load heavier than the calibration one (``u`` > 1) is
+        taken as compute-bound with a power gain instead.
+        """
+        model = self.model
+        if not model.fitted:
+            return
+        i = model.index(applied_mhz)
+        dyn = model.power_w[i] - model.idle_w
+        if dyn <= 0.2 * model.power_w[i] or not math.isfinite(power_w):
+            return  # too little dynamic power at this clock to tell the load's share
+        r = min(3.0, max(0.05, (power_w - model.idle_w) / dyn))
+        u, gain = (r, 1.0) if r <= 1.0 else (1.0, r)
+        k = model.time_rel[i] * (1.0 / u - 1.0)
+        if self.mem_k is None:
+            self.mem_k, self.mem_gain = k, gain
+        else:
+            self.mem_k += self.SHARE_GAIN * (k - self.mem_k)
+            self.mem_gain += self.SHARE_GAIN * (gain - self.mem_gain)
+        self.mission_k_s += k * dt_s
+        self.mission_gain_s += gain * dt_s
+        self.mission_busy_s += dt_s
+
+    def _slopes(self, k: float, gain: float) -> List[float]:
+        """Marginal work per marginal joule between neighbouring clocks for a load of
+        memory share ``k`` (work per second ``1/(t_rel + k)``, power ``P_idle + (P − P_idle)
+        · gain · t_rel/(t_rel + k)``): one value per gap of the table, falling with the clock
+        where the load's work per joule is concave."""
+        model = self.model
+        idle = model.idle_w
+        work, power = [], []
+        for p, rel in zip(model.power_w, model.time_rel):
+            t = rel + k
+            work.append(1.0 / t)
+            power.append(idle + (p - idle) * gain * rel / t)
+        return self._gaps(work, power)
+
+    @staticmethod
+    def _gaps(work: Sequence[float], power: Sequence[float]) -> List[float]:
+        """Marginal work per marginal joule between neighbouring clocks of the table."""
+        return [
+            (w1 - w0) / (p1 - p0) if p1 - p0 > 1e-12 else (math.inf if w1 > w0 else 0.0)
+            for w0, w1, p0, p1 in zip(work, work[1:], power, power[1:])
+        ]
+
+    @staticmethod
+    def _concave(slopes: Sequence[float]) -> bool:
+        """Whether work per joule has falling returns over the whole table."""
+        prev = math.inf
+        for x in slopes:  # one pass: positive, finite, falling
+            if not (0.0 < x < math.inf) or x > prev * (1.0 + 1e-9):
+                return False
+            prev = x
+        return True
+
+    @staticmethod
+    def _slope_at(slopes: Sequence[float], x: float) -> float:
+        """The slope at fractional index ``x`` (gap ``i`` sits at ``i + 0.5``)."""
+        if not slopes:
+            return 0.0
+        pos = min(max(x - 0.5, 0.0), len(slopes) - 1.0)
+        i = int(math.floor(pos))
+        if i >= len(slopes) - 1:
+            return slopes[-1]
+        frac = pos - i
+        a, b = slopes[i], slopes[i + 1]
+        if math.isinf(a) or math.isinf(b):
+            return a if frac < 0.5 else b
+        return a + frac * (b - a)
+
+    def _phase_level(self, level: float, over_top: float = 1.0) -> float:
+        """The clock for the load running now, given the plan's ``level`` for the mission's
+        mean load: the same marginal work per joule (a Lagrange condition), so a phase that
+        gains little from a higher clock (memory-bound) runs lower and leaves the joules for
+        one that gains more; the budget feedback (the plan from what is left) keeps the sum.
+        With one load all along the phase is the mean and the level is the plan's.
+        ``over_top`` is the plan's power over the mean load's at the top clock: above 1 the
+        mean load cannot spend it, and the threshold falls so the phase now can."""
+        if self.mem_k is None or self.mission_busy_s <= 0 or len(self.model.clocks_mhz) < 3:
+            return level
+        mean_k = self.mission_k_s / self.mission_busy_s
+        mean_gain = self.mission_gain_s / self.mission_busy_s
+        if abs(self.mem_k - mean_k) <= self.SHARE_SAME * (1.0 + mean_k):
+            return level
+        mean = self._slopes(mean_k, mean_gain)
+        phase = self._slopes(self.mem_k, self.mem_gain)
+        if not (self._concave(mean) and self._concave(phase)):
+            return level  # e.g. a model capped at its power limit: no marginal rate to match
+        lam = self._slope_at(mean, level)
+        if over_top > 1.0:
+            lam /= over_top**self.OVER_TOP_POWER
+        return self._match(phase, lam)
+
+    def _match(self, phase: Sequence[float], lam: float) -> float:
+        """The fractional level where the phase's marginal work per joule falls to ``lam``."""
+        top = float(len(self.model.clocks_mhz) - 1)
+        # the first gap (from the bottom) whose slope falls below lam: the level sits there
+        if self._slope_at(phase, 0.0) <= lam:
+            return 0.0
+        lo, hi = 0.0, top
+        if self._slope_at(phase, top) >= lam:
+            return top
+        for _ in range(30):  # bisection on the interpolated slope
+            mid = 0.5 * (lo + hi)
+            if self._slope_at(phase, mid) > lam:
+                lo = mid
+            else:
+                hi = mid
+        return 0.5 * (lo + hi)
+
+    def status(self) -> Dict[str, Any]:
+        total = self.busy_s + self.idle_s
+        return {
+            "budget_j": self.budget_j,
+            "scope": self.policy.scope,
+            "remaining_j": self.remaining_j,
+            "target_s": self.policy.target_s,
+            "target_power_w": self.target_w
+            if self.target_w is not None and math.isfinite(self.target_w)
+            else None,
+            "busy_power_target_w": self.busy_target_w
+            if self.busy_target_w is not None and math.isfinite(self.busy_target_w)
+            else None,
+            "duty_cycle": self.busy_s / total if total > 0 else None,
+            "exhausted_at_s": self.exhausted_at_s,
+            "battery_read_error": self.read_error,
+            "model_correction": self.tracker.r,
+        }
+
+
+def _level_neg(neg: Sequence[float], lam: float) -> float:
+    """:meth:`BatteryController._level_for` on the gaps negated (rising): a C bisect."""
+    n = len(neg)
+    k = bisect.bisect_left(neg, -lam)  # the gaps above lam: the first k
+    if k == 0:
+        return 0.0
+    if k >= n:
+        return float(n)
+    a, b = -neg[k - 1], -neg[k]
+    return k - 0.5 + (a - lam) / (a - b) if a > b else k - 0.5

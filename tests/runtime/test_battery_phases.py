@@ -1,0 +1,68 @@
+"""The battery policy's forecast once a load has changed (the app ticks): phases last about
+as long as the ones that ended, so the phase now runs out its typical length, another load
+follows for one, and only the time after that mixes the loads as so far. A last phase is
+then forecast to end the mission (it spends what is left), and a phase's clock holds
+instead of drifting as its own age weighs more and more in the mix."""
+
+from __future__ import annotations
+
+import math
+
+import governor
+from governor.devices.sim.catalog import get_board
+from governor.runtime import Governor
+
+
+def _run(board, doc, phases, budget_j):
+    """(work, board energy J, clock of each period) of a ticking job under the battery
+    policy over ``phases`` [(load, seconds), ...]."""
+    dev = governor.open_device(f"sim:{board}")
+    dev.run_workload(phases[0][0])
+    gov = Governor(
+        dev,
+        {"policy": "battery", "energy_j": budget_j, "duration_s": sum(s for _, s in phases)},
+        profile=doc,
+        background=False,
+        handle_signals=False,
+    )
+    ticked = 0
+    clocks = []
+    with dev:
+        with gov:
+            for load, seconds in phases:
+                dev.run_workload(load)
+                for _ in range(int(round(seconds / gov.interval_s))):
+                    dev.clock.sleep(gov.interval_s)
+                    done = math.floor(dev.work_done())
+                    if done > ticked:
+                        gov.tick(float(done - ticked))
+                    ticked = done
+                    gov.step(advance_s=0)
+                    clocks.append(gov.applied_clock_mhz)
+            left_j = gov.status()["remaining_j"]
+        work = dev.work_done()
+        dev.stop_workload()
+    return work, left_j, clocks
+
+
+def test_a_phase_between_two_others_holds_its_clock_and_the_last_spends_the_rest(profile_of):
+    board = "a100-sxm"
+    phases = [("memory", 120.0), ("compute", 120.0), ("memory", 120.0)]
+    spec = get_board(board)
+    mem = spec.default_mem_clock_mhz
+
+    def energy_j(clock):
+        return sum(spec.steady_gpu_power_w(clock, spec.workloads[w], mem) * s for w, s in phases)
+
+    low, top = energy_j(spec.clocks_mhz[0]), energy_j(spec.clocks_mhz[-1])
+    budget = low + 0.6 * (top - low)
+    _work, left_j, clocks = _run(board, profile_of(board), phases, budget)
+
+    def mean(a_s, b_s):
+        part = clocks[int(a_s * 10) : int(b_s * 10)]
+        return sum(part) / len(part)
+
+    # the compute phase (120-240 s), after its probes: its last half as its first (the
+    # mission's mix by time alone let it fall as its own weight grew)
+    assert abs(mean(200, 240) / mean(140, 180) - 1.0) <= 0.02
+    assert abs(left_j) <= 0.002 * budget
