@@ -813,6 +813,12 @@ class ThroughputController(Controller):
     power) wins; lowering is delayed by ``hold_down_s`` (hysteresis) once the spread is
     learnt, raising is immediate. The start's top clock is left as the first frame ends
     (:attr:`eager`), not at the first control period.
+
+    With an energy counter (``search``) a local search on measured power moves from the
+    model's pick and holds the local minimum it finds while its measured cost holds
+    (``DRIFT``); neighbours measured within ``NOISE`` of each other are ranked by the model.
+    At the deadline's floor the clock below is time-shared in (:meth:`_dither`) up to
+    ``DITHER_SHARE`` of the frames late, where it costs less.
     """
 
     WINDOW = 90  # frames remembered for the deadline check
