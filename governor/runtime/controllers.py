@@ -835,7 +835,7 @@ class ThroughputController(Controller):
     FLAT_MARGIN = 0.1  # headroom without busy_s (no spread known), unless margin is given
     RESEED_S = 1.0  # the model's pick this long away from the search's start: start there
     DITHER_SHARE = 0.0075  # of the frames the dither with the clock below may let run late
-    STICK = 0.002  # the model's pick is left for one it prices cheaper by more than this
+    STICK = 0.002  # (search) the model's pick is left for one priced cheaper by more than this
     NOISE = 0.003  # a neighbour measured cheaper by less is not taken to be cheaper
     DRIFT = 0.02  # a settled clock's measured cost moved this much: search again
 
@@ -989,9 +989,10 @@ class ThroughputController(Controller):
                 best = (cost, f)
         if best is None:
             return model.top_mhz
-        if held is not None and held <= best[0] * (1.0 + self.STICK):
-            # a pick the model prices within its own error of the cheapest is kept: on a
-            # flat curve the idle power still being learnt would flip it between far clocks
+        if self.search and held is not None and held <= best[0] * (1.0 + self.STICK):
+            # the search's seed: a pick the model prices within 0.2 % of the cheapest is
+            # kept, else the idle power still being learnt flips it between far clocks
+            # on a flat curve and every flip starts the search again
             return self.choice_mhz
         return best[1]
 
