@@ -89,12 +89,12 @@ def best_lasting_clock(board, doc, clocks, trace, duration, budget, scope="board
     return best
 
 
-def best_rate_clock(board, doc, clocks, duration):
+def best_rate_clock(board, doc, clocks, duration, seed=0):
     """Cheapest constant clock missing <= 1 % of the frames."""
     lo, hi, first = 0, len(clocks) - 1, None
     while lo <= hi:  # lowest clock that keeps up
         mid = (lo + hi) // 2
-        run = constant(board, doc, clocks[mid], "perception-30hz", duration)
+        run = constant(board, doc, clocks[mid], "perception-30hz", duration, seed=seed)
         if run["deadline_misses"] <= 0.01 * run["frames"]:
             first, hi = (mid, run), mid - 1
         else:
@@ -103,7 +103,7 @@ def best_rate_clock(board, doc, clocks, duration):
         return None
     best = first[1]
     for i in range(first[0] + 1, len(clocks)):  # energy may still fall above it (idle power)
-        run = constant(board, doc, clocks[i], "perception-30hz", duration)
+        run = constant(board, doc, clocks[i], "perception-30hz", duration, seed=seed)
         if run["energy_j"] >= best["energy_j"]:
             break
         best = run
@@ -325,9 +325,17 @@ def bench_battery(boards, docs, duration, scope="board", ticks=False, seed=0):
     )
 
 
-def bench_throughput(boards, docs, duration):
+def bench_throughput(boards, docs, duration, seed=0):
+    """The throughput policy on the perception trace against the cheapest constant clock
+    that misses at most 1 % of the frames. ``seed`` is the trace's (frame jitter) and the
+    sensors'; the camera's rate and load are ``simulate.FRAME_RATE_HZ`` / ``FRAME_LOAD``
+    (30 Hz, 0.45 unless ``--frame-rate-hz`` / ``--frame-load`` set them: held-out checks)."""
+    from governor.runtime import simulate as sim
+
+    rate_hz, load = sim.FRAME_RATE_HZ, sim.FRAME_LOAD
     print(
-        f"\n## Throughput: 30 Hz perception loop, {duration:.0f} s (a frame needs 45 % of its period at the top clock)"
+        f"\n## Throughput: {rate_hz:g} Hz perception loop, {duration:.0f} s (a frame needs "
+        f"{100 * load:.0f} % of its period at the top clock)" + (f", seed {seed}" if seed else "")
     )
     print(
         "| board | missed % | energy J | best constant clock: MHz, missed %, energy J | "
@@ -335,23 +343,17 @@ def bench_throughput(boards, docs, duration):
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
     ratios, misses = [], []
+    trace = "perception-30hz"
     for board in boards:
         doc = docs[board]
         clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
-        r = simulate(
-            board, {"policy": "throughput", "rate_hz": 30}, "perception-30hz", duration, profile=doc
-        )
-        best = best_rate_clock(board, doc, clocks, duration)
-        top = constant(board, doc, clocks[-1], "perception-30hz", duration)
+        policy = {"policy": "throughput", "rate_hz": rate_hz}
+        r = simulate(board, policy, trace, duration, profile=doc, seed=seed)
+        best = best_rate_clock(board, doc, clocks, duration, seed=seed)
+        top = constant(board, doc, clocks[-1], trace, duration, seed=seed)
         # the default learns the headroom from the frames' spread; an explicit margin keeps
         # that share of the period free at the slowest recent frame (no frame late): its cost
-        strict = simulate(
-            board,
-            {"policy": "throughput", "rate_hz": 30, "margin": 0.1},
-            "perception-30hz",
-            duration,
-            profile=doc,
-        )
+        strict = simulate(board, dict(policy, margin=0.1), trace, duration, profile=doc, seed=seed)
         ratios.append(r["energy_j"] / best["energy_j"])
         misses.append(100 * r["deadline_misses"] / r["frames"])
         print(
@@ -577,7 +579,19 @@ def main() -> None:
         default="both",
         help="battery: whether the simulated job reports its work with gov.tick",
     )
-    parser.add_argument("--seed", type=int, default=0, help="trace seed (bursty)")
+    parser.add_argument("--seed", type=int, default=0, help="trace seed (bursty, throughput)")
+    parser.add_argument(
+        "--frame-rate-hz",
+        type=float,
+        default=None,
+        help="throughput: the camera's rate (default 30; held-out checks)",
+    )
+    parser.add_argument(
+        "--frame-load",
+        type=float,
+        default=None,
+        help="throughput: a frame's share of its period at the top clock (default 0.45)",
+    )
     parser.add_argument(
         "--only",
         default="",
@@ -603,7 +617,15 @@ def main() -> None:
         for ticks in {"no": (False,), "yes": (True,)}.get(args.battery_ticks, (False, True)):
             bench_battery(boards, docs, 600 * scale, ticks=ticks, seed=args.seed)
     if "throughput" in only:
-        bench_throughput(boards, docs, 60 * scale)
+        from governor.runtime import simulate as sim
+
+        kept = sim.FRAME_RATE_HZ, sim.FRAME_LOAD
+        if args.frame_rate_hz is not None:
+            sim.FRAME_RATE_HZ = args.frame_rate_hz
+        if args.frame_load is not None:
+            sim.FRAME_LOAD = args.frame_load
+        bench_throughput(boards, docs, 60 * scale, seed=args.seed)
+        sim.FRAME_RATE_HZ, sim.FRAME_LOAD = kept  # the other sections' camera
     if "floor" in only:
         bench_floor(boards, docs, 60 * scale)
     if "online" in only:

@@ -293,6 +293,12 @@ class ThroughputController(Controller):
     power) wins; lowering is delayed by ``hold_down_s`` (hysteresis) once the spread is
     learnt, raising is immediate. The start's top clock is left as the first frame ends
     (:attr:`eager`), not at the first control period.
+
+    With an energy counter (``search``) a local search on measured power moves from the
+    model's pick and holds the local minimum it finds while its measured cost holds
+    (``DRIFT``); neighbours measured within ``NOISE`` of each other are ranked by the model.
+    At the deadline's floor the clock below is time-shared in (:meth:`_dither`) up to
+    ``DITHER_SHARE`` of the frames late, where it costs less.
     """
 
     WINDOW = 90  # frames remembered for the deadline check
@@ -302,13 +308,16 @@ class ThroughputController(Controller):
     STALE_S = 20.0  # a neighbour's measured power is trusted this long
     PROBE_WITHIN = 0.01  # a neighbour the model prices more than this dearer is not probed
     LONG_FRAMES = 600  # frames in the long mean of the work per frame (the search's cost)
-    HOLD_S = 10.0  # at a local minimum, hold this long before probing again
     IDLE_GAIN = 0.05  # per period, of the gap to the latest idle-power estimate
     LATE_SHARE = 0.005  # of the frames the learnt deadline may let run late
     MIN_FRAMES = 30  # frames before their spread is trusted
     YOUNG_HEADROOM = 0.25  # over the slowest frame with one frame seen; / sqrt(frames)
     FLAT_MARGIN = 0.1  # headroom without busy_s (no spread known), unless margin is given
     RESEED_S = 1.0  # the model's pick this long away from the search's start: start there
+    DITHER_SHARE = 0.0075  # of the frames the dither with the clock below may let run late
+    STICK = 0.002  # (search) the model's pick is left for one priced cheaper by more than this
+    NOISE = 0.003  # a neighbour measured cheaper by less is not taken to be cheaper
+    DRIFT = 0.02  # a settled clock's measured cost moved this much: search again
 
     def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
         super().__init__(model)
@@ -329,7 +338,6 @@ class ThroughputController(Controller):
         self.away_s = 0.0  # how long the model's pick has been away from it
         self.costs: Dict[int, Tuple[float, float]] = {}  # index -> (mean power W, when)
         self.held_s = self.energy_j = self.measured_s = 0.0
-        self.hold_until_s = -math.inf
         self.step = max(1, int(round(0.02 * len(model.clocks_mhz))))
         self.period_busy_s = self.window_busy_s = 0.0
         self.units_seen = 0
@@ -337,6 +345,13 @@ class ThroughputController(Controller):
         # the last LONG_FRAMES frames' top-clock time per unit, in arrival order and sorted
         self.recent: Deque[float] = collections.deque(maxlen=self.LONG_FRAMES)
         self.ranked: List[float] = []
+        # whether each of the last LONG_FRAMES frames ran past its period, and how many did
+        self.late: Deque[bool] = collections.deque(maxlen=self.LONG_FRAMES)
+        self.late_count = 0
+        self.base_mhz: Optional[float] = None  # the clock chosen before the dither
+        self.carry = 0.0  # error diffusion of the dither's share
+        self.dither_mhz: Optional[float] = None  # the clock below, while dithering
+        self.settled_cost: Optional[float] = None  # the search's local minimum, measured
 
     @property
     def eager(self) -> bool:
@@ -365,6 +380,11 @@ class ThroughputController(Controller):
                 bisect.insort(self.ranked, per_unit)
                 self.units_seen = min(self.units_seen + 1, self.LONG_FRAMES)
                 self.unit_mean += (per_unit - self.unit_mean) / self.units_seen
+                late = tick.busy_s * self.policy.rate_hz > tick.units
+                if len(self.late) == self.LONG_FRAMES:
+                    self.late_count -= self.late[0]
+                self.late.append(late)
+                self.late_count += late
             else:
                 flat += tick.units * rel
         while self.rate_window and self.rate_window[0][0] < obs.t_s - 2.0:
@@ -436,42 +456,62 @@ class ThroughputController(Controller):
             mean = 1.0 / self.capacity_top  # type: ignore[operator]
         self.floor_idx = len(model.clocks_mhz) - 1
         idle_w = self.idle_w if self.idle_w is not None else model.idle_w
+        held: Optional[float] = None  # the cost of the last pick, if it still keeps up
         for i, (f, p, rel) in enumerate(zip(model.clocks_mhz, model.power_w, model.time_rel)):
             if need * rel * rate > 1.0:
                 continue
             self.floor_idx = min(self.floor_idx, i)
             busy = min(1.0, rate * mean * rel)
             cost = busy * p + (1.0 - busy) * idle_w
+            if f == self.choice_mhz:
+                held = cost
             if best is None or cost < best[0] - 1e-12:
                 best = (cost, f)
-        return best[1] if best else model.top_mhz
+        if best is None:
+            return model.top_mhz
+        if self.search and held is not None and held <= best[0] * (1.0 + self.STICK):
+            # the search's seed: a pick the model prices within 0.2 % of the cheapest is
+            # kept, else the idle power still being learnt flips it between far clocks
+            # on a flat curve and every flip starts the search again
+            return self.choice_mhz
+        return best[1]
 
     def _search(self, obs: Observation, choice: float, current_mhz: float) -> Tuple[float, bool]:
         """Local search on measured power among the clocks that keep the rate: the model's
-        pick is where it starts, the energy counter says which neighbour is cheaper."""
+        pick is where it starts, the energy counter says which neighbour is cheaper. A local
+        minimum is held while its measured cost stays within ``DRIFT`` of what it was (no
+        periodic probing of neighbours on a steady load)."""
         clocks = self.model.clocks_mhz
         top = len(clocks) - 1
         floor = self.floor_idx
         seed = self.model.index(choice)
+        now = obs.t_s
         away = abs(seed - self.seed_idx) > 2 * self.step
         self.away_s = self.away_s + obs.dt_s if away else 0.0
-        if self.target is None or self.away_s >= self.RESEED_S:
-            # the first search, or the model's pick moved away and stayed (its idle power
-            # and work per frame are still being learnt): start again from the new pick
-            self.target, self.seed_idx, self.away_s = seed, seed, 0.0
-            self.held_s, self.energy_j, self.measured_s, self.window_busy_s = 0.0, 0.0, 0.0, 0.0
+        if self.target is None:
             self.costs.clear()
-            self.hold_until_s = -math.inf
+            self._start(seed)
+        elif self.away_s >= self.RESEED_S:
+            # the model's pick moved away and stayed (its idle power and work per frame are
+            # still being learnt): start again from the new pick, unless the clock held now
+            # was measured cheaper than that pick lately
+            there, here = self.costs.get(seed), self.costs.get(self.target)
+            if (
+                there is None
+                or here is None
+                or now - there[1] > self.STALE_S
+                or now - here[1] > self.STALE_S
+                or here[0] > there[0]
+            ):
+                self._start(seed)
+            else:
+                self.seed_idx, self.away_s = seed, 0.0
         if self.target < floor:  # the deadline, not the search, decides: up at once
             self.target, self.held_s, self.energy_j, self.measured_s = floor, 0.0, 0.0, 0.0
             self.costs.clear()
+            self.settled_cost = None
             return clocks[floor], True
-        now = obs.t_s
-        if (
-            obs.power_w is not None
-            and obs.applied_mhz == clocks[self.target]
-            and now >= self.hold_until_s
-        ):
+        if obs.power_w is not None and obs.applied_mhz == clocks[self.target]:
             self.held_s += obs.dt_s
             if self.held_s > self.SETTLE_S:
                 self.energy_j += obs.power_w * obs.dt_s
@@ -483,8 +523,12 @@ class ThroughputController(Controller):
                     self.energy_j / self.measured_s,
                     self.window_busy_s / self.measured_s,
                 )
-                self.costs[self.target] = (cost, now)
                 self.held_s = self.energy_j = self.measured_s = self.window_busy_s = 0.0
+                self.costs[self.target] = (cost, now)
+                settled = self.settled_cost
+                if settled is not None and abs(cost - settled) <= self.DRIFT * settled:
+                    return clocks[self.target], False  # a steady load: stay, no probing
+                self.settled_cost = None  # not settled yet, or the load changed: search
                 step = self.step
                 near = [i for i in (self.target - step, self.target + step) if floor <= i <= top]
                 fresh = {i: c for i, (c, t) in self.costs.items() if now - t <= self.STALE_S}
@@ -497,15 +541,30 @@ class ThroughputController(Controller):
                     for i in near
                     if i not in fresh and self._predicted_w(i) <= here * (1.0 + self.PROBE_WITHIN)
                 ]
-                cheaper = [i for i in known if fresh[i] < fresh[self.target]]
+                bar = fresh[self.target] * (1.0 - self.NOISE)
+                cheaper = [i for i in known if fresh[i] < bar]
+                # a neighbour measured within the noise of this clock: the measurement
+                # cannot tell them apart (thermal drift alone moves a 2-s window by about
+                # 0.1 %), the model (with the measured idle power) does
+                alike = [i for i in known if fresh[i] <= fresh[self.target] * (1.0 + self.NOISE)]
                 if cheaper:  # descend
                     self.target = min(cheaper, key=lambda i: fresh[i])
+                elif alike:
+                    best = min(alike + [self.target], key=self._predicted_w)
+                    self.target = best
+                    self.settled_cost = fresh[best]
                 elif unknown:  # look on the side not seen yet
                     self.target = unknown[0]
-                else:  # a local minimum: stay a while
-                    self.hold_until_s = now + self.HOLD_S
+                else:  # a local minimum: stay while its cost holds
+                    self.settled_cost = cost
         target = clocks[self.target]
         return target, target > current_mhz
+
+    def _start(self, seed: int) -> None:
+        """Start the search at clock index ``seed`` (the model's pick)."""
+        self.target, self.seed_idx, self.away_s = seed, seed, 0.0
+        self.held_s, self.energy_j, self.measured_s, self.window_busy_s = 0.0, 0.0, 0.0, 0.0
+        self.settled_cost = None
 
     def _predicted_w(self, i: int) -> float:
         """The model's mean power for clock index ``i`` at the rate (idle power measured
@@ -534,9 +593,21 @@ class ThroughputController(Controller):
         self.choice_mhz = choice
         if choice is None:
             return current_mhz, False
+        # the clock chosen before the dither's periods at the clock below
+        base_now = self.base_mhz if self.base_mhz is not None else current_mhz
         young = bool(self.per_unit_top) and len(self.ranked) < self.MIN_FRAMES
         if self.search and not young:  # the search starts from a choice of learnt frames
-            return self._search(obs, choice, current_mhz)
+            base, urgent = self._search(obs, choice, base_now)
+        else:
+            base, urgent = self._follow(obs, choice, base_now)
+        self.base_mhz = base
+        low = self._dither(self.model.index(base))
+        if low is not None:
+            return low, False
+        return base, urgent or base > current_mhz
+
+    def _follow(self, obs: Observation, choice: float, current_mhz: float) -> Tuple[float, bool]:
+        """The model's pick, raised at once and lowered after the hold-down."""
         if choice > current_mhz:
             self.below_since_s = None
             self.settled = True
@@ -555,6 +626,50 @@ class ThroughputController(Controller):
             return current_mhz, False
         self.below_since_s = None
         return current_mhz, False
+
+    def _late_share(self, i: int) -> float:
+        """The share of the last frames that would run past their period at clock index
+        ``i`` (their top-clock time per unit scaled by the time model)."""
+        n = len(self.ranked)
+        limit = 1.0 / (self.policy.rate_hz * self.model.time_rel[i])
+        return (n - bisect.bisect_right(self.ranked, limit)) / n
+
+    def _dither(self, i: int) -> Optional[float]:
+        """The clock below the deadline's floor for this period, or None (hold ``i``).
+
+        The floor keeps all but ``LATE_SHARE`` of the frames on time, the clock below misses
+        more: time-shared so that the mix's expected late share is ``DITHER_SHARE`` (error
+        diffusion over periods), it uses the late share a kept rate allows, which a constant
+        clock on a coarse table cannot. Only where the clock below costs less (by the model,
+        with the measured idle power), its frames do not queue (mean busy share under 1),
+        and the frames seen late lately (``busy_s`` over the period) are under the share."""
+        self.dither_mhz = None
+        if (
+            i != self.floor_idx
+            or (self.search and self.settled_cost is None)  # a search still measuring
+            or i == 0
+            or self.policy.margin is not None
+            or len(self.ranked) < self.MIN_FRAMES
+            or self.late_count >= self.DITHER_SHARE * len(self.late)
+        ):
+            self.carry = 0.0
+            return None
+        if self.policy.rate_hz * self.unit_mean * self.model.time_rel[i - 1] >= 1.0:
+            self.carry = 0.0
+            return None
+        here, below = self._late_share(i), self._late_share(i - 1)
+        if below <= here or here >= self.DITHER_SHARE:
+            self.carry = 0.0
+            return None
+        if self._predicted_w(i - 1) >= self._predicted_w(i):
+            self.carry = 0.0
+            return None
+        self.carry += min(1.0, (self.DITHER_SHARE - here) / (below - here))
+        if self.carry < 1.0:
+            return None
+        self.carry -= 1.0
+        self.dither_mhz = self.model.clocks_mhz[i - 1]
+        return self.dither_mhz
 
     def status(self) -> Dict[str, Any]:
         return {
@@ -693,6 +808,12 @@ class FloorThroughputController(Controller):
 
     def decide(self, obs, ticks, current_mhz):
         want, urgent = self.rate.decide(obs, ticks, current_mhz)
+        if self.degraded and self.rate.base_mhz is not None:
+            # the rate's dither below its floor spends late frames for energy; a degraded
+            # rate skips or delays frames already, and the power-vs-share fit wants one
+            # clock per share: hold the floor
+            want = self.rate.base_mhz
+            urgent = want > current_mhz
         self.battery.decide(obs, ticks, current_mhz)  # the plan's bookkeeping
         if obs.power_w is not None:
             if self.board and obs.board_power_w is not None:

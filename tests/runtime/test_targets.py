@@ -363,7 +363,9 @@ def test_an_ample_floor_budget_admits_every_frame(profile_of):
     alone = simulate(board, spec, "perception-30hz", 20, profile=doc, scope="board")
     floor = dict(spec, energy_j=1.2 * alone["energy_j"], duration_s=20)
     ample = simulate(board, floor, "perception-30hz", 20, profile=doc)
-    assert ample["frames_skipped"] == 0 and ample["deadline_misses"] == 0
+    # the frames the rate alone lets run late (its dither below the floor), no more
+    assert ample["frames_skipped"] == 0
+    assert ample["deadline_misses"] == alone["deadline_misses"] <= 0.01 * ample["frames"]
     assert ample["admitted_rate_hz"] == 30
     assert ample["energy_j"] == pytest.approx(alone["energy_j"], rel=0.005)
 
