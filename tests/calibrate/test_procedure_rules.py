@@ -100,3 +100,40 @@ def test_a_runner_up_competes_on_measured_energy_only():
     assert pr._runner_up(clocks, by_clock, lambda c: abs(c - 880)) == 900.0
     assert pr._runner_up(clocks, by_clock, lambda c: abs(c - 640)) == 700.0
     assert pr._runner_up(list(by_clock), by_clock, lambda c: c) is None
+
+
+def test_the_search_grid_thins_only_fine_tables():
+    from governor.calibrate.procedure import SEARCH_CLOCKS, search_grid
+
+    coarse = [595.0 + 38.0 * i for i in range(16)]  # Titan X: 16 sampled clocks
+    assert search_grid(coarse) == coarse
+    a40 = [855.0 + 15.0 * i for i in range(60)]  # A40: 855-1740 MHz by 15 MHz
+    grid = search_grid(a40)
+    assert len(grid) <= SEARCH_CLOCKS and grid[-1] == a40[-1]
+    steps = {b - a for a, b in zip(grid, grid[1:])}
+    assert steps == {45.0}  # every third clock: the least step that leaves <= 24
+    assert grid[0] - a40[0] < 45.0  # and it reaches down to the bottom of the table
+    assert search_grid(a40[:24]) == a40[:24]
+    assert len(search_grid(a40[:25])) <= SEARCH_CLOCKS
+    assert search_grid(a40, max_clocks=60) == a40
+
+
+def test_a_fine_table_spends_no_probes_on_neighbouring_clocks():
+    """A40, BLOOM forward (Perseus): 60 clocks 15 MHz apart, energy within 1 % over
+    945-1020 MHz. Searching every clock spent three probes on 855, 870 and 885 MHz (energy
+    differences below the noise) and chose 870 MHz, 4.3 % above the best measured clock
+    (1005 MHz). On the search grid no two probes are closer than three table steps and the
+    choice is within 0.5 % of the best, and the profile still lists every clock."""
+    from pathlib import Path
+
+    from governor.calibrate.procedure import ReplayProber
+
+    path = Path(__file__).resolve().parents[1] / "data" / "replay"
+    dev = governor.open_device(f"replay:{path / 'a40_perseus-bloom-stage-forward.csv'}")
+    result = calibrate(ReplayProber(dev), max_probes=6)
+    energy = dict(zip(dev.sweep.requested_mhz, dev.sweep.energy_j()))
+    probed = sorted(p.requested_mhz for p in result.probes)
+    assert len(probed) == 6
+    assert min(b - a for a, b in zip(probed, probed[1:])) >= 45.0
+    assert energy[result.ppw_optimal_clock_mhz] <= 1.005 * min(energy.values())
+    assert result.supported_clocks_mhz == tuple(dev.supported_clocks_mhz())
