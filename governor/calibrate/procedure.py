@@ -6,9 +6,7 @@
 3. Fit P(f) (ridge point) and t(f); the PPW-optimal clock minimises E(f) = P(f)·t(f).
 4. Probe the predicted optimum, then between it and its probed neighbours, until the
    optimum is pinned (its neighbours in the clock table are probed); budget left after that
-   goes to the runner-up, the unprobed clock with the least predicted energy. On a fine
-   clock table the search uses every k-th clock (``search_grid``): neighbours 15 MHz apart
-   differ in energy by less than the noise.
+   goes to the runner-up, the unprobed clock with the least predicted energy.
 5. Choose the probed clock with the least measured energy per unit of work among the
    optimum, its probed neighbours and the runners-up: near the optimum the probes are
    trusted over the model.
@@ -42,17 +40,10 @@ __all__ = [
     "ReplayProber",
     "calibrate",
     "choose_initial_clocks",
-    "search_grid",
 ]
 
 INITIAL_FRACTIONS = (0.0, 0.45, 0.75, 1.0)
 MIN_PROBES = 4
-#: the search uses at most this many clocks of the table (``search_grid``). On a table of
-#: 15 MHz steps (38-60 clocks on the A100-SXM4 and A40) neighbouring clocks differ in energy
-#: by less than the sensors' noise near the optimum, so refinement probes one or two steps
-#: apart spent the budget without telling clocks apart (A40 BLOOM forward: 855, 870, 885 MHz,
-#: +4.3 %). Chosen by leave-one-GPU-family-out over the real sweeps (docs/calibration.md).
-SEARCH_CLOCKS = 24
 
 
 @dataclass(frozen=True)
@@ -421,18 +412,6 @@ def _next_to_best(clocks: Sequence[float], probes: List[Probe]) -> Optional[floa
     return min(sides)[1]
 
 
-def search_grid(clocks: Sequence[float], max_clocks: Optional[int] = None) -> List[float]:
-    """The clocks the search probes and chooses from (MHz, ascending): the whole table when
-    it has at most ``max_clocks`` (default ``SEARCH_CLOCKS``), else every k-th clock counted
-    down from the top one, k the least step that leaves at most ``max_clocks``."""
-    limit = SEARCH_CLOCKS if max_clocks is None else max_clocks
-    n = len(clocks)
-    if n <= limit:
-        return list(clocks)
-    step = math.ceil((n - 1) / (limit - 1))
-    return [clocks[i] for i in range(n - 1, -1, -step)][::-1]
-
-
 def _runner_up(
     clocks: Sequence[float], by_clock: Dict[float, Probe], energy: Callable
 ) -> Optional[float]:
@@ -485,8 +464,6 @@ def calibrate(
         raise InvalidRequestError(
             f"{prober.device.uri} supports only {len(clocks)} clock(s): nothing to calibrate"
         )
-    table = clocks
-    clocks = search_grid(table)
     probes: List[Probe] = []
     by_clock: Dict[float, Probe] = {}
     idle_w = prober.idle_power_w() if measure_idle else None
@@ -565,7 +542,7 @@ def calibrate(
             ridge_clock_mhz=math.nan,
             ppw_optimal_clock_mhz=best.requested_mhz,
             predicted_optimum_mhz=math.nan,
-            supported_clocks_mhz=tuple(table),
+            supported_clocks_mhz=tuple(clocks),
             device_time_s=prober.device_time_s,
             notes=[],
             method="best-probe",
@@ -596,8 +573,8 @@ def calibrate(
     # the fit may put the kink below the lowest clock (voltage rising from the start): the
     # board's ridge is then its lowest clock; profiles keep ridge clocks within the table
     ridge = power.ridge_clock_mhz
-    ridge = min(max(ridge, table[0]), table[-1]) if math.isfinite(ridge) else table[-1]
-    interval = _optimum_interval(table, probes, power, time, chosen)
+    ridge = min(max(ridge, clocks[0]), clocks[-1]) if math.isfinite(ridge) else clocks[-1]
+    interval = _optimum_interval(clocks, probes, power, time, chosen)
     return CalibrationResult(
         device_uri=prober.device.uri,
         idle_power_w=idle_w,
@@ -607,7 +584,7 @@ def calibrate(
         ridge_clock_mhz=ridge,
         ppw_optimal_clock_mhz=chosen,
         predicted_optimum_mhz=optimum,
-        supported_clocks_mhz=tuple(table),
+        supported_clocks_mhz=tuple(clocks),
         device_time_s=prober.device_time_s,
         notes=notes,
         optimum_interval=interval,
