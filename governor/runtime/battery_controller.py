@@ -14,7 +14,7 @@ import math
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from governor.errors import InvalidRequestError
-from governor.runtime.controllers import Controller, PowerTracker
+from governor.runtime.controller_base import Controller, PowerTracker
 from governor.runtime.model import ClockModel
 from governor.runtime.policies import Battery
 from governor.runtime.workrate import PhaseFit

@@ -1,0 +1,177 @@
+"""What every controller shares: the period it sees, the app's ticks, the interface, and the
+power tracker the power-type controllers (cap, battery) use.
+
+:class:`PowerTracker`: the measured power over the period divided by the model's prediction
+for the clock that ran gives a correction ``r`` (fast to rise, slow to fall), and the next
+clock is the highest whose corrected prediction fits the target. With ``dither`` the leftover
+between the target and that clock's power is carried to the next period (error diffusion), so
+the *mean* power reaches the target even on a table of four clocks.
+
+Kept apart from :mod:`governor.runtime.controllers` so that the battery controller's module
+and the other controllers both build on it without importing each other.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from governor.runtime.model import ClockModel
+
+__all__ = ["Controller", "Observation", "PowerTracker", "StaticController", "Tick"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One control period as measured. ``power_w`` is the mean over the period when the
+    device has an energy counter, else the latest reading; None when telemetry failed."""
+
+    t_s: float
+    dt_s: float
+    power_w: Optional[float]
+    clock_mhz: Optional[float]
+    applied_mhz: float
+    energy_used_j: float
+    elapsed_s: float
+    #: whether the GPU computed during the period (utilisation); None when unknown
+    busy: Optional[bool] = None
+    #: mean whole-board power over the period (W), where the device meters the board
+    board_power_w: Optional[float] = None
+    #: whole-board energy used since the start (J), where metered
+    board_energy_used_j: Optional[float] = None
+    #: the GPU figure's power between frames (W), measured from readings filed as idle
+    #: where there is no energy counter (see metering.py); None when not known
+    idle_power_w: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Tick:
+    """App progress: ``units`` done at ``t_s``; ``busy_s`` the time they took, when known."""
+
+    t_s: float
+    units: float
+    busy_s: Optional[float]
+    applied_mhz: float
+
+
+class Controller:
+    """Interface. ``initial_mhz`` before the first observation, ``decide`` every period."""
+
+    def __init__(self, model: ClockModel) -> None:
+        self.model = model
+
+    def initial_mhz(self) -> float:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def decide(
+        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
+    ) -> Tuple[float, bool]:
+        return current_mhz, False
+
+    def safe_mhz(self, current_mhz: float) -> float:
+        """The clock to hold while telemetry fails."""
+        return current_mhz
+
+    def status(self) -> Dict[str, Any]:
+        return {}
+
+
+class StaticController(Controller):
+    """One clock for the whole run (ppw, max, clock)."""
+
+    def __init__(self, model: ClockModel, clock_mhz: float) -> None:
+        super().__init__(model)
+        self.clock_mhz = model.clocks_mhz[model.index(clock_mhz)]
+
+    def initial_mhz(self) -> float:
+        return self.clock_mhz
+
+    def decide(self, obs, ticks, current_mhz):
+        return self.clock_mhz, False
+
+    def safe_mhz(self, current_mhz: float) -> float:
+        return self.clock_mhz
+
+
+class PowerTracker:
+    """Measured-power correction of the model and the clock that fits a power target.
+
+    The correction is kept per clock: a load's power does not scale with the calibration
+    load's by one factor at every clock (a memory-bound load's share of dynamic power falls
+    as the clock rises), and dithering between two clocks reaches its target only if both
+    levels are right. A clock not measured yet borrows the nearest measured clock's factor.
+    """
+
+    RISE = 1.0  # share of an upward correction taken at once (power above prediction)
+    FALL = 0.3  # share of a downward correction per period
+
+    def __init__(self, model: ClockModel, dither: bool) -> None:
+        self.model = model
+        self.dither = dither
+        self.r: Optional[float] = None  # the latest factor, at whichever clock ran
+        self.r_by_clock: Dict[float, float] = {}
+        self._measured: List[float] = []  # clocks with a factor, ascending
+        self.carry_w = 0.0
+
+    def learn(self, power_w: float, applied_mhz: float) -> None:
+        predicted = self.model.power_at(applied_mhz)
+        if predicted <= 0 or not math.isfinite(power_w) or power_w < 0:
+            return
+        r_inst = power_w / predicted
+        r_old = self.r_by_clock.get(applied_mhz, self.r)
+        if r_old is None or r_inst > r_old:
+            r_new = r_old + self.RISE * (r_inst - r_old) if r_old is not None else r_inst
+        else:
+            r_new = r_old + self.FALL * (r_inst - r_old)
+        if self.r is not None and r_inst > self.r * 1.2:  # the load grew: old factors are stale
+            self.r_by_clock = {c: max(v, r_new) for c, v in self.r_by_clock.items()}
+        if applied_mhz not in self.r_by_clock:
+            bisect.insort(self._measured, applied_mhz)
+        self.r_by_clock[applied_mhz] = r_new
+        self.r = r_new
+
+    @property
+    def scale(self) -> float:
+        return self.r if self.r is not None else 1.0
+
+    def scale_at(self, clock_mhz: float) -> float:
+        factors = self.r_by_clock
+        if clock_mhz in factors:
+            return factors[clock_mhz]
+        measured = self._measured
+        if not measured:
+            return self.scale
+        i = bisect.bisect_left(measured, clock_mhz)
+        near = [measured[j] for j in (i - 1, i) if 0 <= j < len(measured)]
+        return factors[min(near, key=lambda c: abs(c - clock_mhz))]
+
+    def predicted_w(self, clock_mhz: float) -> float:
+        return self.scale_at(clock_mhz) * self.model.power_at(clock_mhz)
+
+    def clock_for(self, target_w: float, *, carry: bool = True) -> float:
+        """The highest clock whose corrected power fits ``target_w`` (plus the carried
+        leftover when dithering); the lowest clock when none does."""
+        clocks, model_w = self.model.clocks_mhz, self.model.power_w
+        top = len(clocks) - 1
+        want = target_w + (self.carry_w if (carry and self.dither) else 0.0)
+
+        def level(i: int) -> float:
+            return self.scale_at(clocks[i]) * model_w[i]
+
+        # the model's power rises with the clock: bisect with one factor, then step with
+        # each clock's own factor (a control step must stay cheap on 190-clock tables)
+        idx = min(max(bisect.bisect_right(model_w, want / self.scale) - 1, 0), top)
+        while idx < top and level(idx + 1) <= want:
+            idx += 1
+        while idx > 0 and level(idx) > want:
+            idx -= 1
+        if carry and self.dither and idx < top and level(idx) <= want:
+            self.carry_w = want - level(idx)
+        else:
+            # at the top clock the leftover is dropped, not carried: no windup when demand,
+            # not the target, limits (it costs a little mean power when the top clock is one
+            # of the two being dithered)
+            self.carry_w = 0.0
+        return clocks[idx]
