@@ -492,6 +492,29 @@ class ThroughputController(Controller):
         limit = 1.0 / (self.policy.rate_hz * self.model.time_rel[i])
         return (n - bisect.bisect_right(self.ranked, limit)) / n
 
+    def _dither_shares(self, i: int) -> Optional[Tuple[float, float]]:
+        """The late shares (at ``i``, at the clock below) when clock index ``i`` may be
+        time-shared with the one below (see :meth:`_dither`), else None: the floor, learnt
+        frames, a search not measuring, few frames seen late, frames that would not queue
+        below, the clock below cheaper (the model with the measured idle power) and with
+        more late frames, ``i``'s own under the share."""
+        if (
+            i != self.floor_idx
+            or (self.search and self.settled_cost is None)  # a search still measuring
+            or i == 0
+            or self.policy.margin is not None
+            or len(self.ranked) < self.MIN_FRAMES
+            or self.late_count >= self.DITHER_SHARE * len(self.late)
+            or self.policy.rate_hz * self.unit_mean * self.model.time_rel[i - 1] >= 1.0
+        ):
+            return None
+        here, below = self._late_share(i), self._late_share(i - 1)
+        if below <= here or here >= self.DITHER_SHARE:
+            return None
+        if self._predicted_w(i - 1) >= self._predicted_w(i):
+            return None
+        return here, below
+
     def _dither(self, i: int) -> Optional[float]:
         """The clock below the deadline's floor for this period, or None (hold ``i``).
 
@@ -502,26 +525,11 @@ class ThroughputController(Controller):
         with the measured idle power), its frames do not queue (mean busy share under 1),
         and the frames seen late lately (``busy_s`` over the period) are under the share."""
         self.dither_mhz = None
-        if (
-            i != self.floor_idx
-            or (self.search and self.settled_cost is None)  # a search still measuring
-            or i == 0
-            or self.policy.margin is not None
-            or len(self.ranked) < self.MIN_FRAMES
-            or self.late_count >= self.DITHER_SHARE * len(self.late)
-        ):
+        shares = self._dither_shares(i)
+        if shares is None:
             self.carry = 0.0
             return None
-        if self.policy.rate_hz * self.unit_mean * self.model.time_rel[i - 1] >= 1.0:
-            self.carry = 0.0
-            return None
-        here, below = self._late_share(i), self._late_share(i - 1)
-        if below <= here or here >= self.DITHER_SHARE:
-            self.carry = 0.0
-            return None
-        if self._predicted_w(i - 1) >= self._predicted_w(i):
-            self.carry = 0.0
-            return None
+        here, below = shares
         self.carry += min(1.0, (self.DITHER_SHARE - here) / (below - here))
         if self.carry < 1.0:
             return None
