@@ -176,7 +176,7 @@ class ThroughputController(Controller):
     STICK = 0.002  # (search) the model's pick is left for one priced cheaper by more than this
     NOISE = 0.003  # a neighbour measured cheaper by less is not taken to be cheaper
     DRIFT = 0.02  # a settled clock's measured cost moved this much: search again
-    DUEL_S = 1.0  # (search) a window of the duel between the model's far pick and the floor
+    DUEL_S = 0.5  # (search) a window of the duel between the model's far pick and the floor
 
     def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
         super().__init__(model)
@@ -465,8 +465,12 @@ class ThroughputController(Controller):
         power per second) cancels. The floor is kept unless measured dearer than the pick
         by more than ``NOISE``, then held wherever it moves (:attr:`at_floor`)."""
         pick = self.duel
-        if self.target == pick:  # the pick measured: the floor's second window next
-            self.target = floor
+        if self.target == pick:
+            if cost < self.duel_floor_w[0] * (1.0 - self.NOISE):
+                # cheaper than the floor measured before it, warming against it: decided
+                self.duel, self.duel_floor_w = None, []
+                return
+            self.target = floor  # the floor's second window next
             return
         self.duel_floor_w.append(cost)
         if len(self.duel_floor_w) == 1:  # the floor's first window: the pick's next
