@@ -149,14 +149,17 @@ class ThroughputController(Controller):
     its rate, scaled by the time model, says how fast each clock would go. Among the clocks
     that keep up, the one with the least predicted energy per second (busy power plus idle
     power) wins; lowering is delayed by ``hold_down_s`` (hysteresis) once the spread is
-    learnt, raising is immediate. The start's top clock is left as the first frame ends
-    (:attr:`eager`), not at the first control period.
+    learnt, raising is immediate. The first frame runs at the model's PPW clock (the top
+    clock with an explicit margin), which is left as that frame ends (:attr:`eager`), not
+    at the first control period.
 
     With an energy counter (``search``) a local search on measured power moves from the
     model's pick and holds the local minimum it finds while its measured cost holds
     (``DRIFT``); neighbours measured within ``NOISE`` of each other are ranked by the model.
-    At the deadline's floor the clock below is time-shared in (:meth:`_dither`) up to
-    ``DITHER_SHARE`` of the frames late, where it costs less.
+    A pick more than two search steps above the deadline's floor is first measured against
+    the floor (:meth:`_duel`); when it is not clearly cheaper the floor is held wherever it
+    moves (:attr:`at_floor`). At the deadline's floor the clock below is time-shared in
+    (:meth:`_dither`) up to ``DITHER_SHARE`` of the frames late, where it costs less.
     """
 
     WINDOW = 90  # frames remembered for the deadline check
