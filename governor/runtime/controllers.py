@@ -226,9 +226,10 @@ class ThroughputController(Controller):
 
     def initial_mhz(self) -> float:
         """The first frame's clock, before any frame is seen: the model's PPW clock (the
-        cheapest per cycle flat out; a frame needing more than about 70 % of its period at
-        the top clock runs late, once: the first control step raises the clock as it ends),
-        or the top clock when an explicit margin asks for no frame late."""
+        cheapest per cycle flat out; a frame needing more than ``1/t_rel(PPW)`` of its period
+        at the top clock, 62-85 % on the simulated boards, runs late, once: the first control
+        step raises the clock as it ends), or the top clock when an explicit margin asks for
+        no frame late."""
         model = self.model
         if self.policy.margin is not None:
             return model.top_mhz
@@ -475,8 +476,10 @@ class ThroughputController(Controller):
         floor, the pick, the floor again, each for ``DUEL_S`` (the two differ by 1-3 % where
         the model is wrong, not 0.03 % as neighbours do): the pick against the mean of the
         floor's two windows, so the board's warming in between (early on 0.2-0.6 % of the
-        power per second) cancels. The floor is kept unless measured dearer than the pick
-        by more than ``NOISE``, then held wherever it moves (:attr:`at_floor`)."""
+        power per second) cancels; a pick measured cheaper than the floor's first window
+        wins at once (the warming only works against it). The floor is kept unless
+        measured dearer than the pick by more than ``NOISE``, then held wherever it moves
+        (:attr:`at_floor`)."""
         pick = self.duel
         if self.target == pick:
             if cost < self.duel_floor_w[0] * (1.0 - self.NOISE):
