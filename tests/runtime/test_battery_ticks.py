@@ -7,19 +7,12 @@ from __future__ import annotations
 import math
 
 import pytest
+from battery_helpers import model_of, observation, run_mission
 
-import governor
 from governor.devices.sim.catalog import get_board
-from governor.runtime import Governor
-from governor.runtime.controllers import BatteryController, Observation, Tick
-from governor.runtime.model import model_from_profile
+from governor.runtime.controllers import BatteryController, Tick
 from governor.runtime.policies import Battery
 from governor.runtime.workrate import PhaseFit
-
-
-def _model(profile_of, board="a100-sxm"):
-    clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
-    return model_from_profile(clocks, profile_of(board))
 
 
 # -- the fit ---------------------------------------------------------------------------------
@@ -33,7 +26,7 @@ def _feed(fit, run, model, i, seconds, s_per_unit, power_w, dt=0.1):
 
 
 def test_phase_fit_recovers_the_clock_scaled_and_the_fixed_time_per_unit(profile_of):
-    model = _model(profile_of)
+    model = model_of(profile_of)
     idle = model.idle_w
     for a_true, b_true in ((0.05, 0.0), (0.003, 0.047)):
         fit = PhaseFit(model)
@@ -58,7 +51,7 @@ def test_phase_fit_recovers_the_clock_scaled_and_the_fixed_time_per_unit(profile
 def test_phase_fit_sees_a_new_load_at_the_same_clock_but_not_a_move_along_the_table(
     profile_of,
 ):
-    model = _model(profile_of)
+    model = model_of(profile_of)
 
     def compute(rel):
         return 0.05 * rel
@@ -79,21 +72,6 @@ def test_phase_fit_sees_a_new_load_at_the_same_clock_but_not_a_move_along_the_ta
 
 
 # -- the controller --------------------------------------------------------------------------
-def _obs(t, clock, power_w, elapsed):
-    return Observation(
-        t_s=t,
-        dt_s=0.1,
-        power_w=power_w,
-        clock_mhz=clock,
-        applied_mhz=clock,
-        energy_used_j=0.0,
-        elapsed_s=elapsed,
-        busy=True,
-        board_power_w=power_w,
-        board_energy_used_j=power_w * elapsed,
-    )
-
-
 def _run_controller(model, ticking, seconds=60.0):
     """A memory-bound load whose power is the calibration load's (what the power estimate
     reads as compute-bound) and whose work barely rises with the clock."""
@@ -108,13 +86,14 @@ def _run_controller(model, ticking, seconds=60.0):
         done += 0.1 / (0.003 * model.time_rel_at(clock) + 0.047)
         units = float(math.floor(done) - before)
         ticks = [Tick(t, units, None, clock)] if ticking and units else []
-        clock, _ = ctl.decide(_obs(t, clock, model.power_at(clock), t), ticks, clock)
+        obs = observation(t, clock, model.power_at(clock), elapsed_s=t)
+        clock, _ = ctl.decide(obs, ticks, clock)
         clocks.append(clock)
     return ctl, clocks
 
 
 def test_ticks_run_a_memory_bound_load_below_the_plan_the_power_estimate_keeps(profile_of):
-    model = _model(profile_of)
+    model = model_of(profile_of)
     blind, blind_clocks = _run_controller(model, ticking=False)
     seen, seen_clocks = _run_controller(model, ticking=True)
     late = slice(-300, None)  # after the probes (about 12 s)
@@ -129,42 +108,6 @@ def test_ticks_run_a_memory_bound_load_below_the_plan_the_power_estimate_keeps(p
 
 
 # -- on a simulated board ----------------------------------------------------------------
-def _mission(board, doc, budget_j, ticking, phases):
-    """A job that changes load (memory-bound, compute-bound, ...), optionally ticking each
-    whole unit of work it finishes, under the battery policy: (work, energy J, the mean clock
-    of each phase)."""
-    dev = governor.open_device(f"sim:{board}")
-    dev.run_workload(phases[0][0])
-    gov = Governor(
-        dev,
-        {"policy": "battery", "energy_j": budget_j, "duration_s": sum(s for _, s in phases)},
-        profile=doc,
-        background=False,
-        handle_signals=False,
-    )
-    ticked = 0
-    clocks = []
-    with dev:
-        with gov:
-            for load, seconds in phases:
-                dev.run_workload(load)
-                steps = int(round(seconds / gov.interval_s))
-                total = 0.0
-                for _ in range(steps):
-                    dev.clock.sleep(gov.interval_s)
-                    done = math.floor(dev.work_done())
-                    if ticking and done > ticked:
-                        gov.tick(float(done - ticked))
-                    ticked = done
-                    gov.step(advance_s=0)
-                    total += gov.applied_clock_mhz
-                clocks.append(total / steps)
-        work = dev.work_done()
-        energy_j = dev.true_energy_j()  # a datacenter card: the board is the card
-        dev.stop_workload()
-    return work, energy_j, clocks
-
-
 def test_a_ticking_job_that_changes_load_does_more_work_on_the_same_budget(profile_of):
     board = "a100-sxm"
     doc = profile_of(board)
@@ -177,8 +120,8 @@ def test_a_ticking_job_that_changes_load_does_more_work_on_the_same_budget(profi
 
     low, top = energy_j(spec.clocks_mhz[0]), energy_j(spec.clocks_mhz[-1])
     budget = low + 0.6 * (top - low)
-    blind_work, blind_j, blind_clocks = _mission(board, doc, budget, False, phases)
-    seen_work, seen_j, seen_clocks = _mission(board, doc, budget, True, phases)
+    blind_work, blind_j, _, _, blind_clocks = run_mission(board, doc, budget, phases, False)
+    seen_work, seen_j, _, _, seen_clocks = run_mission(board, doc, budget, phases, True)
     assert seen_j <= 1.01 * budget and blind_j <= 1.01 * budget
     # the memory phase gives joules to the compute one, which runs faster than without ticks
     assert seen_clocks[0] < 0.95 * blind_clocks[0]
