@@ -23,6 +23,7 @@ draw), so an estimate from power reads it as compute-bound. Work counted by the 
 from __future__ import annotations
 
 import collections
+import math
 from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.model import ClockModel
@@ -117,6 +118,13 @@ class PhaseFit:
             B = mean_y - A * mean_x
         elif B < 0:  # past a physical bound: all of it scales with the clock
             A, B = mean_y / mean_x, 0.0
+        # whole units counted: each run's time per unit can be off by one unit in its
+        # count, and two runs 20 % apart extrapolate that into B many times over (about
+        # ±18 % of the time per unit after 40 units). A share of memory time within that
+        # error is not measured: the load is taken as compute-bound (the line kept through
+        # the runs' mean), so noise does not read a compute-bound load as memory-bound
+        if 0 < B <= _intercept_err(xs, ys, ws, [r[1] for r in used]):
+            A, B = mean_y / mean_x, 0.0
         idle = self.model.idle_w
         dyn = [r[4] / r[0] - idle for r in used]
         ps = [r[2] / r[0] for r in used]
@@ -163,11 +171,17 @@ class PhaseFit:
             predicted += dt / s_unit
             energy += e
             energy_pred += dt * (base[2] / base[0] + b * (mdt / dt - base[4] / base[0]))
-        if energy_pred > 0 and abs(energy / energy_pred - 1.0) > self.POWER_CHANGE:
+        power_off = abs(energy / energy_pred - 1.0) / self.POWER_CHANGE if energy_pred > 0 else 0.0
+        if power_off > 1.0:
             return True
         if max(seen, predicted) < self.RECENT_UNITS or predicted <= 0:
             return False  # too few units to tell a change from counting whole units
-        return abs(seen / predicted - 1.0) > self.RATE_CHANGE
+        # each off by most of its threshold is a change too: on a board at its power cap a
+        # memory-bound load at a high clock does a few per cent fewer units at some 10 %
+        # less power than the compute-bound one, neither alone past its threshold (the T4
+        # step trace's compute phase ran on 20-26 s into the memory one)
+        rate_off = abs(seen / predicted - 1.0) / self.RATE_CHANGE
+        return rate_off * rate_off + power_off * power_off > 1.0
 
     def probe_pair(self, centre: int, top: Optional[int] = None) -> Tuple[int, int]:
         """Two table indices around ``centre`` whose relative times differ by about 20 %
@@ -194,6 +208,23 @@ def _accumulate(row: List[float], point: Sequence[float], sign: float) -> None:
     """``row += sign · point``, element by element."""
     for k, x in enumerate(point):
         row[k] += sign * x
+
+
+def _intercept_err(xs: List[float], ys: List[float], ws: List[float], units: List[float]) -> float:
+    """The error of the weighted least-squares intercept of ``y = slope · x + intercept``
+    when each ``ys[i]`` (seconds per unit over ``units[i]`` whole units) is off by one unit
+    in its count, ``ys[i] / units[i]``, the runs' errors independent (root of the sum of
+    squares)."""
+    sw = sum(ws)
+    mx = sum(w * x for w, x in zip(ws, xs)) / sw
+    sxx = sum(w * (x - mx) ** 2 for w, x in zip(ws, xs))
+    if sxx <= 0:
+        return 0.0
+    var = 0.0
+    for w, x, y, n in zip(ws, xs, ys, units):
+        d = w / sw - mx * w * (x - mx) / sxx  # the intercept's weight on this run's y
+        var += (d * y / max(n, 1.0)) ** 2
+    return math.sqrt(var)
 
 
 def _line(xs: List[float], ys: List[float], ws: List[float]) -> Tuple[float, float]:

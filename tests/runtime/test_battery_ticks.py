@@ -16,9 +16,9 @@ from governor.runtime.workrate import PhaseFit
 
 
 # -- the fit ---------------------------------------------------------------------------------
-def _feed(fit, run, model, i, seconds, s_per_unit, power_w, dt=0.1):
-    """Whole units as an app counts them: a unit is reported in the period it ends in."""
-    done = 0.0
+def _feed(fit, run, model, i, seconds, s_per_unit, power_w, dt=0.1, done=0.0):
+    """Whole units as an app counts them: a unit is reported in the period it ends in
+    (``done``: the units under way when the run starts)."""
     for _ in range(int(round(seconds / dt))):
         before = math.floor(done)
         done += dt / s_per_unit(model.time_rel[i])
@@ -46,6 +46,63 @@ def test_phase_fit_recovers_the_clock_scaled_and_the_fixed_time_per_unit(profile
         assert A == pytest.approx(a_true, abs=0.003)
         assert B == pytest.approx(b_true, abs=0.003)
         assert b == pytest.approx(0.6, rel=0.02) and a == pytest.approx(20.0, abs=2.0)
+
+
+def test_phase_fit_does_not_read_a_compute_bound_load_as_memory_bound_from_counting(
+    profile_of,
+):
+    model = model_of(profile_of)
+
+    def p(i):
+        return model.power_w[i]
+
+    # two short probes of a compute-bound load, about 25 and 30 units each, half a unit
+    # under way at the start: a straight line through them has a fixed part of about 6 %
+    # of the time per unit, within what one unit off in either count makes of it
+    fit = PhaseFit(model)
+    _feed(fit, "lo", model, 40, 2.0, lambda rel: 0.05 * rel, p, done=0.5)
+    _feed(fit, "hi", model, 60, 2.0, lambda rel: 0.05 * rel, p, done=0.5)
+    A, B, _a, _b = fit.fit()
+    assert B == 0.0
+    assert A == pytest.approx(0.05, rel=0.05)
+    # a memory-bound load probed as briefly keeps its fixed part (it is far above the error)
+    fit = PhaseFit(model)
+    _feed(fit, "lo", model, 40, 2.0, lambda rel: 0.003 * rel + 0.047, p, done=0.5)
+    _feed(fit, "hi", model, 60, 2.0, lambda rel: 0.003 * rel + 0.047, p, done=0.5)
+    A, B, _a, _b = fit.fit()
+    assert B == pytest.approx(0.047, abs=0.012)
+
+
+def test_phase_fit_sees_a_new_load_when_rate_and_power_are_each_nearly_off(profile_of):
+    """On a board at its power cap a memory-bound load at a high clock does a few per cent
+    fewer units at somewhat less power than the compute-bound one: neither alone passes its
+    threshold, both together say the load changed."""
+    model = model_of(profile_of)
+
+    def compute(rel):
+        return 0.05 * rel
+
+    def fitted(rate=1.0, power=1.0):
+        fit = PhaseFit(model)
+        _feed(fit, "lo", model, 40, 6.0, compute, lambda i: model.power_w[i])
+        _feed(fit, "hi", model, 60, 6.0, compute, lambda i: model.power_w[i])
+        _feed(fit, "run", model, 50, 20.0, compute, lambda i: model.power_w[i])
+        assert not fit.changed()
+        _feed(
+            fit,
+            "run",
+            model,
+            50,
+            5.0,
+            lambda rel: compute(rel) / rate,
+            lambda i: power * model.power_w[i],
+        )
+        return fit.changed()
+
+    assert not fitted()
+    assert not fitted(rate=0.94)  # 6 % fewer units alone: counting noise allowed for
+    assert not fitted(power=0.86)  # 14 % less power alone
+    assert fitted(rate=0.94, power=0.86)
 
 
 def test_phase_fit_sees_a_new_load_at_the_same_clock_but_not_a_move_along_the_table(
