@@ -23,7 +23,6 @@ draw), so an estimate from power reads it as compute-bound. Work counted by the 
 from __future__ import annotations
 
 import collections
-import math
 from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.model import ClockModel
@@ -109,10 +108,14 @@ class PhaseFit:
             return None
         ws = [r[0] for r in used]
         ys = [r[0] / r[1] for r in used]
-        A, B = _line(xs, ys, ws)
+        # the weighted least-squares line y = A·x + B (the sums kept for its error below)
         sw = sum(ws)
         mean_x = sum(w * x for w, x in zip(ws, xs)) / sw
         mean_y = sum(w * y for w, y in zip(ws, ys)) / sw
+        dxs = [x - mean_x for x in xs]
+        sxx = sum(w * d * d for w, d in zip(ws, dxs))  # > 0: the runs are spread
+        A = sum(w * d * (y - mean_y) for w, d, y in zip(ws, dxs, ys)) / sxx
+        B = mean_y - A * mean_x
         if A <= 0:  # no gain from the clock at all: nearly all memory time
             A = 1e-3 * mean_y / mean_x
             B = mean_y - A * mean_x
@@ -123,8 +126,14 @@ class PhaseFit:
         # ±18 % of the time per unit after 40 units). A share of memory time within that
         # error is not measured: the load is taken as compute-bound (the line kept through
         # the runs' mean), so noise does not read a compute-bound load as memory-bound
-        if 0 < B <= _intercept_err(xs, ys, ws, [r[1] for r in used]):
-            A, B = mean_y / mean_x, 0.0
+        if B > 0:
+            # each run's y off by y/units; its weight in B is w·(1/Σw − x̄·(x − x̄)/Sxx)
+            var = 0.0
+            for w, d, y, r in zip(ws, dxs, ys, used):
+                e = w * (1.0 / sw - mean_x * d / sxx) * y / r[1]
+                var += e * e
+            if B * B <= var:
+                A, B = mean_y / mean_x, 0.0
         idle = self.model.idle_w
         dyn = [r[4] / r[0] - idle for r in used]
         ps = [r[2] / r[0] for r in used]
@@ -208,23 +217,6 @@ def _accumulate(row: List[float], point: Sequence[float], sign: float) -> None:
     """``row += sign · point``, element by element."""
     for k, x in enumerate(point):
         row[k] += sign * x
-
-
-def _intercept_err(xs: List[float], ys: List[float], ws: List[float], units: List[float]) -> float:
-    """The error of the weighted least-squares intercept of ``y = slope · x + intercept``
-    when each ``ys[i]`` (seconds per unit over ``units[i]`` whole units) is off by one unit
-    in its count, ``ys[i] / units[i]``, the runs' errors independent (root of the sum of
-    squares)."""
-    sw = sum(ws)
-    mx = sum(w * x for w, x in zip(ws, xs)) / sw
-    sxx = sum(w * (x - mx) ** 2 for w, x in zip(ws, xs))
-    if sxx <= 0:
-        return 0.0
-    var = 0.0
-    for w, x, y, n in zip(ws, xs, ys, units):
-        d = w / sw - mx * w * (x - mx) / sxx  # the intercept's weight on this run's y
-        var += (d * y / max(n, 1.0)) ** 2
-    return math.sqrt(var)
 
 
 def _line(xs: List[float], ys: List[float], ws: List[float]) -> Tuple[float, float]:
