@@ -49,6 +49,7 @@ class PhaseFit:
     RECENT_UNITS = 25.0  # units (seen or predicted) in them before the rate is judged
     RATE_CHANGE = 0.08  # observed units / predicted units off by more: a new load
     POWER_CHANGE = 0.15  # observed power / predicted off by more: a new load
+    # (or both off by most of these: their fractions' squares summing past 1, see changed)
 
     def __init__(self, model: ClockModel) -> None:
         self.model = model
