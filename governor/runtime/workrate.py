@@ -49,6 +49,7 @@ class PhaseFit:
     RECENT_UNITS = 25.0  # units (seen or predicted) in them before the rate is judged
     RATE_CHANGE = 0.08  # observed units / predicted units off by more: a new load
     POWER_CHANGE = 0.15  # observed power / predicted off by more: a new load
+    # (or both off by most of these: their fractions' squares summing past 1, see changed)
 
     def __init__(self, model: ClockModel) -> None:
         self.model = model
@@ -108,15 +109,32 @@ class PhaseFit:
             return None
         ws = [r[0] for r in used]
         ys = [r[0] / r[1] for r in used]
-        A, B = _line(xs, ys, ws)
+        # the weighted least-squares line y = A·x + B (the sums kept for its error below)
         sw = sum(ws)
         mean_x = sum(w * x for w, x in zip(ws, xs)) / sw
         mean_y = sum(w * y for w, y in zip(ws, ys)) / sw
+        dxs = [x - mean_x for x in xs]
+        sxx = sum(w * d * d for w, d in zip(ws, dxs))  # > 0: the runs are spread
+        A = sum(w * d * (y - mean_y) for w, d, y in zip(ws, dxs, ys)) / sxx
+        B = mean_y - A * mean_x
         if A <= 0:  # no gain from the clock at all: nearly all memory time
             A = 1e-3 * mean_y / mean_x
             B = mean_y - A * mean_x
         elif B < 0:  # past a physical bound: all of it scales with the clock
             A, B = mean_y / mean_x, 0.0
+        # whole units counted: each run's time per unit can be off by one unit in its
+        # count, and two runs 20 % apart extrapolate that into B many times over (about
+        # ±18 % of the time per unit after 40 units). A share of memory time within that
+        # error is not measured: the load is taken as compute-bound (the line kept through
+        # the runs' mean), so noise does not read a compute-bound load as memory-bound
+        if B > 0:
+            # each run's y off by y/units; its weight in B is w·(1/Σw − x̄·(x − x̄)/Sxx)
+            var = 0.0
+            for w, d, y, r in zip(ws, dxs, ys, used):
+                e = w * (1.0 / sw - mean_x * d / sxx) * y / r[1]
+                var += e * e
+            if B * B <= var:
+                A, B = mean_y / mean_x, 0.0
         idle = self.model.idle_w
         dyn = [r[4] / r[0] - idle for r in used]
         ps = [r[2] / r[0] for r in used]
@@ -163,11 +181,17 @@ class PhaseFit:
             predicted += dt / s_unit
             energy += e
             energy_pred += dt * (base[2] / base[0] + b * (mdt / dt - base[4] / base[0]))
-        if energy_pred > 0 and abs(energy / energy_pred - 1.0) > self.POWER_CHANGE:
+        power_off = abs(energy / energy_pred - 1.0) / self.POWER_CHANGE if energy_pred > 0 else 0.0
+        if power_off > 1.0:
             return True
         if max(seen, predicted) < self.RECENT_UNITS or predicted <= 0:
             return False  # too few units to tell a change from counting whole units
-        return abs(seen / predicted - 1.0) > self.RATE_CHANGE
+        # each off by most of its threshold is a change too: on a board at its power cap a
+        # memory-bound load at a high clock does a few per cent fewer units at some 10 %
+        # less power than the compute-bound one, neither alone past its threshold (the T4
+        # step trace's compute phase ran on 20-26 s into the memory one)
+        rate_off = abs(seen / predicted - 1.0) / self.RATE_CHANGE
+        return rate_off * rate_off + power_off * power_off > 1.0
 
     def probe_pair(self, centre: int, top: Optional[int] = None) -> Tuple[int, int]:
         """Two table indices around ``centre`` whose relative times differ by about 20 %

@@ -4,9 +4,9 @@ last burst instead of keeping it for a gap where no joule buys work."""
 
 from __future__ import annotations
 
-import governor
-from governor.runtime.controllers import BatteryController, Observation
-from governor.runtime.model import model_from_profile
+from battery_helpers import model_of, observation
+
+from governor.runtime.controllers import BatteryController
 from governor.runtime.policies import Battery
 
 
@@ -26,17 +26,15 @@ def _mission(model, budget_j, cycles, busy_s=5.0, gap_s=3.0, dt=0.1):
         power = model.power_at(clock) if busy else model.idle_w
         used += power * dt
         t = (k + 1) * dt
-        obs = Observation(
-            t_s=t,
-            dt_s=dt,
-            power_w=power,
-            clock_mhz=clock,
-            applied_mhz=clock,
-            energy_used_j=used,
+        obs = observation(
+            t,
+            clock,
+            power,
             elapsed_s=t - dt,
-            busy=busy,
-            board_power_w=power,
+            energy_used_j=used,
             board_energy_used_j=used,
+            busy=busy,
+            dt_s=dt,
         )
         clock, _ = ctl.decide(obs, [], clock)
     return ctl, budget_j - used
@@ -44,8 +42,7 @@ def _mission(model, budget_j, cycles, busy_s=5.0, gap_s=3.0, dt=0.1):
 
 def test_a_mission_that_ends_in_a_gap_spends_its_budget_in_the_last_burst(profile_of):
     board = "a100-sxm"
-    clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
-    model = model_from_profile(clocks, profile_of(board))
+    model = model_of(profile_of, board)
     cycles = 40
     # a budget between the lowest and the top clock's, busy 5 s of every 8
     busy_share = 5.0 / 8.0
@@ -60,7 +57,6 @@ def test_a_mission_that_ends_in_a_gap_spends_its_budget_in_the_last_burst(profil
 
 def test_a_steady_load_plans_its_whole_time_left_busy(profile_of):
     board = "a100-sxm"
-    clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
-    model = model_from_profile(clocks, profile_of(board))
+    model = model_of(profile_of, board)
     ctl = BatteryController(model, Battery(energy_j=1e5, duration_s=600.0))
     assert ctl._busy_left_s(100.0, 1.0) == 100.0  # no gaps seen: the duty cycle's share

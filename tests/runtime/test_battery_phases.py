@@ -6,43 +6,9 @@ instead of drifting as its own age weighs more and more in the mix."""
 
 from __future__ import annotations
 
-import math
+from battery_helpers import run_mission
 
-import governor
 from governor.devices.sim.catalog import get_board
-from governor.runtime import Governor
-
-
-def _run(board, doc, phases, budget_j):
-    """(work, board energy J, clock of each period) of a ticking job under the battery
-    policy over ``phases`` [(load, seconds), ...]."""
-    dev = governor.open_device(f"sim:{board}")
-    dev.run_workload(phases[0][0])
-    gov = Governor(
-        dev,
-        {"policy": "battery", "energy_j": budget_j, "duration_s": sum(s for _, s in phases)},
-        profile=doc,
-        background=False,
-        handle_signals=False,
-    )
-    ticked = 0
-    clocks = []
-    with dev:
-        with gov:
-            for load, seconds in phases:
-                dev.run_workload(load)
-                for _ in range(int(round(seconds / gov.interval_s))):
-                    dev.clock.sleep(gov.interval_s)
-                    done = math.floor(dev.work_done())
-                    if done > ticked:
-                        gov.tick(float(done - ticked))
-                    ticked = done
-                    gov.step(advance_s=0)
-                    clocks.append(gov.applied_clock_mhz)
-            left_j = gov.status()["remaining_j"]
-        work = dev.work_done()
-        dev.stop_workload()
-    return work, left_j, clocks
 
 
 def test_a_phase_between_two_others_holds_its_clock_and_the_last_spends_the_rest(profile_of):
@@ -56,7 +22,8 @@ def test_a_phase_between_two_others_holds_its_clock_and_the_last_spends_the_rest
 
     low, top = energy_j(spec.clocks_mhz[0]), energy_j(spec.clocks_mhz[-1])
     budget = low + 0.6 * (top - low)
-    _work, left_j, clocks = _run(board, profile_of(board), phases, budget)
+    mission = run_mission(board, profile_of(board), budget, phases)
+    clocks, left_j = mission.clocks_mhz, mission.left_j
 
     def mean(a_s, b_s):
         part = clocks[int(a_s * 10) : int(b_s * 10)]

@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import math
 
-import governor
-from governor.runtime.controllers import BatteryController, Observation, Tick
-from governor.runtime.model import model_from_profile
+from battery_helpers import model_of, observation
+
+from governor.runtime.controllers import BatteryController, Tick
 from governor.runtime.policies import Battery
 from governor.runtime.workrate import PhaseFit
-
-
-def _model(profile_of, board="a100-sxm"):
-    clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
-    return model_from_profile(clocks, profile_of(board))
 
 
 def _step(ctl, model, t, clock, s_per_unit, state):
@@ -25,24 +20,13 @@ def _step(ctl, model, t, clock, s_per_unit, state):
     state["done"] += 0.1 / s_per_unit(model.time_rel_at(clock))
     units = float(math.floor(state["done"]) - before)
     power = model.power_at(clock)
-    obs = Observation(
-        t_s=t,
-        dt_s=0.1,
-        power_w=power,
-        clock_mhz=clock,
-        applied_mhz=clock,
-        energy_used_j=0.0,
-        elapsed_s=t,
-        busy=True,
-        board_power_w=power,
-        board_energy_used_j=0.8 * power * t,
-    )
+    obs = observation(t, clock, power, elapsed_s=t, board_energy_used_j=0.8 * power * t)
     ticks = [Tick(t, units, None, clock)] if units else []
     return ctl.decide(obs, ticks, clock)[0]
 
 
 def test_past_phases_gaps_are_not_recomputed_every_period(profile_of, monkeypatch):
-    model = _model(profile_of)
+    model = model_of(profile_of)
     ctl = BatteryController(model, Battery(energy_j=0.8 * model.power_w[-1] * 600, duration_s=600))
     clock = ctl.initial_mhz()
     state = {"done": 0.0}
@@ -72,7 +56,7 @@ def test_past_phases_gaps_are_not_recomputed_every_period(profile_of, monkeypatc
 
 
 def test_the_load_change_test_reads_the_same_recent_sums_as_a_recount(profile_of):
-    model = _model(profile_of)
+    model = model_of(profile_of)
     fit = PhaseFit(model)
     runs = ("lo",) * 60 + ("hi",) * 60 + ("run",) * 300
     for k, run in enumerate(runs):

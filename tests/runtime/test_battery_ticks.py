@@ -7,25 +7,18 @@ from __future__ import annotations
 import math
 
 import pytest
+from battery_helpers import model_of, observation, run_mission
 
-import governor
 from governor.devices.sim.catalog import get_board
-from governor.runtime import Governor
-from governor.runtime.controllers import BatteryController, Observation, Tick
-from governor.runtime.model import model_from_profile
+from governor.runtime.controllers import BatteryController, Tick
 from governor.runtime.policies import Battery
 from governor.runtime.workrate import PhaseFit
 
 
-def _model(profile_of, board="a100-sxm"):
-    clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
-    return model_from_profile(clocks, profile_of(board))
-
-
 # -- the fit ---------------------------------------------------------------------------------
-def _feed(fit, run, model, i, seconds, s_per_unit, power_w, dt=0.1):
-    """Whole units as an app counts them: a unit is reported in the period it ends in."""
-    done = 0.0
+def _feed(fit, run, model, i, seconds, s_per_unit, power_w, dt=0.1, done=0.0):
+    """Whole units as an app counts them: a unit is reported in the period it ends in
+    (``done``: the units under way when the run starts)."""
     for _ in range(int(round(seconds / dt))):
         before = math.floor(done)
         done += dt / s_per_unit(model.time_rel[i])
@@ -33,7 +26,7 @@ def _feed(fit, run, model, i, seconds, s_per_unit, power_w, dt=0.1):
 
 
 def test_phase_fit_recovers_the_clock_scaled_and_the_fixed_time_per_unit(profile_of):
-    model = _model(profile_of)
+    model = model_of(profile_of)
     idle = model.idle_w
     for a_true, b_true in ((0.05, 0.0), (0.003, 0.047)):
         fit = PhaseFit(model)
@@ -55,10 +48,67 @@ def test_phase_fit_recovers_the_clock_scaled_and_the_fixed_time_per_unit(profile
         assert b == pytest.approx(0.6, rel=0.02) and a == pytest.approx(20.0, abs=2.0)
 
 
+def test_phase_fit_does_not_read_a_compute_bound_load_as_memory_bound_from_counting(
+    profile_of,
+):
+    model = model_of(profile_of)
+
+    def p(i):
+        return model.power_w[i]
+
+    # two short probes of a compute-bound load, about 25 and 30 units each, half a unit
+    # under way at the start: a straight line through them has a fixed part of about 6 %
+    # of the time per unit, within what one unit off in either count makes of it
+    fit = PhaseFit(model)
+    _feed(fit, "lo", model, 40, 2.0, lambda rel: 0.05 * rel, p, done=0.5)
+    _feed(fit, "hi", model, 60, 2.0, lambda rel: 0.05 * rel, p, done=0.5)
+    A, B, _a, _b = fit.fit()
+    assert B == 0.0
+    assert A == pytest.approx(0.05, rel=0.05)
+    # a memory-bound load probed as briefly keeps its fixed part (it is far above the error)
+    fit = PhaseFit(model)
+    _feed(fit, "lo", model, 40, 2.0, lambda rel: 0.003 * rel + 0.047, p, done=0.5)
+    _feed(fit, "hi", model, 60, 2.0, lambda rel: 0.003 * rel + 0.047, p, done=0.5)
+    A, B, _a, _b = fit.fit()
+    assert B == pytest.approx(0.047, abs=0.012)
+
+
+def test_phase_fit_sees_a_new_load_when_rate_and_power_are_each_nearly_off(profile_of):
+    """On a board at its power cap a memory-bound load at a high clock does a few per cent
+    fewer units at somewhat less power than the compute-bound one: neither alone passes its
+    threshold, both together say the load changed."""
+    model = model_of(profile_of)
+
+    def compute(rel):
+        return 0.05 * rel
+
+    def fitted(rate=1.0, power=1.0):
+        fit = PhaseFit(model)
+        _feed(fit, "lo", model, 40, 6.0, compute, lambda i: model.power_w[i])
+        _feed(fit, "hi", model, 60, 6.0, compute, lambda i: model.power_w[i])
+        _feed(fit, "run", model, 50, 20.0, compute, lambda i: model.power_w[i])
+        assert not fit.changed()
+        _feed(
+            fit,
+            "run",
+            model,
+            50,
+            5.0,
+            lambda rel: compute(rel) / rate,
+            lambda i: power * model.power_w[i],
+        )
+        return fit.changed()
+
+    assert not fitted()
+    assert not fitted(rate=0.94)  # 6 % fewer units alone: counting noise allowed for
+    assert not fitted(power=0.86)  # 14 % less power alone
+    assert fitted(rate=0.94, power=0.86)
+
+
 def test_phase_fit_sees_a_new_load_at_the_same_clock_but_not_a_move_along_the_table(
     profile_of,
 ):
-    model = _model(profile_of)
+    model = model_of(profile_of)
 
     def compute(rel):
         return 0.05 * rel
@@ -79,21 +129,6 @@ def test_phase_fit_sees_a_new_load_at_the_same_clock_but_not_a_move_along_the_ta
 
 
 # -- the controller --------------------------------------------------------------------------
-def _obs(t, clock, power_w, elapsed):
-    return Observation(
-        t_s=t,
-        dt_s=0.1,
-        power_w=power_w,
-        clock_mhz=clock,
-        applied_mhz=clock,
-        energy_used_j=0.0,
-        elapsed_s=elapsed,
-        busy=True,
-        board_power_w=power_w,
-        board_energy_used_j=power_w * elapsed,
-    )
-
-
 def _run_controller(model, ticking, seconds=60.0):
     """A memory-bound load whose power is the calibration load's (what the power estimate
     reads as compute-bound) and whose work barely rises with the clock."""
@@ -108,13 +143,14 @@ def _run_controller(model, ticking, seconds=60.0):
         done += 0.1 / (0.003 * model.time_rel_at(clock) + 0.047)
         units = float(math.floor(done) - before)
         ticks = [Tick(t, units, None, clock)] if ticking and units else []
-        clock, _ = ctl.decide(_obs(t, clock, model.power_at(clock), t), ticks, clock)
+        obs = observation(t, clock, model.power_at(clock), elapsed_s=t)
+        clock, _ = ctl.decide(obs, ticks, clock)
         clocks.append(clock)
     return ctl, clocks
 
 
 def test_ticks_run_a_memory_bound_load_below_the_plan_the_power_estimate_keeps(profile_of):
-    model = _model(profile_of)
+    model = model_of(profile_of)
     blind, blind_clocks = _run_controller(model, ticking=False)
     seen, seen_clocks = _run_controller(model, ticking=True)
     late = slice(-300, None)  # after the probes (about 12 s)
@@ -129,42 +165,6 @@ def test_ticks_run_a_memory_bound_load_below_the_plan_the_power_estimate_keeps(p
 
 
 # -- on a simulated board ----------------------------------------------------------------
-def _mission(board, doc, budget_j, ticking, phases):
-    """A job that changes load (memory-bound, compute-bound, ...), optionally ticking each
-    whole unit of work it finishes, under the battery policy: (work, energy J, the mean clock
-    of each phase)."""
-    dev = governor.open_device(f"sim:{board}")
-    dev.run_workload(phases[0][0])
-    gov = Governor(
-        dev,
-        {"policy": "battery", "energy_j": budget_j, "duration_s": sum(s for _, s in phases)},
-        profile=doc,
-        background=False,
-        handle_signals=False,
-    )
-    ticked = 0
-    clocks = []
-    with dev:
-        with gov:
-            for load, seconds in phases:
-                dev.run_workload(load)
-                steps = int(round(seconds / gov.interval_s))
-                total = 0.0
-                for _ in range(steps):
-                    dev.clock.sleep(gov.interval_s)
-                    done = math.floor(dev.work_done())
-                    if ticking and done > ticked:
-                        gov.tick(float(done - ticked))
-                    ticked = done
-                    gov.step(advance_s=0)
-                    total += gov.applied_clock_mhz
-                clocks.append(total / steps)
-        work = dev.work_done()
-        energy_j = dev.true_energy_j()  # a datacenter card: the board is the card
-        dev.stop_workload()
-    return work, energy_j, clocks
-
-
 def test_a_ticking_job_that_changes_load_does_more_work_on_the_same_budget(profile_of):
     board = "a100-sxm"
     doc = profile_of(board)
@@ -177,8 +177,8 @@ def test_a_ticking_job_that_changes_load_does_more_work_on_the_same_budget(profi
 
     low, top = energy_j(spec.clocks_mhz[0]), energy_j(spec.clocks_mhz[-1])
     budget = low + 0.6 * (top - low)
-    blind_work, blind_j, blind_clocks = _mission(board, doc, budget, False, phases)
-    seen_work, seen_j, seen_clocks = _mission(board, doc, budget, True, phases)
+    blind_work, blind_j, _, _, blind_clocks = run_mission(board, doc, budget, phases, False)
+    seen_work, seen_j, _, _, seen_clocks = run_mission(board, doc, budget, phases, True)
     assert seen_j <= 1.01 * budget and blind_j <= 1.01 * budget
     # the memory phase gives joules to the compute one, which runs faster than without ticks
     assert seen_clocks[0] < 0.95 * blind_clocks[0]
