@@ -6,7 +6,9 @@
 3. Fit P(f) (ridge point) and t(f); the PPW-optimal clock minimises E(f) = P(f)·t(f).
 4. Probe the predicted optimum, then between it and its probed neighbours, until the
    optimum is pinned (its neighbours in the clock table are probed); budget left after that
-   goes to the runner-up, the unprobed clock with the least predicted energy.
+   goes to the runner-up, the unprobed clock with the least predicted energy. An optimum
+   next to a probe inside a wide unprobed gap is replaced by a golden-section step into the
+   gap (``_split_gap``).
 5. Choose the probed clock with the least measured energy per unit of work among the
    optimum, its probed neighbours and the runners-up: near the optimum the probes are
    trusted over the model.
@@ -44,6 +46,12 @@ __all__ = [
 
 INITIAL_FRACTIONS = (0.0, 0.45, 0.75, 1.0)
 MIN_PROBES = 4
+#: an unprobed optimum closer than this share of its gap to a probed clock is not probed...
+GAP_NEAR_FRACTION = 0.25
+#: ...when the gap spans at least this many table steps; a golden-section step is instead
+GAP_MIN_STEPS = 8
+#: the golden-section step, as a share of the longer side (1 - 1/φ)
+GOLDEN_STEP = 0.382
 
 
 @dataclass(frozen=True)
@@ -367,13 +375,45 @@ def _below_the_cap(clocks: Sequence[float], probes: List[Probe]) -> Optional[flo
     return below[-1] if below else None
 
 
+def _split_gap(clocks: Sequence[float], probed: Sequence[float], optimum: float) -> float:
+    """Where to probe for an unprobed predicted optimum: the optimum itself, unless it lies
+    inside a wide gap between probed clocks but close to one of its ends, in which case a
+    golden-section step from the optimum into the longer side of the gap.
+
+    Next to a probe the model says little: one or two table steps on a fine table (15 MHz of
+    60 clocks) change the energy by about the noise, so a probe there cannot tell the two
+    apart, while the rest of the gap was never measured. "Close" is relative to the gap
+    (``GAP_NEAR_FRACTION`` of it), "wide" relative to the table's resolution (at least
+    ``GAP_MIN_STEPS`` table steps), so coarse tables, where a neighbour is a large step, and
+    gaps the refinement has already narrowed keep probing the optimum itself. This is the
+    safeguard of Brent's minimiser: a model step that would land next to a known point is
+    replaced by a golden-section step.
+    """
+    i = clocks.index(optimum)
+    left = [clocks.index(c) for c in probed if c < optimum]
+    right = [clocks.index(c) for c in probed if c > optimum]
+    if not left or not right:
+        return optimum
+    j_left, j_right = max(left), min(right)
+    gap = j_right - j_left
+    if gap < GAP_MIN_STEPS or min(i - j_left, j_right - i) >= GAP_NEAR_FRACTION * gap:
+        return optimum
+    if i - j_left > j_right - i:
+        j = i - int(round(GOLDEN_STEP * (i - j_left)))
+    else:
+        j = i + int(round(GOLDEN_STEP * (j_right - i)))
+    return clocks[j]
+
+
 def _next_clock(
     clocks: Sequence[float], probed: Sequence[float], optimum: float, energy: Callable
 ) -> Optional[float]:
-    """The predicted optimum if unprobed, else the better midpoint between it and the nearest
-    probed clocks on either side; None when the optimum's table neighbours are all probed."""
+    """The predicted optimum if unprobed (or a golden-section step into its gap when it lies
+    next to a probe in a wide gap, :func:`_split_gap`), else the better midpoint between it
+    and the nearest probed clocks on either side; None when the optimum's table neighbours
+    are all probed."""
     if optimum not in probed:
-        return optimum
+        return _split_gap(clocks, probed, optimum)
     i = clocks.index(optimum)
     candidates = []
     left = [clocks.index(c) for c in probed if c < optimum]

@@ -118,6 +118,44 @@ def test_next_clock():
     assert pr._next_clock(CLOCKS, [400.0, 500.0, 700.0], 500.0, far_from(0)) == 600.0
 
 
+def test_split_gap_golden_step_next_to_a_probe_in_a_wide_gap():
+    fine = [855.0 + 15.0 * i for i in range(60)]  # 855 ... 1740 MHz, 15 MHz apart
+    # probes at 855 (index 0) and 1260 (27): gap 27 steps; the optimum 885 (index 2) is 2 steps
+    # from 855, under 0.25 * 27 = 6.75: golden step into the longer right side,
+    # 2 + round(0.382 * 25) = 2 + 10 = 12 -> 1035 MHz
+    assert pr._split_gap(fine, [855.0, 1260.0, 1515.0], 885.0) == 1035.0
+    # mirrored: 1230 (index 25) is 2 steps below 1260: 25 - round(0.382 * 25) = 15 -> 1080
+    assert pr._split_gap(fine, [855.0, 1260.0, 1515.0], 1230.0) == 1080.0
+    # 7 steps from 855 (index 7) is not under 6.75: the optimum itself
+    assert pr._split_gap(fine, [855.0, 1260.0], 960.0) == 960.0
+    # 6 steps (index 6) is: 6 + round(0.382 * 21) = 6 + 8 = 14 -> 1065
+    assert pr._split_gap(fine, [855.0, 1260.0], 945.0) == 1065.0
+    # an optimum beyond the last probe has no gap to split
+    assert pr._split_gap(fine, [855.0, 1260.0], 1275.0) == 1275.0
+    assert pr._split_gap(fine, [1260.0, 1515.0], 1245.0) == 1245.0
+    # gap of exactly 8 steps (100 and 900, indices 0 and 8): 200 is 1 step from 100, under
+    # 0.25 * 8 = 2: 1 + round(0.382 * 7) = 1 + 3 = 4 -> 500; 300 (2 steps, not under 2) stays
+    assert pr._split_gap(CLOCKS, [100.0, 900.0], 200.0) == 500.0
+    assert pr._split_gap(CLOCKS, [100.0, 900.0], 300.0) == 300.0
+    assert pr._split_gap(CLOCKS, [100.0, 900.0], 800.0) == 500.0  # 7 - 3 = 4
+    # a gap of 7 steps is too coarse to split: a neighbour there is a large step
+    assert pr._split_gap(CLOCKS, [100.0, 800.0], 200.0) == 200.0
+    # gaps that do not start at index 0: 870 (index 1) and 1260 (27), gap 26 steps, near < 6.5
+    # 960 (index 7) is 6 steps from 870: 7 + round(0.382 * 20) = 7 + 8 = 15 -> 1080
+    assert pr._split_gap(fine, [870.0, 1260.0], 960.0) == 1080.0
+    # 1230 (index 25) is 2 below 1260; the longer side is 24 steps: 25 - round(0.382 * 24) =
+    # 25 - 9 = 16 -> 1095
+    assert pr._split_gap(fine, [870.0, 1260.0], 1230.0) == 1095.0
+    # 1155 (20) and 1455 (40): 1170 (21) is 1 step from 1155: 21 + round(0.382 * 19) = 28 -> 1275
+    assert pr._split_gap(fine, [1155.0, 1455.0], 1170.0) == 1275.0
+    # 200 (index 1) and 900 (8): 7 steps, too coarse, though 300 is 1 step from 200
+    assert pr._split_gap(CLOCKS, [200.0, 900.0], 300.0) == 300.0
+    # _next_clock routes an unprobed optimum through it
+    far_from = lambda target: lambda c: abs(c - target)  # noqa: E731
+    assert pr._next_clock(CLOCKS, [100.0, 900.0], 200.0, far_from(200)) == 500.0
+    assert pr._next_clock(fine, [855.0, 1260.0], 885.0, far_from(885)) == 1035.0
+
+
 def test_next_to_best():
     # best 500 (index 4); neighbours 100 (energy 5) and 1000 (energy 3): the side of the
     # lower-energy neighbour first: (4 + 9 + 1) // 2 = 7 -> 800
