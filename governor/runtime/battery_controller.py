@@ -84,6 +84,7 @@ class BatteryController(Controller):
         prior = self.PRIOR_RATIO_S * model.power_at(model.ppw_clock_mhz) if model.fitted else 0.0
         self.measured_j = prior
         self.model_j = prior
+        self.prior_j = prior  # (the phase rule of a capped model leaves it out)
         self.level: Optional[float] = None  # the planned clock, a fractional table index
         # the load's memory-bound share, from its power (see _phase_level): the phase now
         # (smoothed over a few periods) and the mission's busy-time mean (with a prior of
@@ -290,7 +291,7 @@ class BatteryController(Controller):
             clock = self._by_ticks(self.level, gpu_w)
             if clock is not None:
                 return clock, False
-        self.phase_level = self._phase_level(self.level, over_top)
+        self.phase_level = self._phase_level(self.level, gpu_w, over_top)
         return self._pick(self.phase_level), False
 
     def safe_mhz(self, current_mhz: float) -> float:
@@ -663,14 +664,25 @@ class BatteryController(Controller):
             return a if frac < 0.5 else b
         return a + frac * (b - a)
 
-    def _phase_level(self, level: float, over_top: float = 1.0) -> float:
+    def _phase_level(self, level: float, gpu_w: float, over_top: float = 1.0) -> float:
         """The clock for the load running now, given the plan's ``level`` for the mission's
         mean load: the same marginal work per joule (a Lagrange condition), so a phase that
         gains little from a higher clock (memory-bound) runs lower and leaves the joules for
         one that gains more; the budget feedback (the plan from what is left) keeps the sum.
         With one load all along the phase is the mean and the level is the plan's.
         ``over_top`` is the plan's power over the mean load's at the top clock: above 1 the
-        mean load cannot spend it, and the threshold falls so the phase now can."""
+        mean load cannot spend it, and the threshold falls so the phase now can.
+
+        Where there is no marginal rate to match (a model capped at its power limit: its
+        top clocks draw the same), the phase's power still says which way to go: the GPU
+        target ``gpu_w`` is scaled by the phase's measured/model power over the mission's
+        (its measured periods only: with the prior's calibration load in it, a mission of
+        one load drawing off the model was scaled too, L4's bursty 1.0002 -> 0.9995 held
+        out), so a load drawing less per clock than the mission's mean (SMs stalled on
+        memory, which gain less from the clock) runs lower, one drawing more runs higher,
+        and the budget's feedback moves the joules between them. Mapping the plan through the
+        mission's ratio alone ran the T4's memory phases above its compute phase (their
+        power under the mean's leaves the budget under-spent, and the plan rises)."""
         if self.mem_k is None or self.mission_busy_s <= 0 or len(self.model.clocks_mhz) < 3:
             return level
         mean_k = self.mission_k_s / self.mission_busy_s
@@ -680,7 +692,11 @@ class BatteryController(Controller):
         mean = self._slopes(mean_k, mean_gain)
         phase = self._slopes(self.mem_k, self.mem_gain)
         if not (self._concave(mean) and self._concave(phase)):
-            return level  # e.g. a model capped at its power limit: no marginal rate to match
+            # e.g. a model capped at its power limit: no marginal rate to match
+            now = self.tracker.scale
+            seen_j = self.model_j - self.prior_j  # the mission's own, without the prior
+            mission = (self.measured_j - self.prior_j) / seen_j if seen_j > 0 else now
+            return self._level(gpu_w * now / mission)
         lam = self._slope_at(mean, level)
         if over_top > 1.0:
             lam /= over_top**self.OVER_TOP_POWER

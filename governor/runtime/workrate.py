@@ -23,7 +23,7 @@ draw), so an estimate from power reads it as compute-bound. Work counted by the 
 from __future__ import annotations
 
 import collections
-from typing import Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Deque, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from governor.runtime.model import ClockModel
 
@@ -109,14 +109,8 @@ class PhaseFit:
             return None
         ws = [r[0] for r in used]
         ys = [r[0] / r[1] for r in used]
-        # the weighted least-squares line y = A·x + B (the sums kept for its error below)
-        sw = sum(ws)
-        mean_x = sum(w * x for w, x in zip(ws, xs)) / sw
-        mean_y = sum(w * y for w, y in zip(ws, ys)) / sw
-        dxs = [x - mean_x for x in xs]
-        sxx = sum(w * d * d for w, d in zip(ws, dxs))  # > 0: the runs are spread
-        A = sum(w * d * (y - mean_y) for w, d, y in zip(ws, dxs, ys)) / sxx
-        B = mean_y - A * mean_x
+        t = _line(xs, ys, ws)  # t.spread > 0: the runs are spread
+        A, B, mean_x, mean_y = t.slope, t.intercept, t.mean_x, t.mean_y
         if A <= 0:  # no gain from the clock at all: nearly all memory time
             A = 1e-3 * mean_y / mean_x
             B = mean_y - A * mean_x
@@ -130,21 +124,19 @@ class PhaseFit:
         if B > 0:
             # each run's y off by y/units; its weight in B is w·(1/Σw − x̄·(x − x̄)/Sxx)
             var = 0.0
-            for w, d, y, r in zip(ws, dxs, ys, used):
-                e = w * (1.0 / sw - mean_x * d / sxx) * y / r[1]
+            for w, d, y, r in zip(ws, t.dxs, ys, used):
+                e = w * (1.0 / t.sw - mean_x * d / t.spread) * y / r[1]
                 var += e * e
             if B * B <= var:
                 A, B = mean_y / mean_x, 0.0
         idle = self.model.idle_w
         dyn = [r[4] / r[0] - idle for r in used]
         ps = [r[2] / r[0] for r in used]
-        b, a = _line(dyn, ps, ws)
+        p = _line(dyn, ps, ws)
+        b, a = p.slope, p.intercept
         if not b > 0:  # power that does not rise with the clock: take it as barely rising
             b = 1e-3
-            a = (
-                sum(w * p for w, p in zip(ws, ps)) / sw
-                - b * sum(w * d for w, d in zip(ws, dyn)) / sw
-            )
+            a = p.mean_y - b * p.mean_x
         self._fit = (A, B, a, b)
         return self._fit
 
@@ -220,13 +212,28 @@ def _accumulate(row: List[float], point: Sequence[float], sign: float) -> None:
         row[k] += sign * x
 
 
-def _line(xs: List[float], ys: List[float], ws: List[float]) -> Tuple[float, float]:
-    """Weighted least-squares ``y = slope · x + intercept``."""
+class _Line(NamedTuple):
+    """A weighted least-squares line ``y = slope · x + intercept`` and the sums it came
+    from (what an error estimate over it needs)."""
+
+    slope: float
+    intercept: float
+    sw: float  # Σw
+    mean_x: float  # weighted means
+    mean_y: float
+    dxs: List[float]  # x − mean_x per point
+    spread: float  # Sxx = Σw·(x − mean_x)²
+
+
+def _line(xs: List[float], ys: List[float], ws: List[float]) -> _Line:
+    """The weighted least-squares line through ``(xs, ys)``; flat through the mean when
+    the xs do not spread."""
     sw = sum(ws)
     mx = sum(w * x for w, x in zip(ws, xs)) / sw
     my = sum(w * y for w, y in zip(ws, ys)) / sw
-    sxx = sum(w * (x - mx) ** 2 for w, x in zip(ws, xs))
+    dxs = [x - mx for x in xs]
+    sxx = sum(w * d * d for w, d in zip(ws, dxs))
     if sxx <= 0:
-        return 0.0, my
-    slope = sum(w * (x - mx) * (y - my) for w, x, y in zip(ws, xs, ys)) / sxx
-    return slope, my - slope * mx
+        return _Line(0.0, my, sw, mx, my, dxs, sxx)
+    slope = sum(w * d * (y - my) for w, d, y in zip(ws, dxs, ys)) / sxx
+    return _Line(slope, my - slope * mx, sw, mx, my, dxs, sxx)
