@@ -46,3 +46,20 @@ def test_readings_between_frames_are_not_a_frozen_sensor(profile_of):
     assert run["measured"]["unmeasured_s"] == 0.0
     assert not run["safe_hold"]
     assert abs(run["measured"]["board_energy_j"] / run["board_energy_j"] - 1.0) <= 0.01
+
+
+def test_the_missions_last_period_is_paid_from_the_budget(profile_of):
+    """The plan is what is left over the time left counted from now, not from the end of the
+    period ahead: counted from there the budget was spent one period early and the last
+    period (the plan infinite there: budget left, no time) ran every frame on top, 0.1 s of
+    60 s at the full rate's power: 1.0018x on the TX2 (energy by readings) and 1.0020x on
+    the L4 (an energy counter), by the simulated board's own meter."""
+    for board, seed in (("tx2", 0), ("l4", 2)):
+        doc = profile_of(board)
+        spec = {"policy": "throughput", "rate_hz": 30}
+        alone = simulate(board, spec, TRACE, DURATION_S, profile=doc, scope="board", seed=seed)
+        budget = 0.8 * alone["board_energy_j"]
+        floor = dict(spec, energy_j=budget, duration_s=DURATION_S)
+        short = simulate(board, floor, TRACE, DURATION_S, profile=doc, seed=seed)
+        assert short["frames_skipped"] > 0.2 * short["frames"]
+        assert 0.995 * budget <= short["board_energy_j"] <= 1.001 * budget, board
