@@ -679,7 +679,8 @@ class FloorThroughputController(Controller):
         self.battery.initial_mhz()  # its plan's first figures
         # the top clock, not the rate's PPW start: with it the short budgets' worst board
         # (bench, app asks admit(), seeds 0-5) went 1.0019, 1.0018, 1.0034, 1.0019, 1.0039,
-        # 1.0019 -> 1.0019, 1.0019, 1.0042, 1.0024, 1.0042, 1.0029 of the budget
+        # 1.0019 -> 1.0019, 1.0019, 1.0042, 1.0024, 1.0042, 1.0029 of the budget (measured
+        # before _plan_w)
         return self.model.top_mhz
 
     @property
