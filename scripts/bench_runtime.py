@@ -19,7 +19,9 @@ Each board is first calibrated (as a user would with ``governor calibrate``), th
 - throughput with a battery floor: the same loop with a budget above and below what the
   throughput policy alone uses: the rate holds on the first, the budget on the second
   (board energy <= budget + 1 % wherever the board idling alone fits the budget), the app
-  skipping the frames ``gov.admit()`` refuses, and an app that does not ask;
+  skipping the frames ``gov.admit()`` refuses, and an app that does not ask
+  (``--floor-seeds 0,1,2`` runs the table on each seed and prints the worst per seed;
+  ``--frame-rate-hz`` / ``--frame-load`` set the camera for this section too);
 - overhead: median time of one control step (device read included), CPU share at 10 Hz in
   real time, RSS a running governor adds, and whether scipy or numpy got imported.
 """
