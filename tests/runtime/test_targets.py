@@ -211,9 +211,10 @@ def test_throughput_with_an_energy_counter_searches_to_the_cheapest_clock(profil
 
 
 def test_throughput_leaves_the_starting_top_clock_without_waiting_out_the_hysteresis(profile_of):
-    """The top clock at the start is a safe guess, not a choice: the first clock picked from
-    measured frames is applied at once, so a short job's mean clock is its steady one (the
-    1-s hold-down at the top clock cost 1.4 % of a minute's energy)."""
+    """The start clock (the model's PPW clock; the top clock only with an explicit margin) is
+    a guess, not a choice: the first clock picked from measured frames is applied at once, as
+    the first frame ends, so a 3-s job misses no frame and its mean clock is its steady one
+    (when the start was the top clock, its 1-s hold-down cost 1.4 % of a minute's energy)."""
     doc = profile_of("agx-orin")
     spec = {"policy": "throughput", "rate_hz": 30}
     short = simulate("agx-orin", spec, "perception-30hz", 3, profile=doc)
@@ -373,8 +374,9 @@ def test_an_ample_floor_budget_admits_every_frame(profile_of):
 def test_throughput_matches_the_best_constant_clock_on_a_coarse_table(profile_of):
     """AGX Orin: a fixed 10 % margin kept the slowest frame a clock step above the cheapest
     constant clock that keeps the rate (1.003x its energy); the deadline learnt from the
-    frames' spread, and leaving the start's top clock as the first frame ends, bring it to
-    that clock's energy (brute-forced here) without missing more frames than it may."""
+    frames' spread, and leaving the start clock (the model's PPW clock) as the first frame
+    ends, bring it to that clock's energy (brute-forced here) without missing more frames
+    than it may."""
     board, doc = "agx-orin", profile_of("agx-orin")
     clocks = get_board(board).clocks_mhz
 
