@@ -323,3 +323,83 @@ def test_model_calibration_refines_past_the_initial_probes():
     result = pr.calibrate(pr.ReplayProber(dev), max_probes=6)
     assert result.method == "model"
     assert 4 < len(result.probes) <= 6  # refined after the 4 initial clocks
+
+
+def test_next_clock_with_nothing_probed_below_halves_towards_the_table_end():
+    # optimum 400 (index 3) probed, nothing probed below it: the left candidate is halfway
+    # to the table's first clock, (3 + 0) // 2 = 1 -> 200; the right one halfway to the
+    # probed 1000 (index 9), (3 + 9 + 1) // 2 = 6 -> 700. The energy prefers 200
+    assert pr._next_clock(CLOCKS, [400.0, 1000.0], 400.0, lambda c: abs(c - 200.0)) == 200.0
+
+
+def test_next_to_best_with_nothing_probed_below_halves_towards_the_table_end():
+    # best 400 (index 3), its right neighbour 500 probed, nothing below: the only side left
+    # is halfway to the table's first clock, (3 + 0) // 2 = 1 -> 200
+    probes = [_p(400.0, energy_j=1.0), _p(500.0, energy_j=2.0)]
+    assert pr._next_to_best(CLOCKS, probes) == 200.0
+
+
+class _IdleTableProber(_FlatPowerProber):
+    """The flat-power table, with an idle reading that counts how often it is asked."""
+
+    def __init__(self, clocks):
+        super().__init__(clocks)
+        self.idle_asked = 0
+
+    def idle_power_w(self):
+        self.idle_asked += 1
+        return 3.0
+
+
+def test_calibrate_reads_idle_power_unless_told_not_to():
+    prober = _IdleTableProber(CLOCKS)
+    result = pr.calibrate(prober, max_probes=4)  # the default measures idle
+    assert prober.idle_asked == 1 and result.idle_power_w == 3.0
+    prober = _IdleTableProber(CLOCKS)
+    result = pr.calibrate(prober, max_probes=4, measure_idle=False)
+    assert prober.idle_asked == 0 and result.idle_power_w is None
+
+
+def test_three_clocks_are_enough_to_calibrate():
+    prober = _FlatPowerProber([100.0, 200.0, 300.0])
+    result = pr.calibrate(prober, max_probes=4, measure_idle=False)
+    assert result.ppw_optimal_clock_mhz in (100.0, 200.0, 300.0)
+    assert set(prober.asked) <= {100.0, 200.0, 300.0}
+
+
+def test_the_note_says_when_a_probe_beats_the_models_optimum(monkeypatch):
+    path = Path(__file__).resolve().parents[1] / "data" / "replay" / "a100_pcie_fp32_10pt.csv"
+    wins = "is not better than the probe at"
+
+    def run():
+        dev = governor.open_device(f"replay:{path}")
+        return pr.calibrate(pr.ReplayProber(dev), max_probes=6)
+
+    result = run()
+    assert result.method == "model"
+    optimum = result.predicted_optimum_mhz
+    # the probes' choice is the model's optimum: no note that a probe won
+    monkeypatch.setattr(pr, "_choose", lambda probes, opt, energy, spare=(): opt)
+    kept = run()
+    assert kept.ppw_optimal_clock_mhz == kept.predicted_optimum_mhz == optimum
+    assert not any(wins in n for n in kept.notes)
+    # another probed clock chosen: the note names both
+    other = next(c for c in result.probe_clocks_mhz if c != optimum)
+    monkeypatch.setattr(pr, "_choose", lambda probes, opt, energy, spare=(): other)
+    beaten = run()
+    assert beaten.ppw_optimal_clock_mhz == other
+    assert any(f"optimum {optimum:g} MHz {wins} {other:g} MHz" in n for n in beaten.notes)
+
+
+def test_an_idle_reading_between_probes_restarts_the_load_for_the_next_probe():
+    dev = governor.open_device("sim:agx-orin")
+    prober = pr.DeviceProber(
+        dev, make_load(dev, "builtin"), window_s=0.5, min_settle_s=0.5, max_settle_s=1.0, idle_s=0.5
+    )
+    top = dev.supported_clocks_mhz()[-1]
+    loaded = prober.probe(top)
+    idle = prober.idle_power_w()  # stops the load to read the idle board
+    again = prober.probe(top)
+    assert idle < 0.6 * loaded.power_w  # the idle reading was idle
+    assert again.power_w == pytest.approx(loaded.power_w, rel=0.1)  # and the load ran again
+    prober.finish()
