@@ -93,3 +93,18 @@ def run_mission(
         energy_j = dev.true_energy_j()
         dev.stop_workload()
     return Mission(work, energy_j, left_j, clocks, means)
+
+
+def phase_budget_j(board: str, phases: Sequence[Tuple[str, float]], share: float = 0.6) -> float:
+    """The bench's budget for a mission of ``phases`` on ``board``: the lowest clock's GPU
+    energy plus ``share`` of the way to the top clock's (steady power, default memory clock)."""
+    from governor.devices.sim.catalog import get_board
+
+    spec = get_board(board)
+    mem = spec.default_mem_clock_mhz
+
+    def energy_j(clock: float) -> float:
+        return sum(spec.steady_gpu_power_w(clock, spec.workloads[w], mem) * s for w, s in phases)
+
+    low, top = energy_j(spec.clocks_mhz[0]), energy_j(spec.clocks_mhz[-1])
+    return low + share * (top - low)

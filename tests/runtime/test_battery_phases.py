@@ -6,22 +6,13 @@ instead of drifting as its own age weighs more and more in the mix."""
 
 from __future__ import annotations
 
-from battery_helpers import run_mission
-
-from governor.devices.sim.catalog import get_board
+from battery_helpers import phase_budget_j, run_mission
 
 
 def test_a_phase_between_two_others_holds_its_clock_and_the_last_spends_the_rest(profile_of):
     board = "a100-sxm"
     phases = [("memory", 120.0), ("compute", 120.0), ("memory", 120.0)]
-    spec = get_board(board)
-    mem = spec.default_mem_clock_mhz
-
-    def energy_j(clock):
-        return sum(spec.steady_gpu_power_w(clock, spec.workloads[w], mem) * s for w, s in phases)
-
-    low, top = energy_j(spec.clocks_mhz[0]), energy_j(spec.clocks_mhz[-1])
-    budget = low + 0.6 * (top - low)
+    budget = phase_budget_j(board, phases)
     mission = run_mission(board, profile_of(board), budget, phases)
     clocks, left_j = mission.clocks_mhz, mission.left_j
 

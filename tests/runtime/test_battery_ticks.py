@@ -7,9 +7,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from battery_helpers import model_of, observation, run_mission
+from battery_helpers import model_of, observation, phase_budget_j, run_mission
 
-from governor.devices.sim.catalog import get_board
 from governor.runtime.controllers import BatteryController, Tick
 from governor.runtime.policies import Battery
 from governor.runtime.workrate import PhaseFit
@@ -169,14 +168,7 @@ def test_a_ticking_job_that_changes_load_does_more_work_on_the_same_budget(profi
     board = "a100-sxm"
     doc = profile_of(board)
     phases = [("memory", 120.0), ("compute", 120.0), ("memory", 120.0)]
-    spec = get_board(board)
-    mem = spec.default_mem_clock_mhz
-
-    def energy_j(clock):
-        return sum(spec.steady_gpu_power_w(clock, spec.workloads[w], mem) * s for w, s in phases)
-
-    low, top = energy_j(spec.clocks_mhz[0]), energy_j(spec.clocks_mhz[-1])
-    budget = low + 0.6 * (top - low)
+    budget = phase_budget_j(board, phases)
     blind_work, blind_j, _, _, blind_clocks = run_mission(board, doc, budget, phases, False)
     seen_work, seen_j, _, _, seen_clocks = run_mission(board, doc, budget, phases, True)
     assert seen_j <= 1.01 * budget and blind_j <= 1.01 * budget

@@ -4,40 +4,22 @@ fast) and, for the dither's effect on energy, one short simulated run."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
+from frame_loop import RATE_HZ, drive
 
 from governor.devices.sim.catalog import get_board
-from governor.runtime.controllers import Observation, ThroughputController, Tick
+from governor.runtime.controllers import ThroughputController
 from governor.runtime.model import model_from_profile
 from governor.runtime.policies import Throughput
 from governor.runtime.simulate import simulate
-
-RATE_HZ = 30.0
-PERIOD_S = 0.1
 
 
 def _drive(ctl, power_of, seconds, load=0.45, seed=0):
     """Run ``ctl`` over a steady 30 Hz frame load (``load`` of a period at the top clock,
     ±5 % jitter) for ``seconds``; ``power_of(clock_mhz, busy_share)`` is the period's
     measured mean power. Returns the clock applied in each period."""
-    rng = random.Random(seed)
-    model = ctl.model
-    clock = ctl.initial_mhz()
-    energy_j = 0.0
-    applied = []
-    for k in range(int(round(seconds / PERIOD_S))):
-        t = PERIOD_S * (k + 1)
-        frames = [load / RATE_HZ * rng.gauss(1.0, 0.05) * model.time_rel_at(clock) for _ in "abc"]
-        ticks = [Tick(t - PERIOD_S + i / RATE_HZ, 1.0, s, clock) for i, s in enumerate(frames)]
-        busy = min(1.0, sum(frames) / PERIOD_S)
-        power = power_of(clock, busy)
-        energy_j += power * PERIOD_S
-        obs = Observation(t, PERIOD_S, power, clock, clock, energy_j, t, busy > 0)
-        applied.append(clock)
-        clock, _ = ctl.decide(obs, ticks, clock)
-    return applied
+    applied, _ = drive(ctl, lambda clock, busy, t: power_of(clock, busy), seconds, load, seed)
+    return [clock for _, clock in applied]
 
 
 def _controller(board, profile_of):

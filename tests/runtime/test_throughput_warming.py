@@ -6,15 +6,14 @@ simulator in the loop: deterministic and fast)."""
 from __future__ import annotations
 
 import math
-import random
+
+from frame_loop import PERIOD_S, RATE_HZ, drive
 
 from governor.devices.sim.catalog import get_board
-from governor.runtime.controllers import Observation, ThroughputController, Tick
+from governor.runtime.controllers import ThroughputController
 from governor.runtime.model import model_from_profile
 from governor.runtime.policies import Throughput
 
-RATE_HZ = 30.0
-PERIOD_S = 0.1
 LOAD = 0.45  # of a frame period at the top clock
 
 
@@ -28,23 +27,13 @@ def _drive(ctl, idle_w, warming_w, seconds, tau_s=15.0, seed=0):
     power is ``idle_w``, both lowered by a warming offset ``warming_w·exp(−t/τ)`` (the
     board's leakage rising with its temperature). Returns ``[(t_s, clock_mhz)]`` per period
     and the energy (J) of the run."""
-    rng = random.Random(seed)
     model = ctl.model
-    clock = ctl.initial_mhz()
-    energy_j = 0.0
-    applied = []
-    for k in range(int(round(seconds / PERIOD_S))):
-        t = PERIOD_S * (k + 1)
-        frames = [LOAD / RATE_HZ * rng.gauss(1.0, 0.05) * model.time_rel_at(clock) for _ in "abc"]
-        ticks = [Tick(t - PERIOD_S + i / RATE_HZ, 1.0, s, clock) for i, s in enumerate(frames)]
-        busy = min(1.0, sum(frames) / PERIOD_S)
+
+    def power_of(clock, busy, t):
         offset = warming_w * math.exp(-t / tau_s)
-        power = busy * model.power_at(clock) + (1.0 - busy) * idle_w - offset
-        energy_j += power * PERIOD_S
-        obs = Observation(t, PERIOD_S, power, clock, clock, energy_j, t, busy > 0)
-        applied.append((t, clock))
-        clock, _ = ctl.decide(obs, ticks, clock)
-    return applied, energy_j
+        return busy * model.power_at(clock) + (1.0 - busy) * idle_w - offset
+
+    return drive(ctl, power_of, seconds, LOAD, seed)
 
 
 def test_a_cold_board_holds_the_floor_not_the_knee_the_low_idle_power_points_to(profile_of):
