@@ -585,6 +585,17 @@ def bench_overhead(seconds):
     )
 
 
+def _seed_list(text: str):
+    """``--floor-seeds``: comma-separated non-negative integers (empty: none)."""
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seeds like 0,1,2, got {text!r}") from None
+    if any(s < 0 for s in seeds):
+        raise argparse.ArgumentTypeError(f"seeds must be >= 0, got {text!r}")
+    return seeds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default="", help="comma-separated boards (default: all)")
@@ -610,7 +621,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--floor-seeds",
-        default="",
+        type=_seed_list,
+        default=[],
         help="floor: comma-separated seeds to run the table on, one table each, and the "
         "worst short-budget overrun per seed (default: --seed; held-out checks)",
     )
@@ -648,7 +660,7 @@ def main() -> None:
     if "throughput" in only:
         bench_throughput(boards, docs, 60 * scale, seed=args.seed)
     if "floor" in only:
-        seeds = [int(x) for x in args.floor_seeds.split(",") if x] or [args.seed]
+        seeds = args.floor_seeds or [args.seed]
         worst = {s: bench_floor(boards, docs, 60 * scale, seed=s) for s in seeds}
         if len(seeds) > 1:
             print(
