@@ -190,3 +190,20 @@ def test_a_sweep_on_a_driver_grid_keeps_that_grid_and_fills_its_gaps():
     titan = read_sweep(DATA / "titanx_gemm_mem3505.csv")
     table = twin_board(TwinSweeps(titan, None, {})).clocks_mhz
     assert len(table) == 2 * len(titan) - 1 and set(titan.clock_mhz) <= set(table)
+
+
+def test_a_sweep_of_a_known_boards_table_keeps_that_table():
+    """The Jetson sweeps measured every devfreq step of their boards (the AGX Xavier's table
+    is irregular: 624.75, 675.75, 828.75 MHz): the twin's table is the board's, from the
+    catalog, over the sweep's span. A row left out is still a board clock, and there is no
+    halfway clock the board lacks (726.75 MHz between 675.75 and 828.75, or 652.8 MHz on the
+    Nano's 76.8 MHz steps)."""
+    agx = read_sweep(DATA / "agxxavier_inceptionv3-triton-c8.csv")
+    assert twin_board(TwinSweeps(agx, None, {})).clocks_mhz == agx.clock_mhz
+    i = agx.clock_mhz.index(675.75)
+    gap = twin_board(TwinSweeps(_without(agx, i), None, {})).clocks_mhz
+    assert gap == agx.clock_mhz and 726.75 not in gap
+    nano = read_sweep(DATA / "jetsonnano_inceptionv3-triton-c8.csv")
+    kept = nano.rows(set(range(2, len(nano))))  # from 307.2 MHz: the span, not the board's
+    table = twin_board(TwinSweeps(kept, None, {})).clocks_mhz
+    assert table == nano.clock_mhz[2:] and 652.8 not in table

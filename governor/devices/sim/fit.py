@@ -439,14 +439,35 @@ def _mem_deltas(fit: TwinFit, other: Sweep, tm_o: float, floor: float) -> Tuple[
 _MAX_TABLE_STEP_MHZ = 20.0
 
 
+def _known_table(clocks) -> Optional[Tuple[float, ...]]:
+    """The clocks of a catalog board's own table (one the catalog does not mark as inferred)
+    that hold every measured clock, from the lowest measured clock to the highest; None when
+    no board's table holds them all. A Jetson sweep of every devfreq step (the Nano's
+    76.8 MHz, the Xavier NX's irregular table) is then the board's table, not a sample of it."""
+    from governor.devices.sim.catalog import load_catalog
+
+    for board in load_catalog().values():
+        if any(str(item).startswith("clocks_mhz") for item in board.inferred):
+            continue
+        table = [float(c) for c in board.clocks_mhz]
+        if all(any(abs(c - t) <= 0.005 for t in table) for c in clocks):
+            return tuple(t for t in table if clocks[0] - 0.005 <= t <= clocks[-1] + 0.005)
+    return None
+
+
 def _clock_table(measured) -> Tuple[float, ...]:
-    """The twin's clock table. A sweep on a driver's grid (every gap a multiple of the
-    smallest, which is at most ``_MAX_TABLE_STEP_MHZ``: the A100 and A40 sweeps' 15 MHz) gives
-    that grid from its lowest to its highest clock, gaps filled: halfway points would be
-    clocks the board does not have. Any other sweep (sampled clocks: the Titan X's 38 MHz,
-    the A100 PCIe's ~135 MHz) gives the measured clocks plus the points halfway between
-    neighbours. Either way the twin answers at clocks it was not measured at."""
+    """The twin's clock table. A sweep whose clocks all belong to a catalog board's measured
+    table gives that table over the sweep's span (:func:`_known_table`). Else a sweep on a
+    driver's grid (every gap a multiple of the smallest, which is at most
+    ``_MAX_TABLE_STEP_MHZ``: the A100 and A40 sweeps' 15 MHz) gives that grid from its lowest
+    to its highest clock, gaps filled: halfway points would be clocks the board does not
+    have. Any other sweep (sampled clocks: the Titan X's 38 MHz, the RTX A4000's ~180 MHz)
+    gives the measured clocks plus the points halfway between neighbours. Either way the twin
+    answers at clocks it was not measured at, unless the sweep measured every clock."""
     clocks = sorted(set(float(c) for c in measured))
+    known = _known_table(clocks)
+    if known is not None:
+        return known
     gaps = [b - a for a, b in zip(clocks, clocks[1:])]
     step = min(gaps) if gaps else 0.0
     if 0 < step <= _MAX_TABLE_STEP_MHZ and all(
