@@ -22,7 +22,7 @@ def _controller(board, profile_of):
 
 def _board(model, knee_mhz, idle_w, warming_per_s, over_knee=0.004):
     """A board whose busy power is the model's but ``over_knee`` dearer at and above
-    ``knee_mhz`` (its voltage knee one table step under the calibrated one), with the
+    ``knee_mhz`` (its voltage knee lower than the calibrated one), with the
     idle power ``idle_w`` between frames, and whose power rises by ``warming_per_s`` of
     itself per second for the first 40 s (a cold board warming). Returns the period's
     power ``power_of(clock_mhz, busy_share, t_s)`` and its cost at a steady rate,
@@ -43,10 +43,11 @@ def _board(model, knee_mhz, idle_w, warming_per_s, over_knee=0.004):
 
 
 def test_a_warming_board_s_cheapest_clock_is_found_between_the_search_steps(profile_of):
-    """A100 PCIe (a 15-MHz table, searched in 30-MHz steps) whose knee is one table step
-    under the calibrated one, so that the model's pick costs 0.4 % more than the clock
-    below it, on a board warming 0.1 % a second: a window measured 2-4 s after another
-    reads 0.2-0.4 % dearer for the warming alone, more than the clocks differ. The search
+    """A100 PCIe (a 15-MHz table, searched in 30-MHz steps) whose busy power is 0.4 %
+    above the model's from the calibrated PPW clock up (its knee lower than calibrated), so
+    that the model's pick is dearer than a clock below it, on a board warming 0.1 % a
+    second: a window measured 2.3-4.6 s after another reads 0.23-0.46 % dearer for the
+    warming alone, more than the clocks differ. The search
     must end on the board's cheapest clock that keeps the rate (found by brute force on the
     board's own cost), which is not on the search's 30-MHz grid from the pick: it measures
     neighbours between windows of the held clock and halves its step at a minimum."""
