@@ -155,10 +155,13 @@ class ThroughputController(Controller):
 
     With an energy counter (``search``) a local search on measured power moves from the
     model's pick and holds the local minimum it finds while its measured cost holds
-    (``DRIFT``); neighbours measured within ``NOISE`` of each other are ranked by the model.
-    A pick more than two search steps above the deadline's floor is first measured against
-    the floor (:meth:`_duel`); when it is not clearly cheaper the floor is held wherever it
-    moves (:attr:`at_floor`). At the deadline's floor the clock below is time-shared in
+    (``DRIFT``). A neighbour is measured between two windows of the held clock
+    (:meth:`_bracket`, the board's warming cancelled); neighbours within ``BRACKET_NOISE``
+    of each other are ranked by the model, and where one is measured alike or both are
+    dearer the step halves down to the table's (the cheapest clock may lie between). A
+    pick more than two search steps above the deadline's floor is first measured against
+    the floor (:meth:`_duel`; the young frames' window at the pick is its first); when it
+    is not clearly cheaper the floor is held wherever it moves (:attr:`at_floor`). At the deadline's floor the clock below is time-shared in
     (:meth:`_dither`) up to ``DITHER_SHARE`` of the frames late, where it costs less.
     """
 
@@ -180,6 +183,7 @@ class ThroughputController(Controller):
     NOISE = 0.003  # a neighbour measured cheaper by less is not taken to be cheaper
     DRIFT = 0.02  # a settled clock's measured cost moved this much: search again
     DUEL_S = 0.5  # (search) a window of the duel between the model's far pick and the floor
+    BRACKET_NOISE = 0.001  # a neighbour bracketed by this clock's windows: cheaper beyond
 
     def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
         super().__init__(model)
@@ -201,6 +205,7 @@ class ThroughputController(Controller):
         self.costs: Dict[int, Tuple[float, float]] = {}  # index -> (mean power W, when)
         self.held_s = self.energy_j = self.measured_s = 0.0
         self.step = max(1, int(round(0.02 * len(model.clocks_mhz))))
+        self.span = self.step  # (search) the neighbours' distance now: halved at a minimum
         self.period_busy_s = self.window_busy_s = 0.0
         self.units_seen = 0
         self.unit_mean = 0.0  # busy s per unit at the top clock, over the last frames
@@ -217,6 +222,17 @@ class ThroughputController(Controller):
         self.duel: Optional[int] = None  # the model's far pick, measured against the floor
         self.duel_floor_w: List[float] = []  # the floor's windows in the duel
         self.at_floor = False  # (search) holding the deadline's floor, wherever it moves
+        # (search) a neighbour being probed from ``home``, and home's window before it
+        self.home: Optional[int] = None
+        self.home_w = 0.0
+        self.probe_w = 0.0
+        self.probe: Optional[int] = None
+        # (search) (probe, home) -> (probe's cost over home's, when): bracketed comparisons
+        self.pairs: Dict[Tuple[int, int], Tuple[float, float]] = {}
+        # (search) the young frames' clock and, past SETTLE_S there, its energy J, s, busy s
+        self.young: Optional[Tuple[float, float, float, float]] = None
+        self.young_held_s = 0.0
+        self.duel_pick_w: Optional[float] = None  # the duel's pick measured before the floor
 
     @property
     def eager(self) -> bool:
@@ -363,7 +379,7 @@ class ThroughputController(Controller):
         self.away_s = self.away_s + obs.dt_s if away else 0.0
         if self.target is None:
             self.costs.clear()
-            self._start(seed)
+            self._start(seed, now)
         elif self.away_s >= self.RESEED_S:
             # the model's pick moved away and stayed (its idle power and work per frame are
             # still being learnt): start again from the new pick, unless the clock held now
@@ -376,14 +392,15 @@ class ThroughputController(Controller):
                 or now - here[1] > self.STALE_S
                 or here[0] > there[0]
             ):
-                self._start(seed)
+                self._start(seed, now)
             else:
                 self.seed_idx, self.away_s = seed, 0.0
         if self.at_floor and self.target != floor:  # the floor moved: so does the clock
             self.target, self.held_s, self.energy_j, self.measured_s = floor, 0.0, 0.0, 0.0
-            self.window_busy_s = 0.0
+            self.window_busy_s, self.home = 0.0, None
         if self.target < floor:  # the deadline, not the search, decides: up at once
             self.target, self.held_s, self.energy_j, self.measured_s = floor, 0.0, 0.0, 0.0
+            self.home = None
             duel = self.costs.get(self.duel) if self.duel is not None else None
             self.costs.clear()
             self.settled_cost = None
@@ -406,6 +423,10 @@ class ThroughputController(Controller):
                 )
                 self.held_s = self.energy_j = self.measured_s = self.window_busy_s = 0.0
                 self.costs[self.target] = (cost, now)
+                if self.home is not None:
+                    ab = self._bracket(cost, now)
+                    if ab is not None:
+                        return ab, ab > current_mhz
                 if self.duel is not None:
                     self._duel(floor, cost)
                     target = clocks[self.target]
@@ -420,53 +441,121 @@ class ThroughputController(Controller):
                         # the pick measured dearer lately is not measured again for it
                         self.settled_cost = cost
                     else:
-                        self._start(seed)
+                        self._start(seed, now)
                     target = clocks[self.target]
                     return target, target > current_mhz
                 self.settled_cost = None  # not settled yet, or the load changed: search
-                step = self.step
+                step = self.span
                 near = [i for i in (self.target - step, self.target + step) if floor <= i <= top]
-                fresh = {i: c for i, (c, t) in self.costs.items() if now - t <= self.STALE_S}
-                known = [i for i in near if i in fresh]
+                # a neighbour's cost over this clock's, measured between this clock's windows
+                # (_bracket: the board's warming cancelled) lately; a window measured apart
+                # is off by the warming in between (0.1-0.5 % over a few seconds)
+                rel: Dict[int, float] = {}
+                for i in near:
+                    pair = self.pairs.get((i, self.target))
+                    if pair is not None and now - pair[1] <= self.STALE_S:
+                        rel[i] = pair[0]
+                known = list(rel)
                 # a side the model (with the measured idle power) prices clearly dearer is
                 # not probed: a probe there costs more than the model's error it could find
                 here = self._predicted_w(self.target)
                 unknown = [
                     i
                     for i in near
-                    if i not in fresh and self._predicted_w(i) <= here * (1.0 + self.PROBE_WITHIN)
+                    if i not in rel and self._predicted_w(i) <= here * (1.0 + self.PROBE_WITHIN)
                 ]
-                bar = fresh[self.target] * (1.0 - self.NOISE)
-                cheaper = [i for i in known if fresh[i] < bar]
+                cheaper = [i for i in known if rel[i] < 1.0 - self.BRACKET_NOISE]
                 # a neighbour measured within the noise of this clock: the measurement
-                # cannot tell them apart (thermal drift alone moves a 2-s window by about
-                # 0.1 %), the model (with the measured idle power) does
-                alike = [i for i in known if fresh[i] <= fresh[self.target] * (1.0 + self.NOISE)]
+                # cannot tell them apart, the model (with the measured idle power) does
+                alike = [i for i in known if rel[i] <= 1.0 + self.BRACKET_NOISE]
                 if cheaper:  # descend
-                    self.target = min(cheaper, key=lambda i: fresh[i])
+                    self.target = min(cheaper, key=lambda i: rel[i])
+                elif unknown:  # look on the side not seen yet, then back (_bracket)
+                    self.home, self.home_w = self.target, cost
+                    self.target = min(unknown, key=self._predicted_w)  # the likelier first
+                elif self.span > 1 and (alike or len(known) == 2):
+                    # a neighbour measured alike, or a local minimum between two measured
+                    # neighbours: the cheapest clock may lie between (bisection)
+                    self.span //= 2
                 elif alike:
                     best = min(alike + [self.target], key=self._predicted_w)
                     self.target = best
-                    self.settled_cost = fresh[best]
-                elif unknown:  # look on the side not seen yet
-                    self.target = unknown[0]
+                    self.settled_cost = self.costs[best][0]
                 else:  # a local minimum: stay while its cost holds
                     self.settled_cost = cost
         target = clocks[self.target]
         return target, target > current_mhz
 
-    def _start(self, seed: int) -> None:
+    def _bracket(self, cost: float, now: float) -> Optional[float]:
+        """After a window (its cost ``cost``) of a probe from :attr:`home` or of home's
+        window after it: the clock to hold next, or None when the search decides as usual
+        from the costs. A probe measured clearly cheaper than home's window before it is
+        taken at once (a warming board works against it); else home is measured again and
+        its cost is the mean of its windows either side of the probe, so that the board's
+        warming in between (about 0.1 % of a 2-s window) cancels and neighbours are compared
+        at one temperature, as the duel does with the floor."""
+        home = self.home
+        if self.target != home:  # the probe's window
+            if cost < self.home_w * (1.0 - self.NOISE):
+                # cheaper than home's window before it, warming against it: decided
+                self.home = None
+                self.pairs[(home, self.target)] = (self.home_w / cost, now)  # type: ignore[index]
+                return None
+            self.probe_w = cost
+            probe = self.probe = self.target
+            self.target = home  # type: ignore[assignment]
+            self.costs[probe] = (cost, now)  # type: ignore[index]
+            return self.model.clocks_mhz[home]  # type: ignore[index]
+        self.home = None
+        home_w = 0.5 * (self.home_w + cost)
+        self.costs[home] = (home_w, now)  # type: ignore[index]
+        probe = self.probe
+        self.pairs[(probe, home)] = (self.probe_w / home_w, now)  # type: ignore[index]
+        self.pairs[(home, probe)] = (home_w / self.probe_w, now)  # type: ignore[index]
+        return None
+
+    def _start(self, seed: int, now: float) -> None:
         """Start the search at clock index ``seed`` (the model's pick); when that pick is
         more than two search steps above the deadline's floor, it is first measured against
         the floor (:meth:`_duel`)."""
         self.target, self.seed_idx, self.away_s = seed, seed, 0.0
         self.held_s, self.energy_j, self.measured_s, self.window_busy_s = 0.0, 0.0, 0.0, 0.0
         self.settled_cost = None
+        self.span = self.step
         self.duel = seed if seed > self.floor_idx + 2 * self.step else None
         self.duel_floor_w = []
+        self.home = None
         self.at_floor = seed <= self.floor_idx
+        self.duel_pick_w = None
         if self.duel is not None:
             self.target = self.floor_idx
+            young = self.young
+            if young is not None and young[0] == self.model.clocks_mhz[seed]:
+                # the young frames ran at this pick: their window is the duel's first
+                energy_j, seconds, busy_s = young[1:]
+                if seconds >= self.DUEL_S:
+                    cost = self._rate_cost(seed, energy_j / seconds, busy_s / seconds)
+                    self.duel_pick_w = cost
+                    self.costs[seed] = (cost, now)
+        self.young = None
+
+    def _young_window(self, obs: Observation) -> None:
+        """(search) Meter the young frames' clock (they follow the model's pick): past
+        ``SETTLE_S`` at one clock, the energy, time and busy time there (:attr:`young`)."""
+        if obs.power_w is None or obs.dt_s <= 0:
+            return
+        young = self.young
+        if young is None or young[0] != obs.applied_mhz:
+            self.young, self.young_held_s = (obs.applied_mhz, 0.0, 0.0, 0.0), 0.0
+            young = self.young
+        self.young_held_s += obs.dt_s
+        if self.young_held_s > self.SETTLE_S:
+            self.young = (
+                young[0],
+                young[1] + obs.power_w * obs.dt_s,
+                young[2] + obs.dt_s,
+                young[3] + self.period_busy_s,
+            )
 
     def _duel(self, floor: int, cost: float) -> None:
         """After a window (its cost ``cost``) of the duel between the model's far pick and
@@ -477,7 +566,11 @@ class ThroughputController(Controller):
         the model is wrong, not 0.03 % as neighbours do): the pick against the mean of the
         floor's two windows, so the board's warming in between (early on 0.2-0.6 % of the
         power per second) cancels; a pick measured cheaper than the floor's first window
-        wins at once (the warming only works against it). The floor is kept unless
+        wins at once (the warming only works against it). When the young frames ran at the
+        pick (:meth:`_young_window`), their window is the pick's before the floor's first,
+        and a floor measured cheaper than it by more than ``NOISE`` wins at once (the
+        warming works against the floor); else the duel goes on as above, so a pick never
+        wins on a window measured before the floor's. The floor is kept unless
         measured dearer than the pick by more than ``NOISE``, then held wherever it moves
         (:attr:`at_floor`)."""
         pick = self.duel
@@ -490,6 +583,13 @@ class ThroughputController(Controller):
             return
         self.duel_floor_w.append(cost)
         if len(self.duel_floor_w) == 1:  # the floor's first window: the pick's next
+            if self.duel_pick_w is not None and cost < self.duel_pick_w * (1.0 - self.NOISE):
+                # cheaper than the pick measured before it (the young frames' window),
+                # warming against it: decided, the floor held
+                self.duel, self.duel_floor_w = None, []
+                self.at_floor = True
+                self.settled_cost = cost
+                return
             self.target = pick  # type: ignore[assignment]
             return
         floor_w = 0.5 * (self.duel_floor_w[0] + self.duel_floor_w[1])
@@ -534,6 +634,8 @@ class ThroughputController(Controller):
         if self.search and not young:  # the search starts from a choice of learnt frames
             base, urgent = self._search(obs, choice, base_now)
         else:
+            if self.search:
+                self._young_window(obs)
             base, urgent = self._follow(obs, choice, base_now)
         self.base_mhz = base
         low = self._dither(self.model.index(base))

@@ -87,3 +87,35 @@ def test_the_first_frame_runs_at_the_ppw_clock_unless_a_margin_asks_for_none_lat
     model = learnt.model
     assert learnt.initial_mhz() == model.ppw_clock_mhz < model.top_mhz
     assert strict.initial_mhz() == model.top_mhz
+
+
+def test_the_young_frames_window_at_the_pick_is_the_duel_s_first(profile_of):
+    """L4 starting 4 W cold, as above, on a board whose clocks more than two search steps
+    above the floor draw 3 % more busy power than the model says (the far pick clearly
+    dearer than the floor, as on the simulated L4, where the two differ by 2 %): the young
+    frames (before the search starts) run at the model's far pick, and their window there
+    is the pick's first window in the duel. The floor measured after it (warming against
+    the floor) and cheaper by more than the noise decides at once: no period at the pick
+    once the floor has run (the old duel went floor, pick, floor: 0.7 s more at the dearer
+    clock), and the floor is held."""
+    ctl = _controller("l4", profile_of)
+    model = ctl.model
+    high_mhz = []
+
+    def power_of(clock, busy, t):
+        dearer = 1.03 if high_mhz and clock >= high_mhz[0] else 1.0
+        offset = 4.0 * math.exp(-t / 15.0)
+        return busy * model.power_at(clock) * dearer + (1.0 - busy) * model.idle_w - offset
+
+    # the floor the frames set (the first run learns it; the board is the same)
+    probe = _controller("l4", profile_of)
+    _drive(probe, model.idle_w, 4.0, 5.0)
+    high_mhz.append(model.clocks_mhz[probe.floor_idx + 2 * probe.step + 1])
+    applied, _ = drive(ctl, power_of, 30.0, LOAD)
+    floor_idx = ctl.floor_idx
+    assert model.index(ctl.choice_mhz) > floor_idx + 2 * ctl.step  # the duel's case
+    first_low = min(t for t, c in applied if c < high_mhz[0])
+    far = [t for t, c in applied if c >= high_mhz[0]]
+    assert far and min(far) < first_low  # the young frames ran at the far pick
+    assert max(far) < first_low, (first_low, far)
+    assert ctl.at_floor
