@@ -1,0 +1,608 @@
+"""The throughput policy's controller: the cheapest clock that keeps the app's tick rate.
+
+Split from :mod:`governor.runtime.controllers` (which re-exports it) because it is the
+largest of the controllers: the deadline learnt from the ticks, the measured search on an
+energy counter, the duel against the deadline's floor and the dither below it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import math
+from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
+
+from governor.runtime.controller_base import Controller, Observation, Tick
+from governor.runtime.model import ClockModel
+from governor.runtime.policies import Throughput
+
+__all__ = ["ThroughputController"]
+
+
+class ThroughputController(Controller):
+    """The cheapest clock that keeps the tick rate, from the app's ticks.
+
+    With ``busy_s`` on the ticks (the time each frame took), a frame must fit its period
+    (``1/rate_hz`` per unit): a deadline per frame. By default (``margin`` None) the work a
+    clock must fit is learnt from the frames' spread: the frame exceeded by only
+    ``LATE_SHARE`` of the last ``LONG_FRAMES`` frames (their top-clock time per unit), so
+    about that share may run late and no fixed headroom is paid for; until ``MIN_FRAMES``
+    frames are seen, the slowest one with a headroom that shrinks as frames come. An
+    explicit ``margin`` keeps that share of the period free at the slowest frame of the
+    last ``WINDOW`` (no frame late). Without ``busy_s`` the app is taken to run flat out and
+    its rate, scaled by the time model, says how fast each clock would go. Among the clocks
+    that keep up, the one with the least predicted energy per second (busy power plus idle
+    power) wins; lowering is delayed by ``hold_down_s`` (hysteresis) once the spread is
+    learnt, raising is immediate. The first frame runs at the model's PPW clock (the top
+    clock with an explicit margin), which is left as that frame ends (:attr:`eager`), not
+    at the first control period.
+
+    With an energy counter (``search``) a local search on measured power moves from the
+    model's pick and holds the local minimum it finds while its measured cost holds
+    (``DRIFT``). A neighbour is measured between two windows of the held clock
+    (:meth:`_bracket`, the board's warming cancelled); neighbours within ``BRACKET_NOISE``
+    of each other are ranked by the model, and where one is measured alike or both are
+    dearer the step halves down to the table's (the cheapest clock may lie between). A
+    pick more than two search steps above the deadline's floor is first measured against
+    the floor (:meth:`_duel`; the young frames' window at the pick is its first); when it
+    is not clearly cheaper the floor is held wherever it moves (:attr:`at_floor`). At the deadline's floor the clock below is time-shared in
+    (:meth:`_dither`) up to ``DITHER_SHARE`` of the frames late, where it costs less.
+    """
+
+    WINDOW = 90  # frames remembered for the deadline check
+    HOLD_DOWN_S = 1.0
+    SETTLE_S = 0.3  # local search (energy counter only): after a change, then measure
+    MEASURE_S = 2.0
+    STALE_S = 20.0  # a neighbour's measured power is trusted this long
+    PROBE_WITHIN = 0.01  # a neighbour the model prices more than this dearer is not probed
+    LONG_FRAMES = 600  # frames in the long mean of the work per frame (the search's cost)
+    IDLE_GAIN = 0.05  # per period, of the gap to the latest idle-power estimate
+    LATE_SHARE = 0.005  # of the frames the learnt deadline may let run late
+    MIN_FRAMES = 30  # frames before their spread is trusted
+    YOUNG_HEADROOM = 0.25  # over the slowest frame with one frame seen; / sqrt(frames)
+    FLAT_MARGIN = 0.1  # headroom without busy_s (no spread known), unless margin is given
+    RESEED_S = 1.0  # the model's pick this long away from the search's start: start there
+    DITHER_SHARE = 0.0075  # of the frames the dither with the clock below may let run late
+    STICK = 0.002  # (search) the model's pick is left for one priced cheaper by more than this
+    NOISE = 0.003  # a neighbour measured cheaper by less is not taken to be cheaper
+    DRIFT = 0.02  # a settled clock's measured cost moved this much: search again
+    DUEL_S = 0.5  # (search) a window of the duel between the model's far pick and the floor
+    BRACKET_NOISE = 0.001  # a neighbour bracketed by this clock's windows: cheaper beyond
+
+    def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
+        super().__init__(model)
+        self.policy = policy
+        self.per_unit_top: Deque[float] = collections.deque(maxlen=self.WINDOW)
+        self.capacity_top: Optional[float] = None  # units/s at the top clock when flat out
+        self.rate_window: Deque[Tuple[float, float]] = collections.deque()  # (t_s, units)
+        self.below_since_s: Optional[float] = None
+        self.settled = False  # whether a choice from measured frames was applied yet
+        self.choice_mhz: Optional[float] = None
+        self.rate_hz: Optional[float] = None
+        self.search = search
+        self.metered = search  # an energy counter: the period's mean power is measured
+        self.idle_w: Optional[float] = None  # measured between frames (see _learn_idle)
+        self.floor_idx = 0
+        self.target: Optional[int] = None
+        self.seed_idx = 0  # the model's pick the search started from
+        self.away_s = 0.0  # how long the model's pick has been away from it
+        self.costs: Dict[int, Tuple[float, float]] = {}  # index -> (mean power W, when)
+        self.held_s = self.energy_j = self.measured_s = 0.0
+        self.step = max(1, int(round(0.02 * len(model.clocks_mhz))))
+        self.span = self.step  # (search) the neighbours' distance now: halved at a minimum
+        self.period_busy_s = self.window_busy_s = 0.0
+        self.units_seen = 0
+        self.unit_mean = 0.0  # busy s per unit at the top clock, over the last frames
+        # the last LONG_FRAMES frames' top-clock time per unit, in arrival order and sorted
+        self.recent: Deque[float] = collections.deque(maxlen=self.LONG_FRAMES)
+        self.ranked: List[float] = []
+        # whether each of the last LONG_FRAMES frames ran past its period, and how many did
+        self.late: Deque[bool] = collections.deque(maxlen=self.LONG_FRAMES)
+        self.late_count = 0
+        self.base_mhz: Optional[float] = None  # the clock chosen before the dither
+        self.carry = 0.0  # error diffusion of the dither's share
+        self.dither_mhz: Optional[float] = None  # the clock below, while dithering
+        self.settled_cost: Optional[float] = None  # the search's local minimum, measured
+        self.duel: Optional[int] = None  # the model's far pick, measured against the floor
+        self.duel_floor_w: List[float] = []  # the floor's windows in the duel
+        self.at_floor = False  # (search) holding the deadline's floor, wherever it moves
+        # (search) a neighbour being probed from ``home``, and home's window before it
+        self.home: Optional[int] = None
+        self.home_w = 0.0
+        self.probe_w = 0.0
+        self.probe: Optional[int] = None
+        # (search) (probe, home) -> (probe's cost over home's, when): bracketed comparisons
+        self.pairs: Dict[Tuple[int, int], Tuple[float, float]] = {}
+        # (search) the young frames' clock and, past SETTLE_S there, its energy J, s, busy s
+        self.young: Optional[Tuple[float, float, float, float]] = None
+        self.young_held_s = 0.0
+        self.duel_pick_w: Optional[float] = None  # the duel's pick measured before the floor
+
+    @property
+    def eager(self) -> bool:
+        """Whether a control step as a frame ends would make the first choice from measured
+        frames (the governor then steps at once instead of at the next period)."""
+        return self.choice_mhz is None
+
+    def initial_mhz(self) -> float:
+        """The first frame's clock, before any frame is seen: the model's PPW clock (the
+        cheapest per cycle flat out; a frame needing more than ``1/t_rel(PPW)`` of its period
+        at the top clock, 62-85 % on the simulated boards, runs late, once: the first control
+        step raises the clock as it ends), or the top clock when an explicit margin asks for
+        no frame late."""
+        model = self.model
+        if self.policy.margin is not None:
+            return model.top_mhz
+        return model.clocks_mhz[model.index(model.ppw_clock_mhz)]
+
+    def _learn(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        units = 0.0
+        flat = 0.0
+        busy_s = 0.0
+        for tick in ticks:
+            units += tick.units
+            busy_s += tick.busy_s or 0.0
+            self.rate_window.append((tick.t_s, tick.units))
+            rel = self.model.time_rel_at(tick.applied_mhz)
+            if tick.busy_s is not None and tick.units > 0:
+                per_unit = tick.busy_s / tick.units / rel
+                self.per_unit_top.append(per_unit)
+                if len(self.recent) == self.LONG_FRAMES:
+                    del self.ranked[bisect.bisect_left(self.ranked, self.recent[0])]
+                self.recent.append(per_unit)
+                bisect.insort(self.ranked, per_unit)
+                self.units_seen = min(self.units_seen + 1, self.LONG_FRAMES)
+                self.unit_mean += (per_unit - self.unit_mean) / self.units_seen
+                late = tick.busy_s * self.policy.rate_hz > tick.units
+                if len(self.late) == self.LONG_FRAMES:
+                    self.late_count -= self.late[0]
+                self.late.append(late)
+                self.late_count += late
+            else:
+                flat += tick.units * rel
+        while self.rate_window and self.rate_window[0][0] < obs.t_s - 2.0:
+            self.rate_window.popleft()
+        self.period_busy_s = busy_s
+        self._learn_idle(obs, busy_s)
+        span = min(2.0, obs.elapsed_s + obs.dt_s)
+        self.rate_hz = sum(u for _, u in self.rate_window) / span if span > 0 else None
+        if flat > 0 and obs.dt_s > 0:
+            sample = flat / obs.dt_s  # units per second the top clock would do
+            self.capacity_top = (
+                sample
+                if self.capacity_top is None
+                else self.capacity_top + 0.3 * (sample - self.capacity_top)
+            )
+
+    def _learn_idle(self, obs: Observation, busy_s: float) -> None:
+        """The power between frames, from the period's mean power (an energy counter's)
+        and its busy share (the frames' ``busy_s``): ``P = b·P_busy + (1 − b)·P_idle``.
+        The profile's idle power is the power model's intercept, which holds what a busy
+        GPU draws at any clock (memory traffic) and so overstates the gaps: a wrong idle
+        power moves the cheapest clock."""
+        if not self.metered:
+            if obs.idle_power_w is not None:  # readings between frames (no counter)
+                self.idle_w = obs.idle_power_w
+            return
+        if obs.power_w is None or obs.dt_s <= 0:
+            return
+        b = busy_s / obs.dt_s
+        if not (0.1 <= b <= 0.9):
+            return
+        busy_w = self.model.power_at(obs.applied_mhz)
+        sample = (obs.power_w - b * busy_w) / (1.0 - b)
+        if not (0.0 < sample < busy_w):
+            return
+        if self.idle_w is None:
+            self.idle_w = sample
+        else:
+            self.idle_w += self.IDLE_GAIN * (sample - self.idle_w)
+
+    def need_s(self) -> Optional[float]:
+        """Top-clock seconds per unit that a clock, scaled by its time model, must fit into a
+        unit's period (see the class docstring); None before any progress is seen."""
+        margin = self.policy.margin
+        if self.per_unit_top:
+            worst = max(self.per_unit_top)
+            if margin is not None:
+                return worst / (1.0 - margin)
+            n = len(self.ranked)
+            if n < self.MIN_FRAMES:
+                return worst * (1.0 + self.YOUNG_HEADROOM / math.sqrt(n))
+            return self.ranked[min(n - 1, int(n * (1.0 - self.LATE_SHARE)))]
+        if self.capacity_top:
+            return (
+                1.0 / self.capacity_top / (1.0 - (self.FLAT_MARGIN if margin is None else margin))
+            )
+        return None
+
+    def _choose(self) -> Optional[float]:
+        model = self.model
+        rate = self.policy.rate_hz
+        best: Optional[Tuple[float, float]] = None
+        need = self.need_s()
+        if need is None:
+            return None
+        if self.per_unit_top:
+            mean = sum(self.per_unit_top) / len(self.per_unit_top)
+        else:
+            mean = 1.0 / self.capacity_top  # type: ignore[operator]
+        self.floor_idx = len(model.clocks_mhz) - 1
+        idle_w = self.idle_w if self.idle_w is not None else model.idle_w
+        held: Optional[float] = None  # the cost of the last pick, if it still keeps up
+        for i, (f, p, rel) in enumerate(zip(model.clocks_mhz, model.power_w, model.time_rel)):
+            if need * rel * rate > 1.0:
+                continue
+            self.floor_idx = min(self.floor_idx, i)
+            busy = min(1.0, rate * mean * rel)
+            cost = busy * p + (1.0 - busy) * idle_w
+            if f == self.choice_mhz:
+                held = cost
+            if best is None or cost < best[0] - 1e-12:
+                best = (cost, f)
+        if best is None:
+            return model.top_mhz
+        if self.search and held is not None and held <= best[0] * (1.0 + self.STICK):
+            # the search's seed: a pick the model prices within 0.2 % of the cheapest is
+            # kept, else the idle power still being learnt flips it between far clocks
+            # on a flat curve and every flip starts the search again
+            return self.choice_mhz
+        return best[1]
+
+    def _search(self, obs: Observation, choice: float, current_mhz: float) -> Tuple[float, bool]:
+        """Local search on measured power among the clocks that keep the rate: the model's
+        pick is where it starts, the energy counter says which neighbour is cheaper. A local
+        minimum is held while its measured cost stays within ``DRIFT`` of what it was (no
+        periodic probing of neighbours on a steady load)."""
+        clocks = self.model.clocks_mhz
+        top = len(clocks) - 1
+        floor = self.floor_idx
+        seed = self.model.index(choice)
+        now = obs.t_s
+        away = abs(seed - self.seed_idx) > 2 * self.step
+        self.away_s = self.away_s + obs.dt_s if away else 0.0
+        if self.target is None:
+            self.costs.clear()
+            self._start(seed, now)
+        elif self.away_s >= self.RESEED_S:
+            # the model's pick moved away and stayed (its idle power and work per frame are
+            # still being learnt): start again from the new pick, unless the clock held now
+            # was measured cheaper than that pick lately
+            there, here = self.costs.get(seed), self.costs.get(self.target)
+            if (
+                there is None
+                or here is None
+                or now - there[1] > self.STALE_S
+                or now - here[1] > self.STALE_S
+                or here[0] > there[0]
+            ):
+                self._start(seed, now)
+            else:
+                self.seed_idx, self.away_s = seed, 0.0
+        if self.at_floor and self.target != floor:  # the floor moved: so does the clock
+            self.target, self.held_s, self.energy_j, self.measured_s = floor, 0.0, 0.0, 0.0
+            self.window_busy_s, self.home = 0.0, None
+        if self.target < floor:  # the deadline, not the search, decides: up at once
+            self.target, self.held_s, self.energy_j, self.measured_s = floor, 0.0, 0.0, 0.0
+            self.home = None
+            duel = self.costs.get(self.duel) if self.duel is not None else None
+            self.costs.clear()
+            self.settled_cost = None
+            if self.duel is not None and self.duel <= floor + 2 * self.step:
+                self.duel = None  # the floor rose to the pick: nothing to measure against
+            elif duel is not None:  # the pick's window stands: the floor's is measured again
+                self.costs[self.duel] = duel  # type: ignore[index]
+            return clocks[floor], True
+        if obs.power_w is not None and obs.applied_mhz == clocks[self.target]:
+            self.held_s += obs.dt_s
+            if self.held_s > self.SETTLE_S:
+                self.energy_j += obs.power_w * obs.dt_s
+                self.measured_s += obs.dt_s
+                self.window_busy_s += self.period_busy_s
+            if self.measured_s >= (self.MEASURE_S if self.duel is None else self.DUEL_S):
+                cost = self._rate_cost(
+                    self.target,
+                    self.energy_j / self.measured_s,
+                    self.window_busy_s / self.measured_s,
+                )
+                self.held_s = self.energy_j = self.measured_s = self.window_busy_s = 0.0
+                self.costs[self.target] = (cost, now)
+                if self.home is not None:
+                    ab = self._bracket(cost, now)
+                    if ab is not None:
+                        return ab, ab > current_mhz
+                if self.duel is not None:
+                    self._duel(floor, cost)
+                    target = clocks[self.target]
+                    return target, target > current_mhz
+                settled = self.settled_cost
+                if settled is not None and abs(cost - settled) <= self.DRIFT * settled:
+                    return clocks[self.target], False  # a steady load: stay, no probing
+                if self.at_floor:  # the first window at the floor, or its cost moved
+                    pick = self.costs.get(seed)
+                    if settled is None or (pick is not None and now - pick[1] <= self.STALE_S):
+                        # a warming board moves the cost too (4-10 % in its first minute):
+                        # the pick measured dearer lately is not measured again for it
+                        self.settled_cost = cost
+                    else:
+                        self._start(seed, now)
+                    target = clocks[self.target]
+                    return target, target > current_mhz
+                self.settled_cost = None  # not settled yet, or the load changed: search
+                step = self.span
+                near = [i for i in (self.target - step, self.target + step) if floor <= i <= top]
+                # a neighbour's cost over this clock's, measured between this clock's windows
+                # (_bracket: the board's warming cancelled) lately; a window measured apart
+                # is off by the warming in between (0.1-0.5 % over a few seconds)
+                rel: Dict[int, float] = {}
+                for i in near:
+                    pair = self.pairs.get((i, self.target))
+                    if pair is not None and now - pair[1] <= self.STALE_S:
+                        rel[i] = pair[0]
+                known = list(rel)
+                # a side the model (with the measured idle power) prices clearly dearer is
+                # not probed: a probe there costs more than the model's error it could find
+                here = self._predicted_w(self.target)
+                unknown = [
+                    i
+                    for i in near
+                    if i not in rel and self._predicted_w(i) <= here * (1.0 + self.PROBE_WITHIN)
+                ]
+                cheaper = [i for i in known if rel[i] < 1.0 - self.BRACKET_NOISE]
+                # a neighbour measured within the noise of this clock: the measurement
+                # cannot tell them apart, the model (with the measured idle power) does
+                alike = [i for i in known if rel[i] <= 1.0 + self.BRACKET_NOISE]
+                if cheaper:  # descend
+                    self.target = min(cheaper, key=lambda i: rel[i])
+                elif unknown:  # look on the side not seen yet, then back (_bracket)
+                    self.home, self.home_w = self.target, cost
+                    self.target = min(unknown, key=self._predicted_w)  # the likelier first
+                elif self.span > 1 and (alike or len(known) == 2):
+                    # a neighbour measured alike, or a local minimum between two measured
+                    # neighbours: the cheapest clock may lie between (bisection)
+                    self.span //= 2
+                elif alike:
+                    best = min(alike + [self.target], key=self._predicted_w)
+                    self.target = best
+                    self.settled_cost = self.costs[best][0]
+                else:  # a local minimum: stay while its cost holds
+                    self.settled_cost = cost
+        target = clocks[self.target]
+        return target, target > current_mhz
+
+    def _bracket(self, cost: float, now: float) -> Optional[float]:
+        """After a window (its cost ``cost``) of a probe from :attr:`home` or of home's
+        window after it: the clock to hold next, or None when the search decides as usual
+        from the costs. A probe measured clearly cheaper than home's window before it is
+        taken at once (a warming board works against it); else home is measured again and
+        its cost is the mean of its windows either side of the probe, so that the board's
+        warming in between (about 0.1 % of a 2-s window) cancels and neighbours are compared
+        at one temperature, as the duel does with the floor."""
+        home = self.home
+        if self.target != home:  # the probe's window
+            if cost < self.home_w * (1.0 - self.NOISE):
+                # cheaper than home's window before it, warming against it: decided
+                self.home = None
+                self.pairs[(home, self.target)] = (self.home_w / cost, now)  # type: ignore[index]
+                return None
+            self.probe_w = cost
+            probe = self.probe = self.target
+            self.target = home  # type: ignore[assignment]
+            self.costs[probe] = (cost, now)  # type: ignore[index]
+            return self.model.clocks_mhz[home]  # type: ignore[index]
+        self.home = None
+        home_w = 0.5 * (self.home_w + cost)
+        self.costs[home] = (home_w, now)  # type: ignore[index]
+        probe = self.probe
+        self.pairs[(probe, home)] = (self.probe_w / home_w, now)  # type: ignore[index]
+        self.pairs[(home, probe)] = (home_w / self.probe_w, now)  # type: ignore[index]
+        return None
+
+    def _start(self, seed: int, now: float) -> None:
+        """Start the search at clock index ``seed`` (the model's pick); when that pick is
+        more than two search steps above the deadline's floor, it is first measured against
+        the floor (:meth:`_duel`)."""
+        self.target, self.seed_idx, self.away_s = seed, seed, 0.0
+        self.held_s, self.energy_j, self.measured_s, self.window_busy_s = 0.0, 0.0, 0.0, 0.0
+        self.settled_cost = None
+        self.span = self.step
+        self.duel = seed if seed > self.floor_idx + 2 * self.step else None
+        self.duel_floor_w = []
+        self.home = None
+        self.at_floor = seed <= self.floor_idx
+        self.duel_pick_w = None
+        if self.duel is not None:
+            self.target = self.floor_idx
+            young = self.young
+            if young is not None and young[0] == self.model.clocks_mhz[seed]:
+                # the young frames ran at this pick: their window is the duel's first
+                energy_j, seconds, busy_s = young[1:]
+                if seconds >= self.DUEL_S:
+                    cost = self._rate_cost(seed, energy_j / seconds, busy_s / seconds)
+                    self.duel_pick_w = cost
+                    self.costs[seed] = (cost, now)
+        self.young = None
+
+    def _young_window(self, obs: Observation) -> None:
+        """(search) Meter the young frames' clock (they follow the model's pick): past
+        ``SETTLE_S`` at one clock, the energy, time and busy time there (:attr:`young`)."""
+        if obs.power_w is None or obs.dt_s <= 0:
+            return
+        young = self.young
+        if young is None or young[0] != obs.applied_mhz:
+            self.young, self.young_held_s = (obs.applied_mhz, 0.0, 0.0, 0.0), 0.0
+            young = self.young
+        self.young_held_s += obs.dt_s
+        if self.young_held_s > self.SETTLE_S:
+            self.young = (
+                young[0],
+                young[1] + obs.power_w * obs.dt_s,
+                young[2] + obs.dt_s,
+                young[3] + self.period_busy_s,
+            )
+
+    def _duel(self, floor: int, cost: float) -> None:
+        """After a window (its cost ``cost``) of the duel between the model's far pick and
+        the floor: the next clock. The model's pick hinges on the idle power between frames
+        (5 % lower moves it from the floor to the voltage knee on every counter board),
+        which a cold board's warming biases low for 10-20 s; the counter settles it. The
+        floor, the pick, the floor again, each for ``DUEL_S`` (the two differ by 1-3 % where
+        the model is wrong, not 0.03 % as neighbours do): the pick against the mean of the
+        floor's two windows, so the board's warming in between (early on 0.2-0.6 % of the
+        power per second) cancels; a pick measured cheaper than the floor's first window
+        wins at once (the warming only works against it). When the young frames ran at the
+        pick (:meth:`_young_window`), their window is the pick's before the floor's first,
+        and a floor measured cheaper than it by more than ``NOISE`` wins at once (the
+        warming works against the floor); else the duel goes on as above, so a pick never
+        wins on a window measured before the floor's. The floor is kept unless
+        measured dearer than the pick by more than ``NOISE``, then held wherever it moves
+        (:attr:`at_floor`)."""
+        pick = self.duel
+        if self.target == pick:
+            if cost < self.duel_floor_w[0] * (1.0 - self.NOISE):
+                # cheaper than the floor measured before it, warming against it: decided
+                self.duel, self.duel_floor_w = None, []
+                return
+            self.target = floor  # the floor's second window next
+            return
+        self.duel_floor_w.append(cost)
+        if len(self.duel_floor_w) == 1:  # the floor's first window: the pick's next
+            if self.duel_pick_w is not None and cost < self.duel_pick_w * (1.0 - self.NOISE):
+                # cheaper than the pick measured before it (the young frames' window),
+                # warming against it: decided, the floor held
+                self.duel, self.duel_floor_w = None, []
+                self.at_floor = True
+                self.settled_cost = cost
+                return
+            self.target = pick  # type: ignore[assignment]
+            return
+        floor_w = 0.5 * (self.duel_floor_w[0] + self.duel_floor_w[1])
+        self.duel, self.duel_floor_w = None, []
+        there = self.costs.get(pick)  # type: ignore[arg-type]
+        if there is not None and there[0] < floor_w * (1.0 - self.NOISE):
+            self.target = pick  # type: ignore[assignment]  # the search goes on from there
+        else:  # the floor held, and followed, while its cost holds
+            self.at_floor = True
+            self.settled_cost = cost
+
+    def _predicted_w(self, i: int) -> float:
+        """The model's mean power for clock index ``i`` at the rate (idle power measured
+        where it is known)."""
+        model = self.model
+        per_unit = self.unit_mean if self.units_seen else 0.0
+        busy = min(1.0, self.policy.rate_hz * per_unit * model.time_rel[i])
+        idle = self.idle_w if self.idle_w is not None else model.idle_w
+        return busy * model.power_w[i] + (1.0 - busy) * idle
+
+    def _rate_cost(self, i: int, mean_w: float, busy: float) -> float:
+        """The mean power a clock costs at the long-run work per frame, from a window's
+        measured mean power ``mean_w`` and busy share ``busy``: the frames' jitter moves the
+        window's busy share by more than neighbouring clocks differ, so the busy power
+        ``(mean_w − (1 − busy)·P_idle)/busy`` is measured and the share is the long mean's."""
+        idle = self.idle_w
+        if idle is None or not (0.05 <= busy <= 0.95) or self.units_seen < 30:
+            return mean_w
+        busy_w = (mean_w - (1.0 - busy) * idle) / busy
+        expected = min(1.0, self.policy.rate_hz * self.unit_mean * self.model.time_rel[i])
+        return expected * busy_w + (1.0 - expected) * idle
+
+    def decide(self, obs, ticks, current_mhz):
+        self._learn(obs, ticks)
+        choice = self._choose()
+        self.choice_mhz = choice
+        if choice is None:
+            return current_mhz, False
+        # the clock chosen before the dither's periods at the clock below
+        base_now = self.base_mhz if self.base_mhz is not None else current_mhz
+        young = bool(self.per_unit_top) and len(self.ranked) < self.MIN_FRAMES
+        if self.search and not young:  # the search starts from a choice of learnt frames
+            base, urgent = self._search(obs, choice, base_now)
+        else:
+            if self.search:
+                self._young_window(obs)
+            base, urgent = self._follow(obs, choice, base_now)
+        self.base_mhz = base
+        low = self._dither(self.model.index(base))
+        if low is not None:
+            return low, False
+        return base, urgent or base > current_mhz
+
+    def _follow(self, obs: Observation, choice: float, current_mhz: float) -> Tuple[float, bool]:
+        """The model's pick, raised at once and lowered after the hold-down."""
+        if choice > current_mhz:
+            self.below_since_s = None
+            self.settled = True
+            return choice, True
+        if choice < current_mhz:
+            # the start's top clock, and a spread still being learnt (the headroom shrinks
+            # as frames come): no hysteresis to wait out
+            if not self.settled or (self.per_unit_top and len(self.ranked) < self.MIN_FRAMES):
+                self.settled = True
+                return choice, False
+            if self.below_since_s is None:
+                self.below_since_s = obs.t_s
+            if obs.t_s - self.below_since_s >= self.HOLD_DOWN_S:
+                self.below_since_s = None
+                return choice, False
+            return current_mhz, False
+        self.below_since_s = None
+        return current_mhz, False
+
+    def _late_share(self, i: int) -> float:
+        """The share of the last frames that would run past their period at clock index
+        ``i`` (their top-clock time per unit scaled by the time model)."""
+        n = len(self.ranked)
+        limit = 1.0 / (self.policy.rate_hz * self.model.time_rel[i])
+        return (n - bisect.bisect_right(self.ranked, limit)) / n
+
+    def _dither_shares(self, i: int) -> Optional[Tuple[float, float]]:
+        """The late shares (at ``i``, at the clock below) when clock index ``i`` may be
+        time-shared with the one below (see :meth:`_dither`), else None: the floor, learnt
+        frames, a search not measuring, few frames seen late, frames that would not queue
+        below, the clock below cheaper (the model with the measured idle power) and with
+        more late frames, ``i``'s own under the share."""
+        if (
+            i != self.floor_idx
+            or (self.search and self.settled_cost is None and not self.at_floor)  # measuring
+            or i == 0
+            or self.policy.margin is not None
+            or len(self.ranked) < self.MIN_FRAMES
+            or self.late_count >= self.DITHER_SHARE * len(self.late)
+            or self.policy.rate_hz * self.unit_mean * self.model.time_rel[i - 1] >= 1.0
+        ):
+            return None
+        here, below = self._late_share(i), self._late_share(i - 1)
+        if below <= here or here >= self.DITHER_SHARE:
+            return None
+        if self._predicted_w(i - 1) >= self._predicted_w(i):
+            return None
+        return here, below
+
+    def _dither(self, i: int) -> Optional[float]:
+        """The clock below the deadline's floor for this period, or None (hold ``i``).
+
+        The floor keeps all but ``LATE_SHARE`` of the frames on time, the clock below misses
+        more: time-shared so that the mix's expected late share is ``DITHER_SHARE`` (error
+        diffusion over periods), it uses the late share a kept rate allows, which a constant
+        clock on a coarse table cannot. Only where the clock below costs less (by the model,
+        with the measured idle power), its frames do not queue (mean busy share under 1),
+        and the frames seen late lately (``busy_s`` over the period) are under the share."""
+        self.dither_mhz = None
+        shares = self._dither_shares(i)
+        if shares is None:
+            self.carry = 0.0
+            return None
+        here, below = shares
+        self.carry += min(1.0, (self.DITHER_SHARE - here) / (below - here))
+        if self.carry < 1.0:
+            return None
+        self.carry -= 1.0
+        self.dither_mhz = self.model.clocks_mhz[i - 1]
+        return self.dither_mhz
+
+    def status(self) -> Dict[str, Any]:
+        return {
+            "rate_target_hz": self.policy.rate_hz,
+            "rate_hz": self.rate_hz,
+            "choice_mhz": self.choice_mhz,
+        }
