@@ -454,7 +454,8 @@ def bench_battery(boards, docs, duration, scope="board", ticks=False, seed=0, ca
                 )
             best_work = base["best_work"]
             ratio = r["work_done"] / best_work if best_work else float("nan")
-            clock = base["best_clock_mhz"] if best_work else float("nan")
+            clock = base["best_clock_mhz"]
+            clock = float("nan") if clock is None else clock
             oracle_const = base["oracle_const"]
             gain = base["oracle_work"] / oracle_const if oracle_const > 0 else float("nan")
             ratios.append(ratio)
