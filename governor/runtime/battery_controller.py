@@ -115,11 +115,12 @@ class BatteryController(Controller):
         self.closed_n = 0
         self.busy_left_s = 0.0  # the plan's busy time left
         # bursts and gaps: the state now and for how long, the lengths of the bursts seen
-        # (sorted) and the gaps' total
+        # (sorted; burst_tail_s[k] sums those from k on) and the gaps' total
         self.run_busy: Optional[bool] = None
         self.run_started = False
         self.run_s = 0.0
         self.burst_lengths_s: List[float] = []
+        self.burst_tail_s: List[float] = [0.0]
         self.gaps_s = 0.0
         self.gaps_n = 0
         # the last clock below the model's power cap (the table's top when uncapped)
@@ -150,22 +151,14 @@ class BatteryController(Controller):
         return mean_w, max(busy_w, 0.0)
 
     MIN_BURSTS = 8  # bursts (and gaps) seen before their lengths shape the plan's busy time
-    RESIDUAL_QUANTILE = 0.25  # of the bursts seen that outlived the one under way
 
     def _busy_left_s(self, left_s: float, duty: float) -> float:
         """Busy seconds expected in the ``left_s`` left: the duty cycle's share, except that
-        a burst under way is expected to run on for its residual life, then a mean gap: so a
-        mission whose last burst ends before a gap spends the budget in that burst instead
-        of keeping it for the gap. With no gaps (a steady load) or too few bursts seen, the
-        duty cycle's share.
-
-        The residual life is the lower quartile of the excess over its age of the bursts
-        seen that lasted longer, not their mean: the two errors do not cost the same. A
-        burst that runs on past the forecast finds the budget a little short and runs a
-        little lower for the rest (work per joule is concave in the clock: a second-order
-        loss), but one that ends sooner leaves what was kept for it unspent when the
-        mission ends in a gap, and those joules buy nothing (bench, bursty seed 0 with
-        ticks: H100 SXM 1.00005 -> 1.0005, 0.17 % -> 0.08 % of the budget left)."""
+        a burst under way is expected to run on for its residual life (the mean excess of
+        the bursts seen that lasted longer than its age), then a mean gap: so a mission
+        whose last burst ends before a gap spends the budget in that burst instead of
+        keeping it for the gap. With no gaps (a steady load) or too few bursts seen, the
+        duty cycle's share."""
         share = duty * left_s
         lengths = self.burst_lengths_s
         if not (self.run_busy and len(lengths) >= self.MIN_BURSTS and self.gaps_n):
@@ -173,8 +166,7 @@ class BatteryController(Controller):
         age = self.run_s
         k = bisect.bisect_right(lengths, age)
         longer = len(lengths) - k
-        at = k + int(self.RESIDUAL_QUANTILE * (longer - 1))
-        residual = lengths[at] - age if longer else 0.0
+        residual = (self.burst_tail_s[k] - age * longer) / longer if longer else 0.0
         now_s = min(residual, left_s)
         gap_s = self.gaps_s / self.gaps_n
         return max(now_s + duty * max(0.0, left_s - now_s - gap_s), 1e-3)
@@ -189,6 +181,10 @@ class BatteryController(Controller):
                     bisect.insort(self.burst_lengths_s, self.run_s)
                     if len(self.burst_lengths_s) > self.MAX_BURSTS:  # keep a bounded sample
                         self.burst_lengths_s.pop(len(self.burst_lengths_s) // 2)
+                    tail = [0.0]  # sums of the longest j lengths, read from the end
+                    for x in reversed(self.burst_lengths_s):
+                        tail.append(tail[-1] + x)
+                    self.burst_tail_s = tail[::-1]
                 elif self.run_busy is False:
                     self.gaps_s += self.run_s
                     self.gaps_n += 1
