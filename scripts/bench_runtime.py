@@ -302,6 +302,7 @@ def baseline_code_hash(root=REPO, sources=BASELINE_SOURCES) -> str:
         battery_oracle,
         _phase_points,
         _upper_hull,
+        battery_baselines,  # the budget rule
     ):
         digest.update(inspect.getsource(fn).encode())
     return digest.hexdigest()

@@ -184,3 +184,17 @@ def test_bench_battery_uses_the_cached_budget(bench, tmp_path, capsys, profile_o
         line = next(x for x in out.splitlines() if x.startswith(f"| orin-nano | {trace} |"))
         assert line.split("|")[3].strip() == f"{row['budget_j']:.0f}"
         assert line.split("|")[8].strip() == f"{row['best_clock_mhz']:.0f}"
+
+
+def test_default_hash_covers_the_budget_rule(bench, monkeypatch):
+    """The budget (60 % of the way from the lowest clock's energy to the top's) is part of
+    a cached baseline: a change to the function that sets it is a change of key."""
+    before = bench.baseline_code_hash()
+    real = bench.inspect.getsource
+
+    def edited(fn):
+        text = real(fn)
+        return text.replace("0.6 *", "0.7 *") if fn is bench.battery_baselines else text
+
+    monkeypatch.setattr(bench.inspect, "getsource", edited)
+    assert bench.baseline_code_hash() != before
