@@ -13,7 +13,9 @@ Each board is first calibrated (as a user would with ``governor calibrate``), th
   against the best constant clock that fits the budget (brute-forced by bisection; target
   >= 1, and >= 1.03 on average), once with a job that does not tick and once with one that
   reports its work with ``gov.tick`` (``--battery-ticks no|yes|both``; ``--seed`` for the
-  bursty trace);
+  bursty trace; ``--baseline-cache FILE`` keeps the calibrated profiles and the baselines,
+  which do not depend on the controllers, between runs, keyed by a hash of the simulator's,
+  calibration's and profiles' sources);
 - throughput: the 30 Hz perception trace (60 s): missed deadlines (target <= 1 %) and energy
   against the cheapest constant clock that misses <= 1 % (target <= 1);
 - throughput with a battery floor: the same loop with a budget above and below what the
@@ -29,6 +31,11 @@ Each board is first calibrated (as a user would with ``governor calibrate``), th
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
+import inspect
+import json
+import math
 import os
 import statistics
 import subprocess
@@ -37,7 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
 os.environ.setdefault("GOVERNOR_STATE_DIR", tempfile.mkdtemp(prefix="governor-bench-state-"))
 os.environ.setdefault("GOVERNOR_DATA_DIR", tempfile.mkdtemp(prefix="governor-bench-data-"))
@@ -267,11 +275,149 @@ class _TickingApp:
         return False
 
 
-def bench_battery(boards, docs, duration, scope="board", ticks=False, seed=0):
+# what the battery baselines (calibrated profiles, budgets, best constant clocks, oracle)
+# are computed by: a change to any of it invalidates a --baseline-cache file
+BASELINE_SOURCES = (
+    "governor/devices/sim",
+    "governor/calibrate",
+    "governor/profiles",
+    "governor/runtime/simulate.py",
+)
+
+
+def baseline_code_hash(root=REPO, sources=BASELINE_SOURCES) -> str:
+    """SHA-256 over the simulator's, calibration's and profiles' sources under ``root`` and
+    the bench's own baseline functions: the key a baseline cache is valid for."""
+    digest = hashlib.sha256()
+    for src in sources:
+        path = Path(root) / src
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for f in files:
+            digest.update(f.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(f.read_bytes() + b"\0")
+    for fn in (
+        calibrated,
+        constant,
+        best_lasting_clock,
+        battery_oracle,
+        _phase_points,
+        _upper_hull,
+        battery_baselines,  # the budget rule
+    ):
+        digest.update(inspect.getsource(fn).encode())
+    return digest.hexdigest()
+
+
+class BaselineCache:
+    """The battery section's baselines, which do not depend on the controllers' code:
+    calibrated profiles per board, and per board, trace, seed, scope and duration the
+    budget, the best constant clock's work and the oracle. Kept in a JSON file
+    (``--baseline-cache``) under the hash of the code that computes them
+    (:func:`baseline_code_hash`); a file made by other code, of another format or not
+    readable is rebuilt (said on stderr), an entry that is not well formed is recomputed.
+    Without a path nothing is kept between runs."""
+
+    VERSION = 1
+    BATTERY_KEYS = ("budget_j", "best_work", "best_clock_mhz", "oracle_work", "oracle_const")
+
+    def __init__(self, path=None, code=None):
+        self.path = Path(path) if path else None
+        self.code = code if code is not None else baseline_code_hash()
+        self.profiles = {}
+        self.battery = {}
+        self.rebuilt = None  # why the file was not used, if it was not
+        if self.path is None or not self.path.exists():
+            return
+        try:
+            raw = json.loads(self.path.read_text())
+        except (OSError, ValueError) as err:
+            self.rebuilt = f"not readable ({type(err).__name__})"
+        else:
+            if not isinstance(raw, dict) or raw.get("version") != self.VERSION:
+                self.rebuilt = "not a baseline cache of this version"
+            elif raw.get("code") != self.code:
+                self.rebuilt = "made by other simulator or calibration code"
+            else:
+                profiles, battery = raw.get("profiles"), raw.get("battery")
+                self.profiles = dict(profiles) if isinstance(profiles, dict) else {}
+                self.battery = dict(battery) if isinstance(battery, dict) else {}
+        if self.rebuilt:
+            print(f"baseline cache {self.path}: {self.rebuilt}; rebuilding it", file=sys.stderr)
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        data = {
+            "version": self.VERSION,
+            "code": self.code,
+            "profiles": self.profiles,
+            "battery": self.battery,
+        }
+        tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, self.path)
+
+    def profile(self, board, make=None):
+        """The board's calibrated profile (``make(board)``, default :func:`calibrated`),
+        through JSON either way, so a cached run and a fresh one see the same document."""
+        doc = self.profiles.get(board)
+        if not (isinstance(doc, dict) and doc.get("board") == board):
+            doc = json.loads(json.dumps((make or calibrated)(board)))
+            self.profiles[board] = doc
+            self.save()
+        return doc
+
+    @staticmethod
+    def battery_key(board, trace, seed, scope, duration) -> str:
+        return f"{board}|{trace}|{seed}|{scope}|{duration:g}"
+
+    def _valid(self, row) -> bool:
+        if not isinstance(row, dict):
+            return False
+        for k in self.BATTERY_KEYS:
+            x = row.get(k)
+            if x is None and k in ("best_work", "best_clock_mhz"):
+                continue  # no constant clock lasts
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+                return False
+        return row["budget_j"] > 0
+
+    def battery_baseline(self, key, make):
+        """The battery baselines under ``key`` (see :meth:`battery_key`), ``make()`` when
+        absent or not well formed."""
+        row = self.battery.get(key)
+        if not self._valid(row):
+            row = make()
+            self.battery[key] = row
+            self.save()
+        return row
+
+
+def battery_baselines(board, doc, trace, duration, scope="board", seed=0):
+    """Budget (60 % of the way from the lowest clock's energy to the top clock's on
+    ``scope``), the best constant clock that lasts, and the oracle, for one mission."""
+    clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
+    top = constant(board, doc, clocks[-1], trace, duration, scope, seed)
+    low = constant(board, doc, clocks[0], trace, duration, scope, seed)
+    budget = low["energy_j"] + 0.6 * (top["energy_j"] - low["energy_j"])
+    best = best_lasting_clock(board, doc, clocks, trace, duration, budget, scope, seed)
+    oracle_work, oracle_const = battery_oracle(board, trace, duration, budget, seed)
+    return {
+        "budget_j": budget,
+        "best_work": best["work_done"] if best else None,
+        "best_clock_mhz": best["mean_clock_mhz"] if best else None,
+        "oracle_work": oracle_work,
+        "oracle_const": oracle_const,
+    }
+
+
+def bench_battery(boards, docs, duration, scope="board", ticks=False, seed=0, cache=None):
     """Budget between what the lowest and the top clock use on ``scope``: 60 % of the way.
-    ``ticks``: the job reports its work with ``gov.tick`` (see :class:`_TickingApp`)."""
+    ``ticks``: the job reports its work with ``gov.tick`` (see :class:`_TickingApp`);
+    ``cache``: a :class:`BaselineCache` for the baselines (default: computed here)."""
     import contextlib
 
+    cache = cache if cache is not None else BaselineCache()
     print(
         f"\n## Battery ({scope} scope): budget = lowest-clock energy + 60 % of the way to "
         f"top-clock energy, {duration:.0f} s, "
@@ -287,11 +433,12 @@ def bench_battery(boards, docs, duration, scope="board", ticks=False, seed=0):
     ratios, over, gains = [], [], []
     for board in boards:
         doc = docs[board]
-        clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
         for trace in BATTERY_TRACES:
-            top = constant(board, doc, clocks[-1], trace, duration, scope, seed)
-            low = constant(board, doc, clocks[0], trace, duration, scope, seed)
-            budget = low["energy_j"] + 0.6 * (top["energy_j"] - low["energy_j"])
+            base = cache.battery_baseline(
+                cache.battery_key(board, trace, seed, scope, duration),
+                functools.partial(battery_baselines, board, doc, trace, duration, scope, seed),
+            )
+            budget = base["budget_j"]
             with _TickingApp() if ticks else contextlib.nullcontext():
                 r = simulate(
                     board,
@@ -306,23 +453,24 @@ def bench_battery(boards, docs, duration, scope="board", ticks=False, seed=0):
                     profile=doc,
                     seed=seed,
                 )
-            best = best_lasting_clock(board, doc, clocks, trace, duration, budget, scope, seed)
-            ratio = r["work_done"] / best["work_done"] if best else float("nan")
-            clock = best["mean_clock_mhz"] if best else float("nan")
-            oracle_work, oracle_const = battery_oracle(board, trace, duration, budget, seed)
-            gain = oracle_work / oracle_const if oracle_const > 0 else float("nan")
+            best_work = base["best_work"]
+            ratio = r["work_done"] / best_work if best_work else float("nan")
+            clock = base["best_clock_mhz"]
+            clock = float("nan") if clock is None else clock
+            oracle_const = base["oracle_const"]
+            gain = base["oracle_work"] / oracle_const if oracle_const > 0 else float("nan")
             ratios.append(ratio)
             gains.append(gain)
             over.append(r["board_energy_j"] / budget)
             print(
                 f"| {board} | {trace} | {budget:.0f} | {100 * r['lasted_s'] / duration:.1f} | "
                 f"{r['board_energy_j'] / budget:.3f} | "
-                f"{100 * r['energy_left_j'] / budget:.1f} | {ratio:.3f} | {clock:.0f} | "
+                f"{100 * r['energy_left_j'] / budget:.1f} | {ratio:.4f} | {clock:.0f} | "
                 f"{gain:.3f} | {ratio / gain:.3f} | {1.0 / gain:.3f} |"
             )
     print(
-        f"work vs best constant clock: min {min(ratios):.3f}, mean "
-        f"{sum(ratios) / len(ratios):.3f}; board energy / budget: max {max(over):.3f}; "
+        f"work vs best constant clock: min {min(ratios):.4f}, mean "
+        f"{sum(ratios) / len(ratios):.4f}; board energy / budget: max {max(over):.4f}; "
         f"oracle vs best constant: min {min(gains):.3f}, mean {sum(gains) / len(gains):.3f}"
     )
 
@@ -632,6 +780,14 @@ def main() -> None:
         help="comma-separated sections: cap, battery, throughput, floor, online, overhead "
         "(default: all)",
     )
+    parser.add_argument(
+        "--baseline-cache",
+        default=None,
+        metavar="FILE",
+        help="battery: keep the calibrated profiles and the baselines (budget, best constant "
+        "clock, oracle) in FILE and reuse them; rebuilt when the simulator, calibration or "
+        "profile code changed (default: computed every run)",
+    )
     args = parser.parse_args()
     only = set(filter(None, args.only.split(","))) or {
         "cap",
@@ -643,13 +799,14 @@ def main() -> None:
     }
     boards = [b for b in args.boards.split(",") if b] or list(board_names())
     t0 = time.perf_counter()
-    docs = {b: calibrated(b) for b in boards}
+    cache = BaselineCache(args.baseline_cache)
+    docs = {b: cache.profile(b) for b in boards}
     scale = 0.25 if args.quick else 1.0
     if "cap" in only:
         bench_cap(boards, docs, 120 * scale)
     if "battery" in only:
         for ticks in {"no": (False,), "yes": (True,)}.get(args.battery_ticks, (False, True)):
-            bench_battery(boards, docs, 600 * scale, ticks=ticks, seed=args.seed)
+            bench_battery(boards, docs, 600 * scale, ticks=ticks, seed=args.seed, cache=cache)
     from governor.runtime import simulate as sim
 
     kept = sim.FRAME_RATE_HZ, sim.FRAME_LOAD

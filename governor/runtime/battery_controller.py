@@ -134,7 +134,10 @@ class BatteryController(Controller):
         self._inv_dp: Optional[List[float]] = None  # 1 / the model's power steps below the cap
 
     def _plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
-        """(mean power target, busy power target) on the budget's scope."""
+        """(mean power target, busy power target) on the budget's scope, for the period
+        ahead: ``elapsed_s`` is now (the end of the period just measured), and the time
+        left counts from it. (Counted from the end of the period ahead, the plan spent the
+        budget one period early and paid the mission's last period on top.)"""
         left_s = self.policy.target_s - elapsed_s
         usable = max(0.0, remaining_j - self.reserve_j)
         if left_s <= 0:
@@ -279,7 +282,7 @@ class BatteryController(Controller):
         self.remaining_j = remaining
         if remaining <= 0 and self.exhausted_at_s is None:
             self.exhausted_at_s = obs.elapsed_s
-        self.target_w, self.busy_target_w = self._plan(remaining, obs.elapsed_s + obs.dt_s)
+        self.target_w, self.busy_target_w = self._plan(remaining, obs.elapsed_s)
         if obs.busy is False:  # idle: keep the clock the next burst starts at
             return current_mhz, False
         gpu_w = self._gpu_target(self.busy_target_w)

@@ -4,6 +4,7 @@ last burst instead of keeping it for a gap where no joule buys work."""
 
 from __future__ import annotations
 
+import pytest
 from battery_helpers import model_of, observation
 
 from governor.runtime.controllers import BatteryController
@@ -30,7 +31,7 @@ def _mission(model, budget_j, cycles, busy_s=5.0, gap_s=3.0, dt=0.1):
             t,
             clock,
             power,
-            elapsed_s=t - dt,
+            elapsed_s=t,  # as the Governor reports it: now, the end of the period
             energy_used_j=used,
             board_energy_used_j=used,
             busy=busy,
@@ -60,3 +61,19 @@ def test_a_steady_load_plans_its_whole_time_left_busy(profile_of):
     model = model_of(profile_of, board)
     ctl = BatteryController(model, Battery(energy_j=1e5, duration_s=600.0))
     assert ctl._busy_left_s(100.0, 1.0) == 100.0  # no gaps seen: the duty cycle's share
+
+
+def test_the_plan_counts_the_time_left_from_now(profile_of):
+    """The observation's ``elapsed_s`` is now (the end of the period just measured): the
+    plan spreads what is left over the time from now to the end, so the mission's last
+    period gets what is left, not an unbounded plan (budget left, no time)."""
+    model = model_of(profile_of, "a100-sxm")
+    budget, duration, dt = 60_000.0, 600.0, 0.1
+    ctl = BatteryController(model, Battery(energy_j=budget, duration_s=duration))
+    clock = ctl.initial_mhz()
+    for t, used in ((300.0, 30_000.0), (duration - dt, budget - 25.0)):
+        power = used / t
+        obs = observation(t, clock, power, elapsed_s=t, energy_used_j=used, dt_s=dt)
+        clock, _ = ctl.decide(obs, [], clock)
+        assert ctl.target_w == pytest.approx((budget - used) / (duration - t), rel=1e-9)
+    assert ctl.target_w == pytest.approx(250.0)  # 25 J over the last 0.1 s
