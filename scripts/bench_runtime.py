@@ -276,12 +276,16 @@ class _TickingApp:
 
 
 # what the battery baselines (calibrated profiles, budgets, best constant clocks, oracle)
-# are computed by: a change to any of it invalidates a --baseline-cache file
+# are computed by: a change to any of it invalidates a --baseline-cache file. The fits
+# (governor/models) make the profiles; a constant clock runs through the governor's loop.
 BASELINE_SOURCES = (
     "governor/devices/sim",
+    "governor/devices/base.py",
     "governor/calibrate",
+    "governor/models",
     "governor/profiles",
     "governor/runtime/simulate.py",
+    "governor/runtime/governor.py",
 )
 
 
