@@ -142,7 +142,8 @@ class FloorThroughputController(Controller):
     :class:`ThroughputController`) unless the battery plan affords less.
 
     The plan is :class:`BatteryController`'s mean power, what is left over the time left,
-    every period (the time left counted from now: see :meth:`_plan_w`). When the rate costs more than the plan affords, the rate degrades
+    every period (the time left counted from now). When the rate costs more than the plan
+    affords, the rate degrades
     one of two ways:
 
     - **the app asks** (:meth:`admit`, ``gov.admit()`` before each frame): the clock stays
@@ -195,7 +196,7 @@ class FloorThroughputController(Controller):
         # the top clock, not the rate's PPW start: with it the short budgets' worst board
         # (bench, app asks admit(), seeds 0-5) went 1.0019, 1.0018, 1.0034, 1.0019, 1.0039,
         # 1.0019 -> 1.0019, 1.0019, 1.0042, 1.0024, 1.0042, 1.0029 of the budget (measured
-        # before _plan_w)
+        # before the plan counted the time left from now)
         return self.model.top_mhz
 
     @property
@@ -281,7 +282,7 @@ class FloorThroughputController(Controller):
             if self.board and obs.board_power_w is not None:
                 self.rest_w += 0.2 * (obs.board_power_w - obs.power_w - self.rest_w)
         self._learn_share(obs, ticks)
-        target = self._plan_w(obs)
+        target = self.battery.target_w  # its plan for the period ahead, from now
         if target is None or not math.isfinite(target):
             self.degraded = False
             self.share = 1.0
@@ -309,19 +310,6 @@ class FloorThroughputController(Controller):
             self.carry -= 1.0
             return want, want > current_mhz
         return clocks[0], False
-
-    def _plan_w(self, obs: Observation) -> Optional[float]:
-        """The battery plan's mean power for the period ahead: what is left (less the
-        reserve) over the time left, counted from now. The battery controller counts the
-        time left from the end of the period ahead, so its plan spends the budget one period
-        early and the mission's last period is paid on top (infinite there: budget left,
-        no time): 0.1 s of a 60-s mission, up to 0.2 % over on the bench's short budgets."""
-        battery = self.battery
-        target = battery.target_w
-        left_s = battery.policy.target_s - obs.elapsed_s
-        if target is None or left_s <= 0:  # not planned yet, or the mission is over
-            return target
-        return max(0.0, battery.remaining_j - battery.reserve_j) / left_s
 
     def _admission(self, obs: Observation, target_w: float, want: float, urgent: bool):
         """The app skips frames: the share of the rate the plan affords, the rate's clock."""
