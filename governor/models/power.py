@@ -150,7 +150,9 @@ def _detect_capped(f: np.ndarray, p: np.ndarray) -> np.ndarray:
         return capped
     typical = float(np.median(rising))
     k = len(fs) - 1
-    while k > 0 and slopes[k - 1] < 0.25 * typical and ps[k] >= 0.985 * ps.max():
+    # no bound on k needed: the walk stops by k = 1, since every slope below a quarter of the
+    # median rising slope would put every rising slope below a quarter of its own median
+    while slopes[k - 1] < 0.25 * typical and ps[k] >= 0.985 * ps.max():
         capped[order[k]] = True
         k -= 1
     return capped
