@@ -28,9 +28,9 @@ from governor.models import formulas
 
 __all__ = ["TimeModel", "fit_time_model"]
 
-#: roofline sharpness tried beyond k = 1
+#: roofline sharpness tried beyond k = 1, softest first (of equals, the first tried wins)
 _KS = (1.5, 2.0, 3.0, 4.0, 8.0, 16.0)
-#: exponents of the low-clock term tried
+#: exponents of the low-clock term tried, gentlest first
 _LOW_EXPS = (2.0, 3.0, 4.0, 6.0)
 #: a point missed by more than this (relative) is not explained
 MAX_REL_RESIDUAL = 0.08

@@ -730,3 +730,14 @@ def test_a_form_with_more_parameters_than_the_held_out_fits_have_points_is_not_s
     f5 = np.array([300.0, 525.0, 750.0, 975.0, 1200.0])
     tmod.fit_time_model(f5, 0.1 + 200.0 / f5, forms=forms)
     assert scored == forms
+
+
+def test_the_candidate_grids_are_tried_once_each_softest_first():
+    # forms with as many parameters that predict equally well go to the first one scored, so
+    # the grids must run from the softest roofline (nearest the two-term form) and the
+    # gentlest low-clock rise upwards, each value once (a repeat costs a held-out fit per
+    # point and leaves a gap elsewhere)
+    for grid, floor in ((tmod._KS, 1.0), (tmod._LOW_EXPS, 0.0)):
+        assert all(a < b for a, b in zip(grid, grid[1:])) and grid[0] > floor
+    forms = tmod._forms(4)
+    assert len(set(forms)) == len(forms)
