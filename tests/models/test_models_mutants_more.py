@@ -741,3 +741,14 @@ def test_the_candidate_grids_are_tried_once_each_softest_first():
         assert all(a < b for a, b in zip(grid, grid[1:])) and grid[0] > floor
     forms = tmod._forms(4)
     assert len(set(forms)) == len(forms)
+
+
+def test_a_fitted_time_model_cannot_be_changed_in_place():
+    # models are shared between a profile, the optimum search and the runtime: one holder
+    # changing a field would change it under every other
+    import dataclasses
+
+    m = tmod.TimeModel(0.1, 200.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.t_mem_s = 0.2  # type: ignore[misc]
+    assert m.t_mem_s == 0.1
