@@ -150,18 +150,17 @@ def _detect_capped(f: np.ndarray, p: np.ndarray) -> np.ndarray:
         return capped
     typical = float(np.median(rising))
     k = len(fs) - 1
-    while k > 0 and slopes[k - 1] < 0.25 * typical and ps[k] >= 0.985 * ps.max():
+    # no bound on k needed: the walk stops by k = 1, since every slope below a quarter of the
+    # median rising slope would put every rising slope below a quarter of its own median
+    while slopes[k - 1] < 0.25 * typical and ps[k] >= 0.985 * ps.max():
         capped[order[k]] = True
         k -= 1
     return capped
 
 
-def _linear(x: np.ndarray, y: np.ndarray, r: float, b: float, y0: Optional[float]):
+def _linear(x: np.ndarray, y: np.ndarray, r: float, b: float):
     """Best (y0, a) for y = y0 + a·x·V² at fixed ridge r and slope b (normalised units)."""
     g = formulas.cmos_power_w(x, 1.0, r, b)
-    if y0 is not None:
-        a = float(np.dot(g, y - y0) / np.dot(g, g))
-        return y0, a
     design = np.stack([np.ones_like(x), g], 1)
     (c0, a), *_ = np.linalg.lstsq(design, y, rcond=None)
     return float(c0), float(a)
@@ -209,8 +208,7 @@ def fit_power_model(
     x, y = f[free] / f_scale, p[free] / p_scale
     # The constant term is fitted, not fixed to measured idle power: under load it includes the
     # load's own floor (memory traffic, stalled SMs), which idle power does not.
-    y0_fixed = None
-    n_par = 4 if y0_fixed is None else 3
+    n_par = 4
 
     # 1. grid over the kink; the linear parameters are exact at each grid point
     best = None
@@ -219,7 +217,7 @@ def fit_power_model(
         (r, b) for r in np.linspace(x.min(), x.max(), 41) for b in np.geomspace(0.05, 30.0, 40)
     ]
     for r, b in grid:
-        c0, a = _linear(x, y, r, b, y0_fixed)
+        c0, a = _linear(x, y, r, b)
         if a <= 0:
             continue
         sse = float(np.sum((formulas.power_w(x, c0, a, r, b) - y) ** 2))
@@ -231,26 +229,19 @@ def fit_power_model(
 
     # 2. refine all parameters together
     def model(params, xs):
-        if y0_fixed is None:
-            c, aa, rr, bb = params
-        else:
-            c, (aa, rr, bb) = y0_fixed, params
+        c, aa, rr, bb = params
         return formulas.power_w(xs, c, aa, rr, bb)
 
-    start = [c0, a, r, b] if y0_fixed is None else [a, r, b]
-    lower = [-np.inf, 0.0, x.min() - 1.0, 0.0] if y0_fixed is None else [0.0, x.min() - 1.0, 0.0]
-    upper = [np.inf, np.inf, 1.0, np.inf] if y0_fixed is None else [np.inf, 1.0, np.inf]
+    start = [c0, a, r, b]
+    lower = [-np.inf, 0.0, x.min() - 1.0, 0.0]
+    upper = [np.inf, np.inf, 1.0, np.inf]
     start = [
         min(max(s, lo + 1e-12), hi - 1e-12) if np.isfinite(hi) else max(s, lo + 1e-12)
         for s, lo, hi in zip(start, lower, upper)
     ]
     sol = least_squares(lambda q: model(q, x) - y, start, bounds=(lower, upper), method="trf")
     params = sol.x if sol.cost <= best[0] / 2 + 1e-15 else np.array(start)
-    if y0_fixed is None:
-        c0, a, r, b = (float(v) for v in params)
-    else:
-        a, r, b = (float(v) for v in params)
-        c0 = y0_fixed
+    c0, a, r, b = (float(v) for v in params)
 
     # 3. uncertainties from the Jacobian (normalised -> physical units)
     resid = model(params, x) - y
@@ -262,7 +253,7 @@ def fit_power_model(
         try:
             cov = np.linalg.inv(jac.T @ jac) * s2
             sd = np.sqrt(np.clip(np.diag(cov), 0, None))
-            names = ["p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz"][4 - n_par :]
+            names = ["p_idle_w", "alpha_w_per_mhz", "ridge_clock_mhz", "beta_per_mhz"]
             scales = {
                 "p_idle_w": p_scale,
                 "alpha_w_per_mhz": p_scale / f_scale,
@@ -326,18 +317,18 @@ def _ridge_interval(x: np.ndarray, y: np.ndarray, sse_fit: float, n_par: int):
         return float(coarse[0]), float(coarse[-1])
     bs = np.concatenate([[0.0], np.geomspace(0.01, 100.0, 120)])
 
-    shape = formulas.cmos_power_w(x, 1.0, 0.0, 0.0)
     yc = y - y.mean()
     syy = float(np.sum(yc * yc))
 
     def sse_of(rs: np.ndarray, b: np.ndarray) -> np.ndarray:
         # y = c0 + a·g with g = x·V², least squares in closed form; b broadcasts against rs
-        d = np.maximum(0.0, x - rs[..., None])
-        g = shape * (1.0 + b[..., None] * d) ** 2
+        g = formulas.cmos_power_w(x, 1.0, rs[..., None], b[..., None])
         gc = g - g.mean(axis=-1, keepdims=True)
         sgg = np.sum(gc * gc, axis=-1)
         sgy = np.sum(gc * yc, axis=-1)
-        a = np.where(sgg > 0, sgy / np.where(sgg > 0, sgg, 1.0), 0.0)
+        # sgg == 0 (g constant) also makes sgy exactly 0: a is NaN there, and no fit
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = sgy / sgg
         return np.where(a > 0, np.maximum(syy - a * sgy, 0.0), np.inf)
 
     def profile(rs: np.ndarray) -> np.ndarray:

@@ -28,9 +28,9 @@ from governor.models import formulas
 
 __all__ = ["TimeModel", "fit_time_model"]
 
-#: roofline sharpness tried beyond k = 1
+#: roofline sharpness tried beyond k = 1, softest first (of equals, the first tried wins)
 _KS = (1.5, 2.0, 3.0, 4.0, 8.0, 16.0)
-#: exponents of the low-clock term tried
+#: exponents of the low-clock term tried, gentlest first
 _LOW_EXPS = (2.0, 3.0, 4.0, 6.0)
 #: a point missed by more than this (relative) is not explained
 MAX_REL_RESIDUAL = 0.08
@@ -48,7 +48,8 @@ class TimeModel:
     low_s: float = 0.0
     low_ref_mhz: float = 1.0
     low_exp: float = 0.0
-    #: mean leave-one-out relative error of the chosen form (NaN: too few points to tell)
+    #: mean leave-one-out relative error of the chosen form (NaN: fewer than 4 points, or a
+    #: single form offered, so nothing was chosen)
     loo_rel_error: float = math.nan
     #: the highest clock the model was fitted on (MHz); memory_bound_share is taken there
     top_clock_mhz: float = math.nan
@@ -73,7 +74,9 @@ class TimeModel:
         """The memory part's share of the time at the highest fitted clock (0-1)."""
         top = self.top_clock_mhz
         if not math.isfinite(top):
-            top = self.c_s_mhz / self.t_mem_s if self.t_mem_s > 0 else 1.0
+            if self.t_mem_s <= 0:
+                return 0.0  # no memory part: none of the time is memory's, at any clock
+            top = self.c_s_mhz / self.t_mem_s
         return self.memory_share(top)
 
     def to_dict(self) -> Dict[str, object]:
@@ -202,9 +205,10 @@ def fit_time_model(
         form, loo_err = candidates[0], math.nan
     tm, c, low = _fit_form(f, t, form, f_low)
     rel = np.abs(_predict(f, (tm, c, low), form, f_low) / t - 1.0)
-    # robust: with 6+ points one outlier row may miss; the rest must be explained
+    # robust: with 6+ points one outlier row may miss; the rest must be explained (there are
+    # always more points than that: at least 2)
     allowed = 1 if len(f) >= 6 else 0
-    err = float(np.sort(rel)[::-1][allowed]) if len(rel) > allowed else float(rel.max())
+    err = float(np.sort(rel)[::-1][allowed])
     model = TimeModel(
         t_mem_s=tm,
         c_s_mhz=c,
