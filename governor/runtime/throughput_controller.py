@@ -230,16 +230,27 @@ class ThroughputController(Controller):
         self.floor_idx = len(model.clocks_mhz) - 1
         idle_w = self.idle_w if self.idle_w is not None else model.idle_w
         held: Optional[float] = None  # the cost of the last pick, if it still keeps up
+        # once per control step over the whole table (81 clocks on an A100): plain
+        # comparisons, no builtin calls, in the loop
+        floor: Optional[int] = None
+        best_cost, best_mhz = math.inf, None  # type: Tuple[float, Optional[float]]
+        chosen = self.choice_mhz
         for i, (f, p, rel) in enumerate(zip(model.clocks_mhz, model.power_w, model.time_rel)):
             if need * rel * rate > 1.0:
                 continue
-            self.floor_idx = min(self.floor_idx, i)
-            busy = min(1.0, rate * mean * rel)
+            if floor is None:
+                floor = i
+            busy = rate * mean * rel
+            if busy > 1.0:
+                busy = 1.0
             cost = busy * p + (1.0 - busy) * idle_w
-            if f == self.choice_mhz:
+            if f == chosen:
                 held = cost
-            if best is None or cost < best[0] - 1e-12:
-                best = (cost, f)
+            if best_mhz is None or cost < best_cost - 1e-12:
+                best_cost, best_mhz = cost, f
+        if floor is not None:
+            self.floor_idx = floor
+            best = (best_cost, best_mhz)  # type: ignore[assignment]
         if best is None:
             return model.top_mhz
         if self.search and held is not None and held <= best[0] * (1.0 + self.STICK):
