@@ -258,6 +258,8 @@ class ThroughputController(Controller):
         busy_s = 0.0
         index_of = self._tables().index_of
         time_rel = self.model.time_rel
+        rate_hz, long_frames = self.policy.rate_hz, self.LONG_FRAMES
+        recent, ranked, late_frames = self.recent, self.ranked, self.late
         for tick in ticks:
             units += tick.units
             busy_s += tick.busy_s or 0.0
@@ -268,16 +270,16 @@ class ThroughputController(Controller):
             if tick.busy_s is not None and tick.units > 0:
                 per_unit = tick.busy_s / tick.units / rel
                 self.per_unit_top.append(per_unit)
-                if len(self.recent) == self.LONG_FRAMES:
-                    del self.ranked[bisect.bisect_left(self.ranked, self.recent[0])]
-                self.recent.append(per_unit)
-                bisect.insort(self.ranked, per_unit)
-                self.units_seen = min(self.units_seen + 1, self.LONG_FRAMES)
+                if len(recent) == long_frames:
+                    del ranked[bisect.bisect_left(ranked, recent[0])]
+                recent.append(per_unit)
+                bisect.insort(ranked, per_unit)
+                self.units_seen = min(self.units_seen + 1, long_frames)
                 self.unit_mean += (per_unit - self.unit_mean) / self.units_seen
-                late = tick.busy_s * self.policy.rate_hz > tick.units
-                if len(self.late) == self.LONG_FRAMES:
-                    self.late_count -= self.late[0]
-                self.late.append(late)
+                late = tick.busy_s * rate_hz > tick.units
+                if len(late_frames) == long_frames:
+                    self.late_count -= late_frames[0]
+                late_frames.append(late)
                 self.late_count += late
             else:
                 flat += tick.units * rel
