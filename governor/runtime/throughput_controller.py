@@ -542,7 +542,8 @@ class ThroughputController(Controller):
     def _start(self, seed: int, now: float) -> None:
         """Start the search at clock index ``seed`` (the model's pick); when that pick is
         more than two search steps above the deadline's floor, it is first measured against
-        the floor (:meth:`_duel`)."""
+        the floor (:meth:`_duel`), the young frames' window at the pick, if they ran there,
+        being the duel's first (finished at the pick when shorter than ``DUEL_S``)."""
         self.target, self.seed_idx, self.away_s = seed, seed, 0.0
         self.held_s, self.energy_j, self.measured_s, self.window_busy_s = 0.0, 0.0, 0.0, 0.0
         self.settled_cost = None
@@ -562,6 +563,9 @@ class ThroughputController(Controller):
                     cost = self._rate_cost(seed, energy_j / seconds, busy_s / seconds)
                     self.duel_pick_w = cost
                     self.costs[seed] = (cost, now)
+                else:  # too short yet: it goes on there, then the floor's (see _duel)
+                    self.target, self.held_s = seed, self.young_held_s
+                    self.energy_j, self.measured_s, self.window_busy_s = energy_j, seconds, busy_s
         self.young = None
 
     def _young_window(self, obs: Observation) -> None:
@@ -592,13 +596,21 @@ class ThroughputController(Controller):
         floor's two windows, so the board's warming in between (early on 0.2-0.6 % of the
         power per second) cancels; a pick measured cheaper than the floor's first window
         wins at once (the warming only works against it). When the young frames ran at the
-        pick (:meth:`_young_window`), their window is the pick's before the floor's first,
-        and a floor measured cheaper than it by more than ``NOISE`` wins at once (the
+        pick (:meth:`_young_window`), their window is the pick's before the floor's first
+        (one shorter than ``DUEL_S``, the pick having moved late in the young second, is
+        measured on at the pick until it is long enough, rather than left for the floor and
+        taken again whole after it), and a floor measured cheaper than it by more than
+        ``NOISE`` wins at once (the
         warming works against the floor); else the duel goes on as above, so a pick never
         wins on a window measured before the floor's. The floor is kept unless
         measured dearer than the pick by more than ``NOISE``, then held wherever it moves
         (:attr:`at_floor`)."""
         pick = self.duel
+        if self.target == pick and not self.duel_floor_w:
+            # the young frames' window at the pick, finished: the pick's before the floor's
+            self.duel_pick_w = cost
+            self.target = floor
+            return
         if self.target == pick:
             if cost < self.duel_floor_w[0] * (1.0 - self.NOISE):
                 # cheaper than the floor measured before it, warming against it: decided
