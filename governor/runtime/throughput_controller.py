@@ -643,9 +643,8 @@ class ThroughputController(Controller):
         where it is known)."""
         model = self.model
         per_unit = self.unit_mean if self.units_seen else 0.0
-        busy = min(1.0, self.policy.rate_hz * per_unit * model.time_rel[i])
         idle = self.idle_w if self.idle_w is not None else model.idle_w
-        return busy * model.power_w[i] + (1.0 - busy) * idle
+        return _cost_w(self.policy.rate_hz * per_unit * model.time_rel[i], model.power_w[i], idle)
 
     def _rate_cost(self, i: int, mean_w: float, busy: float) -> float:
         """The mean power a clock costs at the long-run work per frame, from a window's
@@ -656,8 +655,7 @@ class ThroughputController(Controller):
         if idle is None or not (0.05 <= busy <= 0.95) or self.units_seen < 30:
             return mean_w
         busy_w = (mean_w - (1.0 - busy) * idle) / busy
-        expected = min(1.0, self.policy.rate_hz * self.unit_mean * self.model.time_rel[i])
-        return expected * busy_w + (1.0 - expected) * idle
+        return _cost_w(self.policy.rate_hz * self.unit_mean * self.model.time_rel[i], busy_w, idle)
 
     def decide(self, obs, ticks, current_mhz):
         self._learn(obs, ticks)
