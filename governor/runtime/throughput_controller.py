@@ -19,6 +19,120 @@ from governor.runtime.policies import Throughput
 __all__ = ["ThroughputController"]
 
 
+def _cost_w(busy: float, power_w: float, idle_w: float) -> float:
+    """A clock's mean power at the rate: busy (at most all of the time) at its power, idle
+    between frames. ``busy`` is ``rate · work per unit · t_rel`` (the one formula of the
+    throughput policy's price of a clock)."""
+    if busy > 1.0:
+        busy = 1.0
+    return busy * power_w + (1.0 - busy) * idle_w
+
+
+def _scan(
+    model: ClockModel, need: float, rate: float, mean: float, idle_w: float
+) -> Tuple[Optional[int], Optional[int]]:
+    """The deadline's floor (the lowest clock index whose ``need`` fits a period) and the
+    cheapest index from it up (:func:`_cost_w`; the lowest of equal ones), by a scan of the
+    whole table: (None, None) when no clock keeps up. The reference :class:`_Tables` answers
+    in O(log n) where the model's shape allows; kept for the tables where it does not."""
+    floor: Optional[int] = None
+    best: Optional[int] = None
+    best_cost = math.inf
+    time_rel, power_w = model.time_rel, model.power_w
+    for i in range(len(time_rel)):
+        rel = time_rel[i]
+        if need * rel * rate > 1.0:
+            continue
+        if floor is None:
+            floor = i
+        cost = _cost_w(rate * mean * rel, power_w[i], idle_w)
+        if best is None or cost < best_cost - 1e-12:
+            best_cost, best = cost, i
+    return floor, best
+
+
+class _Tables:
+    """Look-ups of one :class:`ClockModel` for the throughput step, built once per model.
+
+    ``index_of``: a table clock's index. ``fast``: whether :meth:`cheapest` may answer for
+    :func:`_scan`: the time per unit strictly falls and the power does not fall with the
+    clock (every calibrated and generic model; a best-probe model's interpolated probes may
+    not). Then a clock's cost while it is busy less than all of the time is
+    ``idle + rate·mean·(t_rel·P − idle·t_rel)``, so the cheapest of those is the point of
+    ``(t_rel, t_rel·P)`` that minimises ``y − idle·x``: a vertex of the points' lower convex
+    hull, found by bisection on the hull's edge slopes whatever the work per frame. The
+    clocks busy all of the time (where the mean frame exceeds its period; the deadline's
+    floor may be one when the recent frames' mean exceeds the learnt deadline) cost their
+    power, the least at the floor: the hull over all the clocks from the floor up answers
+    for them too, with the floor priced as well (a vertex among them minimises the line
+    below every clock busy less than all of the time, and then the floor is the cheapest:
+    its power is at most that vertex's, which costs at most its line's value there when its
+    power is above the idle power, and at most any clock above it otherwise). The hull of
+    each suffix of the table (the clocks from the floor up) is built when first asked for
+    (O(n)) and kept."""
+
+    def __init__(self, model: ClockModel) -> None:
+        self.model = model
+        clocks, time_rel, power_w = model.clocks_mhz, model.time_rel, model.power_w
+        self.index_of: Dict[float, int] = {f: i for i, f in enumerate(clocks)}
+        n = len(clocks)
+        self.fast = n > 0 and all(
+            time_rel[i + 1] < time_rel[i] and power_w[i + 1] >= power_w[i] for i in range(n - 1)
+        )
+        self.energy = tuple(rel * p for rel, p in zip(time_rel, power_w))  # per unit, relative
+        self.hulls: Dict[int, Tuple[List[int], List[float]]] = {}
+
+    def _hull(self, start: int) -> Tuple[List[int], List[float]]:
+        """The lower convex hull of ``(t_rel, t_rel·P)`` over indices ``start..n-1``, in
+        rising ``t_rel`` (falling index), and its edges' slopes (rising)."""
+        hull = self.hulls.get(start)
+        if hull is not None:
+            return hull
+        xs, ys = self.model.time_rel, self.energy
+        idx: List[int] = []
+        for i in range(len(xs) - 1, start - 1, -1):  # x rises as the index falls
+            while len(idx) >= 2:
+                o, a = idx[-2], idx[-1]
+                if (xs[a] - xs[o]) * (ys[i] - ys[o]) - (ys[a] - ys[o]) * (xs[i] - xs[o]) > 0:
+                    break
+                idx.pop()  # a is not below the chord from o to i
+            idx.append(i)
+        slopes = [(ys[b] - ys[a]) / (xs[b] - xs[a]) for a, b in zip(idx, idx[1:])]
+        hull = self.hulls[start] = (idx, slopes)
+        return hull
+
+    def cheapest(
+        self, need: float, rate: float, mean: float, idle_w: float
+    ) -> Tuple[Optional[int], Optional[int]]:
+        """What :func:`_scan` answers, in O(log n) (see the class docstring): the floor by
+        bisection on the same deadline test, the cheapest by the hull; the floor, the hull's
+        vertex and its two neighbours on the hull are priced with :func:`_cost_w` and ranked
+        as the scan ranks them, so a near tie goes the scan's way."""
+        time_rel, power_w = self.model.time_rel, self.model.power_w
+        n = len(time_rel)
+        lo, hi = 0, n
+        while lo < hi:  # the first index whose need fits a period (the test rises with i)
+            mid = (lo + hi) // 2
+            if need * time_rel[mid] * rate > 1.0:
+                lo = mid + 1
+            else:
+                hi = mid
+        floor = lo
+        if floor == n:
+            return None, None
+        busy_per_rel = rate * mean
+        idx, slopes = self._hull(floor)
+        t = bisect.bisect_right(slopes, idle_w)  # the vertex minimising y - idle·x
+        best, best_cost = floor, _cost_w(busy_per_rel * time_rel[floor], power_w[floor], idle_w)
+        for j in (t + 1, t, t - 1):  # rising index, as the scan goes
+            if 0 <= j < len(idx) and idx[j] != floor:
+                i = idx[j]
+                cost = _cost_w(busy_per_rel * time_rel[i], power_w[i], idle_w)
+                if cost < best_cost - 1e-12:
+                    best_cost, best = cost, i
+        return floor, best
+
+
 class ThroughputController(Controller):
     """The cheapest clock that keeps the tick rate, from the app's ticks.
 
@@ -74,7 +188,9 @@ class ThroughputController(Controller):
         self.policy = policy
         self.per_unit_top: Deque[float] = collections.deque(maxlen=self.WINDOW)
         self.capacity_top: Optional[float] = None  # units/s at the top clock when flat out
-        self.rate_window: Deque[Tuple[float, float]] = collections.deque()  # (t_s, units)
+        # the ticks of the last 2 s: when, and the units done (apart: summed in C)
+        self.rate_times: Deque[float] = collections.deque()
+        self.rate_units: Deque[float] = collections.deque()
         self.below_since_s: Optional[float] = None
         self.settled = False  # whether a choice from measured frames was applied yet
         self.choice_mhz: Optional[float] = None
@@ -117,6 +233,7 @@ class ThroughputController(Controller):
         self.young: Optional[Tuple[float, float, float, float]] = None
         self.young_held_s = 0.0
         self.duel_pick_w: Optional[float] = None  # the duel's pick measured before the floor
+        self._tables_cache: Optional[_Tables] = None
 
     @property
     def eager(self) -> bool:
@@ -139,33 +256,41 @@ class ThroughputController(Controller):
         units = 0.0
         flat = 0.0
         busy_s = 0.0
+        index_of = self._tables().index_of
+        time_rel = self.model.time_rel
+        rate_hz, long_frames = self.policy.rate_hz, self.LONG_FRAMES
+        recent, ranked, late_frames = self.recent, self.ranked, self.late
         for tick in ticks:
             units += tick.units
             busy_s += tick.busy_s or 0.0
-            self.rate_window.append((tick.t_s, tick.units))
-            rel = self.model.time_rel_at(tick.applied_mhz)
+            self.rate_times.append(tick.t_s)
+            self.rate_units.append(tick.units)
+            i = index_of.get(tick.applied_mhz)
+            rel = time_rel[i] if i is not None else self.model.time_rel_at(tick.applied_mhz)
             if tick.busy_s is not None and tick.units > 0:
                 per_unit = tick.busy_s / tick.units / rel
                 self.per_unit_top.append(per_unit)
-                if len(self.recent) == self.LONG_FRAMES:
-                    del self.ranked[bisect.bisect_left(self.ranked, self.recent[0])]
-                self.recent.append(per_unit)
-                bisect.insort(self.ranked, per_unit)
-                self.units_seen = min(self.units_seen + 1, self.LONG_FRAMES)
+                if len(recent) == long_frames:
+                    del ranked[bisect.bisect_left(ranked, recent[0])]
+                recent.append(per_unit)
+                bisect.insort(ranked, per_unit)
+                self.units_seen = min(self.units_seen + 1, long_frames)
                 self.unit_mean += (per_unit - self.unit_mean) / self.units_seen
-                late = tick.busy_s * self.policy.rate_hz > tick.units
-                if len(self.late) == self.LONG_FRAMES:
-                    self.late_count -= self.late[0]
-                self.late.append(late)
+                late = tick.busy_s * rate_hz > tick.units
+                if len(late_frames) == long_frames:
+                    self.late_count -= late_frames[0]
+                late_frames.append(late)
                 self.late_count += late
             else:
                 flat += tick.units * rel
-        while self.rate_window and self.rate_window[0][0] < obs.t_s - 2.0:
-            self.rate_window.popleft()
+        times, since = self.rate_times, obs.t_s - 2.0
+        while times and times[0] < since:
+            times.popleft()
+            self.rate_units.popleft()
         self.period_busy_s = busy_s
         self._learn_idle(obs, busy_s)
         span = min(2.0, obs.elapsed_s + obs.dt_s)
-        self.rate_hz = sum(u for _, u in self.rate_window) / span if span > 0 else None
+        self.rate_hz = sum(self.rate_units) / span if span > 0 else None
         if flat > 0 and obs.dt_s > 0:
             sample = flat / obs.dt_s  # units per second the top clock would do
             self.capacity_top = (
@@ -189,7 +314,8 @@ class ThroughputController(Controller):
         b = busy_s / obs.dt_s
         if not (0.1 <= b <= 0.9):
             return
-        busy_w = self.model.power_at(obs.applied_mhz)
+        i = self._tables().index_of.get(obs.applied_mhz)
+        busy_w = self.model.power_w[i] if i is not None else self.model.power_at(obs.applied_mhz)
         sample = (obs.power_w - b * busy_w) / (1.0 - b)
         if not (0.0 < sample < busy_w):
             return
@@ -203,12 +329,11 @@ class ThroughputController(Controller):
         unit's period (see the class docstring); None before any progress is seen."""
         margin = self.policy.margin
         if self.per_unit_top:
-            worst = max(self.per_unit_top)
             if margin is not None:
-                return worst / (1.0 - margin)
+                return max(self.per_unit_top) / (1.0 - margin)
             n = len(self.ranked)
             if n < self.MIN_FRAMES:
-                return worst * (1.0 + self.YOUNG_HEADROOM / math.sqrt(n))
+                return max(self.per_unit_top) * (1.0 + self.YOUNG_HEADROOM / math.sqrt(n))
             return self.ranked[min(n - 1, int(n * (1.0 - self.LATE_SHARE)))]
         if self.capacity_top:
             return (
@@ -216,10 +341,24 @@ class ThroughputController(Controller):
             )
         return None
 
+    def _tables(self) -> _Tables:
+        """The per-model look-ups (built once per model; see :class:`_Tables`)."""
+        tables = self._tables_cache
+        if tables is None or tables.model is not self.model:
+            tables = self._tables_cache = _Tables(self.model)
+        return tables
+
+    def _index(self, clock_mhz: float) -> int:
+        """:meth:`ClockModel.index`, by a dict look-up for a table clock."""
+        i = self._tables().index_of.get(clock_mhz)
+        return i if i is not None else self.model.index(clock_mhz)
+
     def _choose(self) -> Optional[float]:
+        """The cheapest clock that keeps the rate, by the model with the idle power
+        measured where known (see :func:`_cost_w`); sets :attr:`floor_idx`. With the search,
+        the last pick is kept while the model prices it within ``STICK`` of the cheapest."""
         model = self.model
         rate = self.policy.rate_hz
-        best: Optional[Tuple[float, float]] = None
         need = self.need_s()
         if need is None:
             return None
@@ -227,38 +366,29 @@ class ThroughputController(Controller):
             mean = sum(self.per_unit_top) / len(self.per_unit_top)
         else:
             mean = 1.0 / self.capacity_top  # type: ignore[operator]
-        self.floor_idx = len(model.clocks_mhz) - 1
         idle_w = self.idle_w if self.idle_w is not None else model.idle_w
-        held: Optional[float] = None  # the cost of the last pick, if it still keeps up
-        # once per control step over the whole table (81 clocks on an A100): plain
-        # comparisons, no builtin calls, in the loop
-        floor: Optional[int] = None
-        best_cost, best_mhz = math.inf, None  # type: Tuple[float, Optional[float]]
-        chosen = self.choice_mhz
-        for i, (f, p, rel) in enumerate(zip(model.clocks_mhz, model.power_w, model.time_rel)):
-            if need * rel * rate > 1.0:
-                continue
-            if floor is None:
-                floor = i
-            busy = rate * mean * rel
-            if busy > 1.0:
-                busy = 1.0
-            cost = busy * p + (1.0 - busy) * idle_w
-            if f == chosen:
-                held = cost
-            if best_mhz is None or cost < best_cost - 1e-12:
-                best_cost, best_mhz = cost, f
-        if floor is not None:
-            self.floor_idx = floor
-            best = (best_cost, best_mhz)  # type: ignore[assignment]
-        if best is None:
+        tables = self._tables()
+        if tables.fast:
+            floor, best = tables.cheapest(need, rate, mean, idle_w)
+        else:
+            floor, best = _scan(model, need, rate, mean, idle_w)
+        if floor is None:
+            self.floor_idx = len(model.clocks_mhz) - 1
             return model.top_mhz
-        if self.search and held is not None and held <= best[0] * (1.0 + self.STICK):
-            # the search's seed: a pick the model prices within 0.2 % of the cheapest is
-            # kept, else the idle power still being learnt flips it between far clocks
-            # on a flat curve and every flip starts the search again
-            return self.choice_mhz
-        return best[1]
+        self.floor_idx = floor
+        chosen = self.choice_mhz
+        if self.search and chosen is not None:
+            i = tables.index_of.get(chosen)
+            if i is not None and i >= floor:
+                # the search's seed: a pick the model prices within 0.2 % of the cheapest
+                # is kept, else the idle power still being learnt flips it between far
+                # clocks on a flat curve and every flip starts the search again
+                held = _cost_w(rate * mean * model.time_rel[i], model.power_w[i], idle_w)
+                if held <= _cost_w(
+                    rate * mean * model.time_rel[best], model.power_w[best], idle_w
+                ) * (1.0 + self.STICK):
+                    return chosen
+        return model.clocks_mhz[best]
 
     def _search(self, obs: Observation, choice: float, current_mhz: float) -> Tuple[float, bool]:
         """Local search on measured power among the clocks that keep the rate: the model's
@@ -268,7 +398,7 @@ class ThroughputController(Controller):
         clocks = self.model.clocks_mhz
         top = len(clocks) - 1
         floor = self.floor_idx
-        seed = self.model.index(choice)
+        seed = self._index(choice)
         now = obs.t_s
         away = abs(seed - self.seed_idx) > 2 * self.step
         self.away_s = self.away_s + obs.dt_s if away else 0.0
@@ -412,7 +542,8 @@ class ThroughputController(Controller):
     def _start(self, seed: int, now: float) -> None:
         """Start the search at clock index ``seed`` (the model's pick); when that pick is
         more than two search steps above the deadline's floor, it is first measured against
-        the floor (:meth:`_duel`)."""
+        the floor (:meth:`_duel`), the young frames' window at the pick, if they ran there,
+        being the duel's first (finished at the pick when shorter than ``DUEL_S``)."""
         self.target, self.seed_idx, self.away_s = seed, seed, 0.0
         self.held_s, self.energy_j, self.measured_s, self.window_busy_s = 0.0, 0.0, 0.0, 0.0
         self.settled_cost = None
@@ -432,6 +563,9 @@ class ThroughputController(Controller):
                     cost = self._rate_cost(seed, energy_j / seconds, busy_s / seconds)
                     self.duel_pick_w = cost
                     self.costs[seed] = (cost, now)
+                else:  # too short yet: it goes on there, then the floor's (see _duel)
+                    self.target, self.held_s = seed, self.young_held_s
+                    self.energy_j, self.measured_s, self.window_busy_s = energy_j, seconds, busy_s
         self.young = None
 
     def _young_window(self, obs: Observation) -> None:
@@ -462,13 +596,21 @@ class ThroughputController(Controller):
         floor's two windows, so the board's warming in between (early on 0.2-0.6 % of the
         power per second) cancels; a pick measured cheaper than the floor's first window
         wins at once (the warming only works against it). When the young frames ran at the
-        pick (:meth:`_young_window`), their window is the pick's before the floor's first,
-        and a floor measured cheaper than it by more than ``NOISE`` wins at once (the
+        pick (:meth:`_young_window`), their window is the pick's before the floor's first
+        (one shorter than ``DUEL_S``, the pick having moved late in the young second, is
+        measured on at the pick until it is long enough, rather than left for the floor and
+        taken again whole after it), and a floor measured cheaper than it by more than
+        ``NOISE`` wins at once (the
         warming works against the floor); else the duel goes on as above, so a pick never
         wins on a window measured before the floor's. The floor is kept unless
         measured dearer than the pick by more than ``NOISE``, then held wherever it moves
         (:attr:`at_floor`)."""
         pick = self.duel
+        if self.target == pick and not self.duel_floor_w:
+            # the young frames' window at the pick, finished: the pick's before the floor's
+            self.duel_pick_w = cost
+            self.target = floor
+            return
         if self.target == pick:
             if cost < self.duel_floor_w[0] * (1.0 - self.NOISE):
                 # cheaper than the floor measured before it, warming against it: decided
@@ -501,9 +643,8 @@ class ThroughputController(Controller):
         where it is known)."""
         model = self.model
         per_unit = self.unit_mean if self.units_seen else 0.0
-        busy = min(1.0, self.policy.rate_hz * per_unit * model.time_rel[i])
         idle = self.idle_w if self.idle_w is not None else model.idle_w
-        return busy * model.power_w[i] + (1.0 - busy) * idle
+        return _cost_w(self.policy.rate_hz * per_unit * model.time_rel[i], model.power_w[i], idle)
 
     def _rate_cost(self, i: int, mean_w: float, busy: float) -> float:
         """The mean power a clock costs at the long-run work per frame, from a window's
@@ -514,8 +655,7 @@ class ThroughputController(Controller):
         if idle is None or not (0.05 <= busy <= 0.95) or self.units_seen < 30:
             return mean_w
         busy_w = (mean_w - (1.0 - busy) * idle) / busy
-        expected = min(1.0, self.policy.rate_hz * self.unit_mean * self.model.time_rel[i])
-        return expected * busy_w + (1.0 - expected) * idle
+        return _cost_w(self.policy.rate_hz * self.unit_mean * self.model.time_rel[i], busy_w, idle)
 
     def decide(self, obs, ticks, current_mhz):
         self._learn(obs, ticks)
@@ -533,7 +673,7 @@ class ThroughputController(Controller):
                 self._young_window(obs)
             base, urgent = self._follow(obs, choice, base_now)
         self.base_mhz = base
-        low = self._dither(self.model.index(base))
+        low = self._dither(self._index(base))
         if low is not None:
             return low, False
         return base, urgent or base > current_mhz

@@ -119,3 +119,25 @@ def test_the_young_frames_window_at_the_pick_is_the_duel_s_first(profile_of):
     assert far and min(far) < first_low  # the young frames ran at the far pick
     assert max(far) < first_low, (first_low, far)
     assert ctl.at_floor
+
+
+def test_a_young_window_too_short_at_the_pick_goes_on_there_before_the_floor(profile_of):
+    """V100: the young frames' pick moved late in their second (the idle power being learnt),
+    so their window at it is shorter than a duel's. The duel does not leave the pick for the
+    floor and come back for a whole window later: it measures on at the pick (the window so
+    far kept), then the floor, and a floor measured cheaper than that window wins at once."""
+    ctl = _controller("v100", profile_of)
+    model = ctl.model
+    _drive(ctl, model.idle_w, 4.0, 0.5)  # a cold board: the pick at the knee
+    seed = model.index(ctl.choice_mhz)
+    assert seed > ctl.floor_idx + 2 * ctl.step  # the duel's case
+    assert ctl.young is not None and ctl.young[0] == model.clocks_mhz[seed]
+    # 0.2 s measured at the pick after its settling (a duel's window is DUEL_S = 0.5 s)
+    ctl.young, ctl.young_held_s = (model.clocks_mhz[seed], 18.0, 0.2, 0.09), 0.5
+    ctl._start(seed, 1.0)
+    assert ctl.duel == seed and ctl.target == seed  # not the floor first
+    assert (ctl.energy_j, ctl.measured_s, ctl.window_busy_s, ctl.held_s) == (18.0, 0.2, 0.09, 0.5)
+    ctl._duel(ctl.floor_idx, 90.0)  # the pick's window, finished
+    assert ctl.duel_pick_w == 90.0 and ctl.target == ctl.floor_idx and ctl.duel == seed
+    ctl._duel(ctl.floor_idx, 89.0)  # the floor 1.1 % cheaper: decided, no second pick window
+    assert ctl.duel is None and ctl.at_floor and ctl.target == ctl.floor_idx
