@@ -379,7 +379,7 @@ class ThroughputController(Controller):
         chosen = self.choice_mhz
         if self.search and chosen is not None:
             i = tables.index_of.get(chosen)
-            if i is not None and i >= floor:
+            if i is not None and i >= floor and need * model.time_rel[i] * rate <= 1.0:
                 # the search's seed: a pick the model prices within 0.2 % of the cheapest
                 # is kept, else the idle power still being learnt flips it between far
                 # clocks on a flat curve and every flip starts the search again
