@@ -207,3 +207,74 @@ def test_a_sweep_of_a_known_boards_table_keeps_that_table():
     kept = nano.rows(set(range(2, len(nano))))  # from 307.2 MHz: the span, not the board's
     table = twin_board(TwinSweeps(kept, None, {})).clocks_mhz
     assert table == nano.clock_mhz[2:] and 652.8 not in table
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a100sxm_perseus-bloom-stage-forward.csv",
+        "a40_perseus-gpt3-175b-stage-backward.csv",
+        "titanx_md5hash_mem810.csv",
+        "xaviernx_inceptionv3-triton-c1.csv",
+    ],
+)
+def test_a_twin_answers_its_sweep_at_every_measured_clock_it_ran(name):
+    """A twin is the smooth model times the sweep's departures from it: at a measured clock
+    (one the board ran as asked, not a capped row) it answers the measured power and time.
+    The smooth model alone misses some of these rows by 0.5-50 % (noise the fit cannot
+    predict, docs/simulator.md (a)); the twin must not."""
+    sweep = read_sweep(DATA / name)
+    board = twin_board(TwinSweeps(sweep, None, {}))
+    limit_w = board.power_limit_w
+    ran = [i for i in range(len(sweep)) if sweep.power_w[i] < 0.97 * limit_w]
+    assert len(ran) >= len(sweep) // 2
+    for i in ran:
+        power, time = _predict(board, sweep.clock_mhz[i])
+        assert power == pytest.approx(sweep.power_w[i], rel=1e-6)
+        assert time == pytest.approx(sweep.time_s[i], rel=1e-6)
+
+
+def test_calibration_probes_on_a_twin_read_what_the_replay_reads():
+    """Through the device API, as calibration reads it (lock, settle, measure a window): a
+    twin's probe at a measured clock gives the replay's row, within the window's rounding."""
+    from governor.calibrate.loads import make_load
+    from governor.calibrate.procedure import DeviceProber
+
+    path = DATA / "a100sxm_perseus-gpt3-175b-stage-backward.csv"
+    sweep = read_sweep(path)
+    with governor.open_device(f"twin:{path}") as dev:
+        prober = DeviceProber(dev, make_load(dev, "builtin"))
+        for i in (0, 7, 19, 26):
+            probe = prober.probe(sweep.clock_mhz[i])
+            assert probe.clock_mhz == sweep.clock_mhz[i]
+            assert probe.power_w == pytest.approx(sweep.power_w[i], rel=1e-4)
+            assert probe.time_per_unit_s == pytest.approx(sweep.time_s[i], rel=1e-4)
+
+
+def test_a_rows_own_noise_does_not_reach_a_clock_a_step_away():
+    """What the smoother leaves of a row is its noise: it is the row's alone. A row left out
+    of a 15 MHz grid sweep is predicted by the smooth curve, not by its neighbours' noise
+    (which would add their scatter to the prediction); between two measured clocks one step
+    apart (a sampled sweep's halfway clock) it is interpolated linearly."""
+    sweep = read_sweep(DATA / "a100sxm_perseus-bloom-stage-forward.csv")
+    i = 12
+    kept = _without(sweep, i)
+    board = twin_board(TwinSweeps(kept, None, {}))
+    smooth = twin_board(TwinSweeps(kept, None, {}), noise_reach_steps=None)
+    assert _predict(board, sweep.clock_mhz[i]) == pytest.approx(
+        _predict(smooth, sweep.clock_mhz[i]), rel=1e-9
+    )
+    j = i + 2  # a measured clock: the twin has the row, the smooth curve does not
+    assert _predict(board, sweep.clock_mhz[j])[0] == pytest.approx(sweep.power_w[j], rel=1e-6)
+    assert _predict(smooth, sweep.clock_mhz[j])[0] != pytest.approx(sweep.power_w[j], rel=1e-4)
+    titan = read_sweep(DATA / "titanx_gemm_mem3505.csv")
+    both = twin_board(TwinSweeps(titan, None, {}))
+    plain = twin_board(TwinSweeps(titan, None, {}), noise_reach_steps=None)
+    a, b = titan.clock_mhz[4], titan.clock_mhz[5]
+    mid = (a + b) / 2.0
+    assert mid in both.clocks_mhz
+
+    def noise(board_, clock):
+        return np.log(_predict(board_, clock)[0] / _predict(plain, clock)[0])
+
+    assert noise(both, mid) == pytest.approx((noise(both, a) + noise(both, b)) / 2.0, abs=1e-9)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -481,11 +482,68 @@ def _clock_table(measured) -> Tuple[float, ...]:
     return tuple(sorted(out))
 
 
+#: how far (in median clock steps of the sweep) a measured row's own departure from the
+#: smoothed curve (its noise, as far as the smoother can tell) reaches: between measured
+#: clocks at most this far apart it is interpolated linearly; across a wider gap it decays
+#: linearly to the smooth curve over this distance from each side
+NOISE_REACH_STEPS = 1.0
+
+
+def _noise_at(clocks, f_meas, noise, reach_mhz: float):
+    """The measured rows' noise at ``clocks``: exact at measured clocks, linear between two
+    measured clocks at most ``reach_mhz`` apart, decaying linearly to 0 over ``reach_mhz``
+    from each side across wider gaps and beyond the ends."""
+    out = np.zeros(len(clocks))
+    for n, x in enumerate(clocks):
+        j = int(np.searchsorted(f_meas, x))
+        if j < len(f_meas) and abs(f_meas[j] - x) < 1e-9:
+            out[n] = noise[j]
+            continue
+        lo, hi = j - 1, j  # the measured clocks either side of x (if any)
+        gap = f_meas[hi] - f_meas[lo] if 0 <= lo and hi < len(f_meas) else math.inf
+        span = gap if gap <= reach_mhz + 1e-9 else reach_mhz
+        if span <= 0:
+            continue
+        if lo >= 0:
+            out[n] += noise[lo] * max(0.0, 1.0 - (x - f_meas[lo]) / span)
+        if hi < len(f_meas):
+            out[n] += noise[hi] * max(0.0, 1.0 - (f_meas[hi] - x) / span)
+    return out
+
+
+def _factor_knots(table, f_meas, measured, base, res, reach_steps: float):
+    """(clock_mhz, factor) knots at the table's and the measured clocks that make the twin
+    answer the measured value at every measured clock: the smoothed residual
+    (:class:`Residuals`, relative to the fit) plus each row's own remainder (its noise, as
+    far as the smoother can tell), which reaches neighbouring table clocks only as
+    :func:`_noise_at` says. ``base``: the board's own value at ``f_meas`` without factors."""
+    f_meas = np.asarray(f_meas, dtype=float)
+    if len(f_meas) == 0:
+        return ()
+    clocks = np.array(sorted(set(float(x) for x in table) | set(f_meas.tolist())))
+    smooth_meas = np.zeros(len(f_meas))
+    smooth = np.zeros(len(clocks))
+    if res is not None and res.share > 0:
+        smooth_meas = np.log(res.factor(f_meas))
+        smooth = np.log(res.factor(clocks))
+    noise = np.log(np.asarray(measured, dtype=float) / np.maximum(base, 1e-300)) - smooth_meas
+    if reach_steps is None:  # the smooth curve alone (the twin before measured rows were kept)
+        noise = np.zeros_like(noise)
+    gaps = np.diff(f_meas)
+    step = float(np.median(gaps)) if len(gaps) else 0.0
+    reach = (reach_steps or 0.0) * step
+    total = smooth + _noise_at(clocks, f_meas, noise, reach)
+    if not np.any(np.abs(total) > 0):
+        return ()
+    return tuple((float(x), float(math.exp(v))) for x, v in zip(clocks, total))
+
+
 def twin_board(
     sweeps: TwinSweeps,
     name: str = "twin",
     mem_floor_v: float = MEM_FLOOR_V,
     fit: Optional[TwinFit] = None,
+    noise_reach_steps: Optional[float] = NOISE_REACH_STEPS,
 ) -> BoardSpec:
     """A :class:`BoardSpec` whose ``compute`` workload reproduces the sweep (fitted by
     :func:`fit_twin`; a power cap seen in the sweep becomes the board's power limit).
@@ -527,10 +585,6 @@ def twin_board(
             mem_floor[mem] = floor
         mem_power[mem] = _mem_deltas(fit, other, tm_o, floor)[0]
     table = _clock_table(sw.clock_mhz)
-    factors = {}
-    for key, res in (("time_factor", fit.time_residuals), ("power_factor", fit.power_residuals)):
-        if res is not None and res.share > 0:
-            factors[key] = tuple(zip(table, (float(v) for v in res.factor(table))))
     workload = Workload(
         name="compute",
         compute_mcycles=c,
@@ -542,7 +596,6 @@ def twin_board(
         mem_s_at=dict(mem_points) if len(mem_points) > 1 else {},
         description=f"{sw.workload or 'the measured workload'} as measured on {sw.device}",
         source=f"fitted to {sw.path}",
-        **factors,
     )
     memory = Workload(
         name="memory",
@@ -559,7 +612,7 @@ def twin_board(
     )
     mems = tuple(sorted(mem_power)) if mem_power else ()
     top = float(f.max())
-    return BoardSpec(
+    board = BoardSpec(
         name=name,
         display_name=f"twin of {Path(sw.path).name} ({sw.device})",
         kind="datacenter",
@@ -584,3 +637,20 @@ def twin_board(
         inferred=("clocks between measured ones", "memory load", f"top clock {top:g} MHz"),
         source=f"fitted to {sw.path}",
     )
+    # the measured rows, where the board ran the clock asked for (capped rows ran another)
+    used = len(f) - fit.capped_rows
+    f_used, p_used, t_used = f[:used], p[:used], t[:used]
+    base_p = np.array([board.steady_gpu_power_w(x, workload, mem_ref) for x in f_used])
+    base_t = np.array([workload.time_per_unit_s(x, mem_ref) for x in f_used])
+    factors = {}
+    for key, res, measured, base in (
+        ("time_factor", fit.time_residuals, t_used, base_t),
+        ("power_factor", fit.power_residuals, p_used, base_p),
+    ):
+        knots = _factor_knots(table, f_used, measured, base, res, noise_reach_steps)
+        if knots:
+            factors[key] = knots
+    if not factors:
+        return board
+    workload = replace(workload, **factors)
+    return replace(board, workloads={"compute": workload, "memory": memory})
