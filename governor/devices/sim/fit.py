@@ -535,7 +535,13 @@ def _factor_knots(table, f_meas, measured, base, res, reach_steps: float):
     total = smooth + _noise_at(clocks, f_meas, noise, reach)
     if not np.any(np.abs(total) > 0):
         return ()
-    return tuple((float(x), float(math.exp(v))) for x, v in zip(clocks, total))
+    # beyond the table the factors hold their end values (physics.factor_at): two more knots
+    # let the end rows' noise decay there too, to the smoothed residual at the ends
+    depth = reach if reach > 0 else max(step, 1.0) * 1e-3
+    knots = [(float(clocks[0]) - depth, float(smooth[0]))]
+    knots += [(float(x), float(v)) for x, v in zip(clocks, total)]
+    knots.append((float(clocks[-1]) + depth, float(smooth[-1])))
+    return tuple((x, math.exp(v)) for x, v in knots)
 
 
 def twin_board(
