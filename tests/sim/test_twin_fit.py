@@ -251,30 +251,67 @@ def test_calibration_probes_on_a_twin_read_what_the_replay_reads():
             assert probe.time_per_unit_s == pytest.approx(sweep.time_s[i], rel=1e-4)
 
 
-def test_a_rows_own_noise_does_not_reach_a_clock_a_step_away():
-    """What the smoother leaves of a row is its noise: it is the row's alone. A row left out
-    of a 15 MHz grid sweep is predicted by the smooth curve, not by its neighbours' noise
-    (which would add their scatter to the prediction); between two measured clocks one step
-    apart (a sampled sweep's halfway clock) it is interpolated linearly."""
+def test_a_rows_own_noise_reaches_two_steps_and_no_further():
+    """What the smoother leaves of a row (its own departure) is interpolated linearly between
+    measured clocks up to two steps apart (a row left out of a 15 MHz grid sweep: the mean of
+    its neighbours'; a sampled sweep's halfway clock) and decays to the smooth curve across a
+    wider gap: with three rows left out, the middle one, two steps from either side, is the
+    smooth curve's."""
     sweep = read_sweep(DATA / "a100sxm_perseus-bloom-stage-forward.csv")
+
+    def departure(board, plain, clock):
+        return np.log(np.array(_predict(board, clock)) / np.array(_predict(plain, clock)))
+
     i = 12
     kept = _without(sweep, i)
     board = twin_board(TwinSweeps(kept, None, {}))
-    smooth = twin_board(TwinSweeps(kept, None, {}), noise_reach_steps=None)
-    assert _predict(board, sweep.clock_mhz[i]) == pytest.approx(
-        _predict(smooth, sweep.clock_mhz[i]), rel=1e-9
+    plain = twin_board(TwinSweeps(kept, None, {}), noise_reach_steps=None)
+    left, here, right = (departure(board, plain, sweep.clock_mhz[j]) for j in (i - 1, i, i + 1))
+    assert np.abs(left).max() > 1e-3 or np.abs(right).max() > 1e-3  # something to carry
+    assert here == pytest.approx((left + right) / 2.0, abs=1e-9)
+    assert _predict(board, sweep.clock_mhz[i + 2])[0] == pytest.approx(
+        sweep.power_w[i + 2], rel=1e-6
     )
-    j = i + 2  # a measured clock: the twin has the row, the smooth curve does not
-    assert _predict(board, sweep.clock_mhz[j])[0] == pytest.approx(sweep.power_w[j], rel=1e-6)
-    assert _predict(smooth, sweep.clock_mhz[j])[0] != pytest.approx(sweep.power_w[j], rel=1e-4)
+    assert _predict(plain, sweep.clock_mhz[i + 2])[0] != pytest.approx(
+        sweep.power_w[i + 2], rel=1e-4
+    )
+    wide = sweep.rows({j for j in range(len(sweep)) if j not in (i - 1, i, i + 1)})
+    board = twin_board(TwinSweeps(wide, None, {}))
+    plain = twin_board(TwinSweeps(wide, None, {}), noise_reach_steps=None)
+    assert departure(board, plain, sweep.clock_mhz[i]) == pytest.approx([0.0, 0.0], abs=1e-12)
     titan = read_sweep(DATA / "titanx_gemm_mem3505.csv")
     both = twin_board(TwinSweeps(titan, None, {}))
     plain = twin_board(TwinSweeps(titan, None, {}), noise_reach_steps=None)
     a, b = titan.clock_mhz[4], titan.clock_mhz[5]
     mid = (a + b) / 2.0
     assert mid in both.clocks_mhz
+    assert departure(both, plain, mid) == pytest.approx(
+        (departure(both, plain, a) + departure(both, plain, b)) / 2.0, abs=1e-9
+    )
 
-    def noise(board_, clock):
-        return np.log(_predict(board_, clock)[0] / _predict(plain, clock)[0])
 
-    assert noise(both, mid) == pytest.approx((noise(both, a) + noise(both, b)) / 2.0, abs=1e-9)
+def test_a_capped_row_within_the_cap_is_answered_as_measured_and_above_it_throttles():
+    """A40 GPT-3 forward: the top rows scatter about the 300 W limit (the twin's cap is their
+    median). A capped row measured within the cap ran as asked: the twin answers it, not
+    throttled. One measured above the cap makes the twin hold a lower clock, within the cap,
+    and say so."""
+    sweep = read_sweep(A40)
+    with governor.open_device(f"twin:{A40}") as dev:
+        limit_w = dev.board.power_limit_w
+        top = [i for i, p in enumerate(sweep.power_w) if p >= 0.97 * max(sweep.power_w)]
+        within = [i for i in top if sweep.power_w[i] <= limit_w - 0.05]
+        above = [i for i in top if sweep.power_w[i] > limit_w + 0.05]
+        assert within and above
+        for i in (within[0], within[-1], above[0], above[-1]):
+            dev.lock_gpu_clocks(sweep.clock_mhz[i])
+            dev.run_workload("compute")
+            dev.clock.sleep(30.0)
+            sample = dev.sample()
+            if i in within:
+                assert "sw_power_cap" not in sample.throttle_reasons
+                assert sample.gpu_clock_mhz == sweep.clock_mhz[i]
+                assert sample.power_w == pytest.approx(sweep.power_w[i], rel=1e-4)
+            else:
+                assert "sw_power_cap" in sample.throttle_reasons
+                assert sample.gpu_clock_mhz < sweep.clock_mhz[i]
+                assert sample.power_w <= limit_w + 1e-6

@@ -486,7 +486,7 @@ def _clock_table(measured) -> Tuple[float, ...]:
 #: smoothed curve (its noise, as far as the smoother can tell) reaches: between measured
 #: clocks at most this far apart it is interpolated linearly; across a wider gap it decays
 #: linearly to the smooth curve over this distance from each side
-NOISE_REACH_STEPS = 1.0
+NOISE_REACH_STEPS = 2.0
 
 
 def _noise_at(clocks, f_meas, noise, reach_mhz: float):
@@ -643,9 +643,11 @@ def twin_board(
         inferred=("clocks between measured ones", "memory load", f"top clock {top:g} MHz"),
         source=f"fitted to {sw.path}",
     )
-    # the measured rows, where the board ran the clock asked for (capped rows ran another)
-    used = len(f) - fit.capped_rows
-    f_used, p_used, t_used = f[:used], p[:used], t[:used]
+    # every measured row, capped ones included: where a capped row's power is within the cap
+    # the twin runs the clock asked for and answers the row; where it is above, the twin
+    # throttles to the highest clock within the cap (physics.BoardSpec.throttled_point) and
+    # answers that clock's row with sw_power_cap
+    f_used, p_used, t_used = f, p, t
     base_p = np.array([board.steady_gpu_power_w(x, workload, mem_ref) for x in f_used])
     base_t = np.array([workload.time_per_unit_s(x, mem_ref) for x in f_used])
     factors = {}
