@@ -511,12 +511,14 @@ def _noise_at(clocks, f_meas, noise, reach_mhz: float):
     return out
 
 
-def _factor_knots(table, f_meas, measured, base, res, reach_steps: float):
+def _factor_knots(table, f_meas, measured, base, res, reach_steps: float, spread=None):
     """(clock_mhz, factor) knots at the table's and the measured clocks that make the twin
     answer the measured value at every measured clock: the smoothed residual
     (:class:`Residuals`, relative to the fit) plus each row's own remainder (its noise, as
     far as the smoother can tell), which reaches neighbouring table clocks only as
-    :func:`_noise_at` says. ``base``: the board's own value at ``f_meas`` without factors."""
+    :func:`_noise_at` says. ``base``: the board's own value at ``f_meas`` without factors;
+    ``spread``: which rows' departures reach other clocks (default all; a capped row's
+    departure is the cap, which the power limit models, so it stays at the row's clock)."""
     f_meas = np.asarray(f_meas, dtype=float)
     if len(f_meas) == 0:
         return ()
@@ -532,7 +534,10 @@ def _factor_knots(table, f_meas, measured, base, res, reach_steps: float):
     gaps = np.diff(f_meas)
     step = float(np.median(gaps)) if len(gaps) else 0.0
     reach = (reach_steps or 0.0) * step
-    total = smooth + _noise_at(clocks, f_meas, noise, reach)
+    spread = np.ones(len(f_meas), bool) if spread is None else np.asarray(spread, bool)
+    total = smooth + _noise_at(clocks, f_meas[spread], noise[spread], reach)
+    for x, v in zip(f_meas[~spread], noise[~spread]):
+        total[np.searchsorted(clocks, x)] = smooth[np.searchsorted(clocks, x)] + v
     if not np.any(np.abs(total) > 0):
         return ()
     # beyond the table the factors hold their end values (physics.factor_at): two more knots
@@ -648,6 +653,7 @@ def twin_board(
     # throttles to the highest clock within the cap (physics.BoardSpec.throttled_point) and
     # answers that clock's row with sw_power_cap
     f_used, p_used, t_used = f, p, t
+    spread = np.arange(len(f)) < len(f) - fit.capped_rows
     base_p = np.array([board.steady_gpu_power_w(x, workload, mem_ref) for x in f_used])
     base_t = np.array([workload.time_per_unit_s(x, mem_ref) for x in f_used])
     factors = {}
@@ -655,7 +661,7 @@ def twin_board(
         ("time_factor", fit.time_residuals, t_used, base_t),
         ("power_factor", fit.power_residuals, p_used, base_p),
     ):
-        knots = _factor_knots(table, f_used, measured, base, res, noise_reach_steps)
+        knots = _factor_knots(table, f_used, measured, base, res, noise_reach_steps, spread)
         if knots:
             factors[key] = knots
     if not factors:
