@@ -13,7 +13,8 @@ which only the twin and the scripts import. The catalog keeps these two as they 
 must not change); a twin uses :func:`fit_twin`: the same model, fitted with a linear solve per
 ``k`` for time, a soft-L1 loss for power, and a power cap where the top rows are flat.
 
-A twin (:func:`twin_board`) is a board whose built-in load is the sweep's workload. Its memory
+A twin (:func:`twin_board`) is a board whose built-in load is the sweep's workload; at a
+measured clock it answers the measured row (the fit times each row's own departure). Its memory
 clock model: the memory part of the run time is ``t_mem(f_mem) = a + b/f_mem`` (a latency part
 that does not scale and a bandwidth part that does) and memory power is linear in ``f_mem``.
 With one memory clock measured, ``a = 0`` (pure bandwidth) and the board has that memory clock
@@ -557,7 +558,11 @@ def twin_board(
     noise_reach_steps: Optional[float] = NOISE_REACH_STEPS,
 ) -> BoardSpec:
     """A :class:`BoardSpec` whose ``compute`` workload reproduces the sweep (fitted by
-    :func:`fit_twin`; a power cap seen in the sweep becomes the board's power limit).
+    :func:`fit_twin`; a power cap seen in the sweep becomes the board's power limit): the
+    smooth model times the smoothed residual, times each measured row's own departure at its
+    clock (:func:`_factor_knots`), so at a measured clock the twin answers the measured row.
+    ``noise_reach_steps``: how far those departures reach (:data:`NOISE_REACH_STEPS`; None:
+    not at all, the smooth twin).
     ``mem_floor_v``: the voltage floor at a lower memory clock than the main sweep's;
     ``fit``: the main sweep's :func:`fit_twin`, when the caller already has it."""
     sw = sweeps.main
@@ -650,7 +655,7 @@ def twin_board(
     )
     # every measured row, capped ones included: where a capped row's power is within the cap
     # the twin runs the clock asked for and answers the row; where it is above, the twin
-    # throttles to the highest clock within the cap (physics.BoardSpec.throttled_point) and
+    # holds a lower table clock within the cap (physics.BoardSpec.throttled_point) and
     # answers that clock's row with sw_power_cap
     f_used, p_used, t_used = f, p, t
     spread = np.arange(len(f)) < len(f) - fit.capped_rows
