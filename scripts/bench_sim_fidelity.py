@@ -4,7 +4,8 @@
 Three held-out measures, printed as tables (docs/simulator.md carries them):
 
 (a) leave-one-clock-out: for every sweep in the replay folder, each measured clock in turn is
-    left out, the twin is fitted to the others and predicts that clock's power and time;
+    left out, the twin is fitted to the others and predicts that clock's power and time (its
+    neighbours' own departures from the fit included, as the twin interpolates them);
     Next to it, the noise floor: each interior row's scatter about the straight line
     through its two neighbours (divided by the spread that line's own noise adds), a bound
     from above on the measurement noise no fit can predict;
@@ -19,7 +20,9 @@ Three held-out measures, printed as tables (docs/simulator.md carries them):
     half a step from each) or other. Next to them, the twin's own energy optimum (its model
     evaluated at every table clock, throttling included): where calibration on the twin
     misses it, calibration missed the device's truth, not the twin the sweep's.
-    ``--max-probes N`` gives both calibrations N probes (default 6, calibrate's own).
+    ``--max-probes N`` gives both calibrations N probes (default 6, calibrate's own). A
+    twin answers its sweep's rows at the measured clocks it runs (fit.py, "measured rows"),
+    so agreement there is partly by construction; (a) and (b) are the held-out measures.
 
 Run: ``python scripts/bench_sim_fidelity.py [--replay DIR] [--pairs DIR] [--parts abc]
 [--max-probes N]``

@@ -207,3 +207,111 @@ def test_a_sweep_of_a_known_boards_table_keeps_that_table():
     kept = nano.rows(set(range(2, len(nano))))  # from 307.2 MHz: the span, not the board's
     table = twin_board(TwinSweeps(kept, None, {})).clocks_mhz
     assert table == nano.clock_mhz[2:] and 652.8 not in table
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a100sxm_perseus-bloom-stage-forward.csv",
+        "a40_perseus-gpt3-175b-stage-backward.csv",
+        "titanx_md5hash_mem810.csv",
+        "xaviernx_inceptionv3-triton-c1.csv",
+    ],
+)
+def test_a_twin_answers_its_sweep_at_every_measured_clock_it_ran(name):
+    """A twin is the smooth model times the sweep's departures from it: at a measured clock
+    (one the board ran as asked, not a capped row) it answers the measured power and time.
+    The smooth model alone misses some of these rows by 0.5-50 % (noise the fit cannot
+    predict, docs/simulator.md (a)); the twin must not."""
+    sweep = read_sweep(DATA / name)
+    board = twin_board(TwinSweeps(sweep, None, {}))
+    limit_w = board.power_limit_w
+    ran = [i for i in range(len(sweep)) if sweep.power_w[i] < 0.97 * limit_w]
+    assert len(ran) >= len(sweep) // 2
+    for i in ran:
+        power, time = _predict(board, sweep.clock_mhz[i])
+        assert power == pytest.approx(sweep.power_w[i], rel=1e-6)
+        assert time == pytest.approx(sweep.time_s[i], rel=1e-6)
+
+
+def test_calibration_probes_on_a_twin_read_what_the_replay_reads():
+    """Through the device API, as calibration reads it (lock, settle, measure a window): a
+    twin's probe at a measured clock gives the replay's row, within the window's rounding."""
+    from governor.calibrate.loads import make_load
+    from governor.calibrate.procedure import DeviceProber
+
+    path = DATA / "a100sxm_perseus-gpt3-175b-stage-backward.csv"
+    sweep = read_sweep(path)
+    with governor.open_device(f"twin:{path}") as dev:
+        prober = DeviceProber(dev, make_load(dev, "builtin"))
+        for i in (0, 7, 19, 26):
+            probe = prober.probe(sweep.clock_mhz[i])
+            assert probe.clock_mhz == sweep.clock_mhz[i]
+            assert probe.power_w == pytest.approx(sweep.power_w[i], rel=1e-4)
+            assert probe.time_per_unit_s == pytest.approx(sweep.time_s[i], rel=1e-4)
+
+
+def test_a_rows_own_noise_reaches_two_steps_and_no_further():
+    """What the smoother leaves of a row (its own departure) is interpolated linearly between
+    measured clocks up to two steps apart (a row left out of a 15 MHz grid sweep: the mean of
+    its neighbours'; a sampled sweep's halfway clock) and decays to the smooth curve across a
+    wider gap: with three rows left out, the middle one, two steps from either side, is the
+    smooth curve's."""
+    sweep = read_sweep(DATA / "a100sxm_perseus-bloom-stage-forward.csv")
+
+    def departure(board, plain, clock):
+        return np.log(np.array(_predict(board, clock)) / np.array(_predict(plain, clock)))
+
+    i = 12
+    kept = _without(sweep, i)
+    board = twin_board(TwinSweeps(kept, None, {}))
+    plain = twin_board(TwinSweeps(kept, None, {}), noise_reach_steps=None)
+    left, here, right = (departure(board, plain, sweep.clock_mhz[j]) for j in (i - 1, i, i + 1))
+    assert np.abs(left).max() > 1e-3 or np.abs(right).max() > 1e-3  # something to carry
+    assert here == pytest.approx((left + right) / 2.0, abs=1e-9)
+    assert _predict(board, sweep.clock_mhz[i + 2])[0] == pytest.approx(
+        sweep.power_w[i + 2], rel=1e-6
+    )
+    assert _predict(plain, sweep.clock_mhz[i + 2])[0] != pytest.approx(
+        sweep.power_w[i + 2], rel=1e-4
+    )
+    wide = sweep.rows({j for j in range(len(sweep)) if j not in (i - 1, i, i + 1)})
+    board = twin_board(TwinSweeps(wide, None, {}))
+    plain = twin_board(TwinSweeps(wide, None, {}), noise_reach_steps=None)
+    assert departure(board, plain, sweep.clock_mhz[i]) == pytest.approx([0.0, 0.0], abs=1e-12)
+    titan = read_sweep(DATA / "titanx_gemm_mem3505.csv")
+    both = twin_board(TwinSweeps(titan, None, {}))
+    plain = twin_board(TwinSweeps(titan, None, {}), noise_reach_steps=None)
+    a, b = titan.clock_mhz[4], titan.clock_mhz[5]
+    mid = (a + b) / 2.0
+    assert mid in both.clocks_mhz
+    assert departure(both, plain, mid) == pytest.approx(
+        (departure(both, plain, a) + departure(both, plain, b)) / 2.0, abs=1e-9
+    )
+
+
+def test_a_capped_row_within_the_cap_is_answered_as_measured_and_above_it_throttles():
+    """A40 GPT-3 forward: the top rows scatter about the 300 W limit (the twin's cap is their
+    median). A capped row measured within the cap ran as asked: the twin answers it, not
+    throttled. One measured above the cap makes the twin hold a lower clock, within the cap,
+    and say so."""
+    sweep = read_sweep(A40)
+    with governor.open_device(f"twin:{A40}") as dev:
+        limit_w = dev.board.power_limit_w
+        top = [i for i, p in enumerate(sweep.power_w) if p >= 0.97 * max(sweep.power_w)]
+        within = [i for i in top if sweep.power_w[i] <= limit_w - 0.05]
+        above = [i for i in top if sweep.power_w[i] > limit_w + 0.05]
+        assert within and above
+        for i in (within[0], within[-1], above[0], above[-1]):
+            dev.lock_gpu_clocks(sweep.clock_mhz[i])
+            dev.run_workload("compute")
+            dev.clock.sleep(30.0)
+            sample = dev.sample()
+            if i in within:
+                assert "sw_power_cap" not in sample.throttle_reasons
+                assert sample.gpu_clock_mhz == sweep.clock_mhz[i]
+                assert sample.power_w == pytest.approx(sweep.power_w[i], rel=1e-4)
+            else:
+                assert "sw_power_cap" in sample.throttle_reasons
+                assert sample.gpu_clock_mhz < sweep.clock_mhz[i]
+                assert sample.power_w <= limit_w + 1e-6

@@ -13,7 +13,8 @@ which only the twin and the scripts import. The catalog keeps these two as they 
 must not change); a twin uses :func:`fit_twin`: the same model, fitted with a linear solve per
 ``k`` for time, a soft-L1 loss for power, and a power cap where the top rows are flat.
 
-A twin (:func:`twin_board`) is a board whose built-in load is the sweep's workload. Its memory
+A twin (:func:`twin_board`) is a board whose built-in load is the sweep's workload; at a
+measured clock it answers the measured row (the fit times each row's own departure). Its memory
 clock model: the memory part of the run time is ``t_mem(f_mem) = a + b/f_mem`` (a latency part
 that does not scale and a bandwidth part that does) and memory power is linear in ``f_mem``.
 With one memory clock measured, ``a = 0`` (pure bandwidth) and the board has that memory clock
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -481,14 +483,86 @@ def _clock_table(measured) -> Tuple[float, ...]:
     return tuple(sorted(out))
 
 
+#: how far (in median clock steps of the sweep) a measured row's own departure from the
+#: smoothed curve (its noise, as far as the smoother can tell) reaches: between measured
+#: clocks at most this far apart it is interpolated linearly; across a wider gap it decays
+#: linearly to the smooth curve over this distance from each side
+NOISE_REACH_STEPS = 2.0
+
+
+def _noise_at(clocks, f_meas, noise, reach_mhz: float):
+    """The measured rows' noise at ``clocks``: exact at measured clocks, linear between two
+    measured clocks at most ``reach_mhz`` apart, decaying linearly to 0 over ``reach_mhz``
+    from each side across wider gaps and beyond the ends."""
+    out = np.zeros(len(clocks))
+    for n, x in enumerate(clocks):
+        j = int(np.searchsorted(f_meas, x))
+        if j < len(f_meas) and abs(f_meas[j] - x) < 1e-9:
+            out[n] = noise[j]
+            continue
+        lo, hi = j - 1, j  # the measured clocks either side of x (if any)
+        gap = f_meas[hi] - f_meas[lo] if 0 <= lo and hi < len(f_meas) else math.inf
+        span = gap if gap <= reach_mhz + 1e-9 else reach_mhz
+        if span <= 0:
+            continue
+        if lo >= 0:
+            out[n] += noise[lo] * max(0.0, 1.0 - (x - f_meas[lo]) / span)
+        if hi < len(f_meas):
+            out[n] += noise[hi] * max(0.0, 1.0 - (f_meas[hi] - x) / span)
+    return out
+
+
+def _factor_knots(table, f_meas, measured, base, res, reach_steps: float, spread=None):
+    """(clock_mhz, factor) knots at the table's and the measured clocks that make the twin
+    answer the measured value at every measured clock: the smoothed residual
+    (:class:`Residuals`, relative to the fit) plus each row's own remainder (its noise, as
+    far as the smoother can tell), which reaches neighbouring table clocks only as
+    :func:`_noise_at` says. ``base``: the board's own value at ``f_meas`` without factors;
+    ``spread``: which rows' departures reach other clocks (default all; a capped row's
+    departure is the cap, which the power limit models, so it stays at the row's clock)."""
+    f_meas = np.asarray(f_meas, dtype=float)
+    if len(f_meas) == 0:
+        return ()
+    clocks = np.array(sorted(set(float(x) for x in table) | set(f_meas.tolist())))
+    smooth_meas = np.zeros(len(f_meas))
+    smooth = np.zeros(len(clocks))
+    if res is not None and res.share > 0:
+        smooth_meas = np.log(res.factor(f_meas))
+        smooth = np.log(res.factor(clocks))
+    noise = np.log(np.asarray(measured, dtype=float) / np.maximum(base, 1e-300)) - smooth_meas
+    if reach_steps is None:  # the smooth curve alone (the twin before measured rows were kept)
+        noise = np.zeros_like(noise)
+    gaps = np.diff(f_meas)
+    step = float(np.median(gaps)) if len(gaps) else 0.0
+    reach = (reach_steps or 0.0) * step
+    spread = np.ones(len(f_meas), bool) if spread is None else np.asarray(spread, bool)
+    total = smooth + _noise_at(clocks, f_meas[spread], noise[spread], reach)
+    for x, v in zip(f_meas[~spread], noise[~spread]):
+        total[np.searchsorted(clocks, x)] = smooth[np.searchsorted(clocks, x)] + v
+    if not np.any(np.abs(total) > 0):
+        return ()
+    # beyond the table the factors hold their end values (physics.factor_at): two more knots
+    # let the end rows' noise decay there too, to the smoothed residual at the ends
+    depth = reach if reach > 0 else max(step, 1.0) * 1e-3
+    knots = [(float(clocks[0]) - depth, float(smooth[0]))]
+    knots += [(float(x), float(v)) for x, v in zip(clocks, total)]
+    knots.append((float(clocks[-1]) + depth, float(smooth[-1])))
+    return tuple((x, math.exp(v)) for x, v in knots)
+
+
 def twin_board(
     sweeps: TwinSweeps,
     name: str = "twin",
     mem_floor_v: float = MEM_FLOOR_V,
     fit: Optional[TwinFit] = None,
+    noise_reach_steps: Optional[float] = NOISE_REACH_STEPS,
 ) -> BoardSpec:
     """A :class:`BoardSpec` whose ``compute`` workload reproduces the sweep (fitted by
-    :func:`fit_twin`; a power cap seen in the sweep becomes the board's power limit).
+    :func:`fit_twin`; a power cap seen in the sweep becomes the board's power limit): the
+    smooth model times the smoothed residual, times each measured row's own departure at its
+    clock (:func:`_factor_knots`), so at a measured clock the twin answers the measured row.
+    ``noise_reach_steps``: how far those departures reach (:data:`NOISE_REACH_STEPS`; None:
+    not at all, the smooth twin).
     ``mem_floor_v``: the voltage floor at a lower memory clock than the main sweep's;
     ``fit``: the main sweep's :func:`fit_twin`, when the caller already has it."""
     sw = sweeps.main
@@ -527,10 +601,6 @@ def twin_board(
             mem_floor[mem] = floor
         mem_power[mem] = _mem_deltas(fit, other, tm_o, floor)[0]
     table = _clock_table(sw.clock_mhz)
-    factors = {}
-    for key, res in (("time_factor", fit.time_residuals), ("power_factor", fit.power_residuals)):
-        if res is not None and res.share > 0:
-            factors[key] = tuple(zip(table, (float(v) for v in res.factor(table))))
     workload = Workload(
         name="compute",
         compute_mcycles=c,
@@ -542,7 +612,6 @@ def twin_board(
         mem_s_at=dict(mem_points) if len(mem_points) > 1 else {},
         description=f"{sw.workload or 'the measured workload'} as measured on {sw.device}",
         source=f"fitted to {sw.path}",
-        **factors,
     )
     memory = Workload(
         name="memory",
@@ -559,7 +628,7 @@ def twin_board(
     )
     mems = tuple(sorted(mem_power)) if mem_power else ()
     top = float(f.max())
-    return BoardSpec(
+    board = BoardSpec(
         name=name,
         display_name=f"twin of {Path(sw.path).name} ({sw.device})",
         kind="datacenter",
@@ -584,3 +653,23 @@ def twin_board(
         inferred=("clocks between measured ones", "memory load", f"top clock {top:g} MHz"),
         source=f"fitted to {sw.path}",
     )
+    # every measured row, capped ones included: where a capped row's power is within the cap
+    # the twin runs the clock asked for and answers the row; where it is above, the twin
+    # holds a lower table clock within the cap (physics.BoardSpec.throttled_point) and
+    # answers that clock's row with sw_power_cap
+    f_used, p_used, t_used = f, p, t
+    spread = np.arange(len(f)) < len(f) - fit.capped_rows
+    base_p = np.array([board.steady_gpu_power_w(x, workload, mem_ref) for x in f_used])
+    base_t = np.array([workload.time_per_unit_s(x, mem_ref) for x in f_used])
+    factors = {}
+    for key, res, measured, base in (
+        ("time_factor", fit.time_residuals, t_used, base_t),
+        ("power_factor", fit.power_residuals, p_used, base_p),
+    ):
+        knots = _factor_knots(table, f_used, measured, base, res, noise_reach_steps, spread)
+        if knots:
+            factors[key] = knots
+    if not factors:
+        return board
+    workload = replace(workload, **factors)
+    return replace(board, workloads={"compute": workload, "memory": memory})
