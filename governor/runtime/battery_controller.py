@@ -140,6 +140,7 @@ class BatteryController(Controller):
         self._dyn_end = [p - model.idle_w for p in model.power_w[:end]]
         self._bands: Dict[Tuple[int, int], Tuple[int, int]] = {}
         self._index: Dict[float, int] = {}
+        self._bends: List[int] = []  # gap indices where the phase's curve bent lately
 
     def _plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
         """(mean power target, busy power target) on the budget's scope, for the period
@@ -421,6 +422,8 @@ class BatteryController(Controller):
         self.phase_level = level_now
         return self._pick(level_now)
 
+    BENDS = 4  # recent bends of the phase's curve checked first
+
     def _phase_curves(
         self, fit: Tuple[float, float, float, float], end: int
     ) -> Optional[Tuple[List[float], Tuple[float, float], float]]:
@@ -433,22 +436,45 @@ class BatteryController(Controller):
         units landing in dithered periods.)"""
         A, B, a, b = fit
         inv_b = 1.0 / b
-        work = [1.0 / (A * r + B) for r in self._rel_end]
         if self._inv_dp is None:
             model_w = self.model.power_w
             steps = [p1 - p0 for p0, p1 in zip(model_w[:end], model_w[1:end])]
             self._inv_dp = [1.0 / d for d in steps] if min(steps) > 1e-12 else []
-        if self._inv_dp:
+        inv_dp = self._inv_dp
+        rel = self._rel_end
+        if inv_dp:
+            # where the curve was not concave lately (on a table whose power steps are
+            # equal, as the A100's below 1 GHz, the gaps of a compute-bound load are equal
+            # but for rounding, and bend somewhere every period): a bend there again settles
+            # it from three clocks' work instead of the whole table's
+            for j in self._bends:
+                w0, w1 = 1.0 / (A * rel[j] + B), 1.0 / (A * rel[j + 1] + B)
+                x = -((w0 - w1) * inv_dp[j] * inv_b)
+                if not (0.0 < x < math.inf):
+                    return None
+                if j:
+                    wp = 1.0 / (A * rel[j - 1] + B)
+                    prev = -((wp - w0) * inv_dp[j - 1] * inv_b)
+                    if x > prev * (1.0 + 1e-9):
+                        return None
+        work = [1.0 / (A * r + B) for r in rel]
+        if inv_dp:
             # (w0 − w1)·k/b is the gap (w1 − w0)·k/b negated, bit for bit
-            neg = [(w0 - w1) * k * inv_b for w0, w1, k in zip(work, work[1:], self._inv_dp)]
+            neg = [(w0 - w1) * k * inv_b for w0, w1, k in zip(work, work[1:], inv_dp)]
         else:  # a flat step in the model's power: the general rule
             line = [a + b * d for d in self._dyn_end]
             neg = [-g for g in self._gaps(work, line)]
         # concave (see _concave) on the gaps negated: -y positive, finite, not rising
         prev = math.inf
-        for y in neg:
+        for j, y in enumerate(neg):
             x = -y
             if not (0.0 < x < math.inf) or x > prev * (1.0 + 1e-9):
+                if inv_dp:
+                    bends = self._bends
+                    if j in bends:
+                        bends.remove(j)
+                    bends.insert(0, j)
+                    del bends[self.BENDS :]
                 return None
             prev = x
         return neg, (a, b), inv_b
