@@ -132,6 +132,15 @@ class BatteryController(Controller):
         self.prior_s_per_unit: Optional[float] = None
         self.last_lam: Optional[float] = None  # the mix's multiplier the last period
         self._inv_dp: Optional[List[float]] = None  # 1 / the model's power steps below the cap
+        # per clock table (they do not change in a mission): below the cap, the relative
+        # times and the model's dynamic power (P_model − P_idle); the bands a probe pair's
+        # fit is trusted within; the table index of each clock applied
+        end = self.capped_top + 1
+        self._rel_end = model.time_rel[:end]
+        self._dyn_end = [p - model.idle_w for p in model.power_w[:end]]
+        self._bands: Dict[Tuple[int, int], Tuple[int, int]] = {}
+        self._index: Dict[float, int] = {}
+        self._bends: List[int] = []  # gap indices where the phase's curve bent lately
 
     def _plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
         """(mean power target, busy power target) on the budget's scope, for the period
@@ -258,8 +267,9 @@ class BatteryController(Controller):
             if obs.power_w is not None and steady:
                 self.tracker.learn(obs.power_w, obs.applied_mhz)
                 self.measured_j += obs.power_w * obs.dt_s
-                self.model_j += self.model.power_at(obs.applied_mhz) * obs.dt_s
-                self._learn_share(obs.power_w, obs.applied_mhz, obs.dt_s)
+                i = self._index_of(obs.applied_mhz)
+                self.model_j += self.model.power_w[i] * obs.dt_s
+                self._learn_share(obs.power_w, i, obs.dt_s)
                 if ticks:
                     self.ticked = True
                 if self.ticked and self.work is not None:
@@ -359,7 +369,7 @@ class BatteryController(Controller):
         curves = self._phase_curves(fit, end)
         if curves is None:
             return None
-        phase_neg, line, prior_neg = curves
+        phase_neg, line, inv_b = curves
         # the rest of the mission mixes the loads as it has so far: the phase now by the
         # time it has run, each past one by its own (before a second load is seen, the
         # calibration load stands for the ones not seen yet, PRIOR_RATIO_S seconds)
@@ -371,8 +381,9 @@ class BatteryController(Controller):
             if neg is None:
                 continue
             if pp is None:  # the prior draws as the load measured now (the calibrated
-                # model's shape can be off: L4's measured slope is 1.45 times its model's)
-                neg = prior_neg
+                # model's shape can be off: L4's measured slope is 1.45 times its model's):
+                # its gaps against the model's power divided by the phase's slope b
+                neg = [g * inv_b for g in neg]
             others.append((secs, neg, pp, band))
         now_w, others_scale = age, 1.0
         others_s = sum(o[0] for o in others)
@@ -411,37 +422,69 @@ class BatteryController(Controller):
         self.phase_level = level_now
         return self._pick(level_now)
 
+    BENDS = 4  # recent bends of the phase's curve checked first
+
     def _phase_curves(
         self, fit: Tuple[float, float, float, float], end: int
-    ) -> Optional[Tuple[List[float], List[float], Optional[List[float]]]]:
+    ) -> Optional[Tuple[List[float], Tuple[float, float], float]]:
         """For the phase's fit ``(A, B, a, b)``: its gaps over the clocks below the cap,
-        negated (rising, for bisect), its power line at those clocks, and the prior's gaps
-        drawing as that line; None when its work per joule is not concave. Work is
-        ``1/(A·t_rel + B)`` and power ``a + b·(P_model − P_idle)``, so each gap is a work
-        step over ``b`` times the model's power step (kept per table). (Reusing them while
-        the fit moves by under 0.1 % was tried: the fit moves more than that every period,
-        whole units landing in dithered periods.)"""
+        negated (rising, for bisect), its power line ``(a, b)`` (power ``a + b·(P_model −
+        P_idle)``, evaluated where the mix needs it) and ``1/b``; None when its work per
+        joule is not concave. Work is ``1/(A·t_rel + B)``, so each gap is a work step over
+        ``b`` times the model's power step (kept per table). (Reusing them while the fit
+        moves by under 0.1 % was tried: the fit moves more than that every period, whole
+        units landing in dithered periods.)"""
         A, B, a, b = fit
-        model_w = self.model.power_w
         inv_b = 1.0 / b
-        work = [1.0 / (A * r + B) for r in self.model.time_rel[:end]]
         if self._inv_dp is None:
+            model_w = self.model.power_w
             steps = [p1 - p0 for p0, p1 in zip(model_w[:end], model_w[1:end])]
             self._inv_dp = [1.0 / d for d in steps] if min(steps) > 1e-12 else []
-        line = [a + b * (p - self.model.idle_w) for p in model_w[:end]]
-        if self._inv_dp:
-            gaps = [(w1 - w0) * k * inv_b for w0, w1, k in zip(work, work[1:], self._inv_dp)]
+        inv_dp = self._inv_dp
+        rel = self._rel_end
+        if inv_dp:
+            # where the curve was not concave lately (on a table whose power steps are
+            # equal, as the A100's below 1 GHz, the gaps of a compute-bound load are equal
+            # but for rounding, and bend somewhere every period): a bend there again settles
+            # it from three clocks' work instead of the whole table's
+            for j in self._bends:
+                w0, w1 = 1.0 / (A * rel[j] + B), 1.0 / (A * rel[j + 1] + B)
+                x = -((w0 - w1) * inv_dp[j] * inv_b)
+                if not (0.0 < x < math.inf):
+                    return None
+                if j:
+                    wp = 1.0 / (A * rel[j - 1] + B)
+                    prev = -((wp - w0) * inv_dp[j - 1] * inv_b)
+                    if x > prev * (1.0 + 1e-9):
+                        return None
+        work = [1.0 / (A * r + B) for r in rel]
+        if inv_dp:
+            # (w0 − w1)·k/b is the gap (w1 − w0)·k/b negated, bit for bit
+            neg = [(w0 - w1) * k * inv_b for w0, w1, k in zip(work, work[1:], inv_dp)]
         else:  # a flat step in the model's power: the general rule
-            gaps = self._gaps(work, line)
-        out: Optional[Tuple[List[float], List[float], Optional[List[float]]]] = None
-        if self._concave(gaps):
-            prior = self.past[0][3] if self.past and self.past[0][2] is None else None
-            out = ([-g for g in gaps], line, [g * inv_b for g in prior] if prior else None)
-        return out
+            line = [a + b * d for d in self._dyn_end]
+            neg = [-g for g in self._gaps(work, line)]
+        # concave (see _concave) on the gaps negated: -y positive, finite, not rising
+        prev = math.inf
+        for j, y in enumerate(neg):
+            x = -y
+            if not (0.0 < x < math.inf) or x > prev * (1.0 + 1e-9):
+                if inv_dp:
+                    bends = self._bends
+                    if j in bends:
+                        bends.remove(j)
+                    bends.insert(0, j)
+                    del bends[self.BENDS :]
+                return None
+            prev = x
+        return neg, (a, b), inv_b
 
     def _trusted(self, lo: int, hi: int) -> Tuple[int, int]:
         """The table indices a phase probed at ``lo`` and ``hi`` is fitted well enough
         for: within TRUST (relative time) of the probed clocks, below the cap."""
+        band = self._bands.get((lo, hi))
+        if band is not None:
+            return band
         rel = self.model.time_rel
         end = self.capped_top + 1
         floor_i, ceil_i = lo, min(hi, end - 1)
@@ -449,34 +492,58 @@ class BatteryController(Controller):
             floor_i -= 1
         while ceil_i < end - 1 and rel[ceil_i + 1] * self.TRUST >= rel[hi]:
             ceil_i += 1
+        self._bands[(lo, hi)] = (floor_i, ceil_i)
         return floor_i, ceil_i
 
     def _mix_lambda(
         self,
         mix: Sequence[Tuple[float, List[float], Optional[List[float]], Optional[Tuple[int, int]]]],
         gpu_w: float,
-        line: List[float],
+        line: Tuple[float, float],
     ) -> float:
         """The marginal work per joule at which the mission's mix of loads, each at the
         clock where its own marginal rate falls to it (the Lagrange condition), draws
         ``gpu_w`` on average: the future taken to mix the loads as the mission so far has.
         ``mix``: (seconds, gaps negated, power at every clock or None for the phase now's
-        fitted line ``line``, the table indices the load's level is kept within or None)."""
+        fitted line ``line`` = ``(a, b)``, power ``a + b·(P_model − P_idle)`` at the clocks
+        below the cap, the table indices the load's level is kept within or None)."""
         total = sum(m[0] for m in mix)
+        a, b = line
+        dyn = self._dyn_end
         rows = []
         for secs, neg, power, band in mix:
-            power = line if power is None else power
-            lo_x, hi_x = (float(band[0]), float(band[1])) if band else (0.0, float(len(power)))
-            rows.append((secs, neg, power, len(power) - 2, lo_x, hi_x))
+            n = len(power) if power is not None else len(dyn)
+            lo_x, hi_x = (float(band[0]), float(band[1])) if band else (0.0, float(n))
+            rows.append((secs, neg, power, n - 2, lo_x, hi_x, len(neg)))
+        bisect_left = bisect.bisect_left
 
         def excess(lam: float) -> float:
             """The mix's mean power at ``lam`` over ``gpu_w`` (falls as ``lam`` rises)."""
             out = 0.0
-            for secs, neg, power, last, lo_x, hi_x in rows:
+            for secs, neg, power, last, lo_x, hi_x, n in rows:
+                # the load's level at lam (_level_neg, written out)
+                k = bisect_left(neg, -lam)  # the gaps above lam: the first k
+                if k == 0:
+                    x = 0.0
+                elif k >= n:
+                    x = float(n)
+                else:
+                    g0, g1 = -neg[k - 1], -neg[k]
+                    x = k - 0.5 + (g0 - lam) / (g0 - g1) if g0 > g1 else k - 0.5
                 # a past phase's fit is local too: its forecast level stays in its band
-                x = min(max(_level_neg(neg, lam), lo_x), hi_x)
-                i = min(int(x), last)
-                out += secs * (power[i] + (x - i) * (power[i + 1] - power[i]))
+                if lo_x > x:
+                    x = lo_x
+                if hi_x < x:
+                    x = hi_x
+                i = int(x)
+                if i > last:
+                    i = last
+                if power is None:  # the phase now's line
+                    p0 = a + b * dyn[i]
+                    out += secs * (p0 + (x - i) * (a + b * dyn[i + 1] - p0))
+                else:
+                    p0 = power[i]
+                    out += secs * (p0 + (x - i) * (power[i + 1] - p0))
             return out / total - gpu_w
 
         lo = hi = 0.0
@@ -590,7 +657,17 @@ class BatteryController(Controller):
         self.phase_age_s = 0.0
         self.edge_s = 0.0
 
-    def _learn_share(self, power_w: float, applied_mhz: float, dt_s: float) -> None:
+    def _index_of(self, clock_mhz: float) -> int:
+        """The model's table index for ``clock_mhz`` (:meth:`ClockModel.index`), kept per
+        clock applied (a table's worth)."""
+        i = self._index.get(clock_mhz)
+        if i is None:
+            i = self.model.index(clock_mhz)
+            if len(self._index) < 1024:
+                self._index[clock_mhz] = i
+        return i
+
+    def _learn_share(self, power_w: float, i: int, dt_s: float) -> None:
         """The load's memory-bound share from its power at the clock that ran.
 
         In the power model the dynamic part is ``activity · a·f·V²``, and an SM that waits on
@@ -604,7 +681,6 @@ class BatteryController(Controller):
         model = self.model
         if not model.fitted:
             return
-        i = model.index(applied_mhz)
         dyn = model.power_w[i] - model.idle_w
         if dyn <= 0.2 * model.power_w[i] or not math.isfinite(power_w):
             return  # too little dynamic power at this clock to tell the load's share

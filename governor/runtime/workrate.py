@@ -23,7 +23,7 @@ draw), so an estimate from power reads it as compute-bound. Work counted by the 
 from __future__ import annotations
 
 import collections
-from typing import Deque, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.model import ClockModel
 
@@ -67,13 +67,18 @@ class PhaseFit:
         self.recent_sums: Dict[str, List[float]] = {}
         self._fit: Optional[Tuple[float, float, float, float]] = None
         self._dirty = False
+        self._index: Dict[float, int] = {}  # table index per clock seen (the model's rule)
 
     def add(self, run: str, clock_mhz: float, dt_s: float, units: float, power_w: float) -> None:
         """One busy period of ``run`` at ``clock_mhz``: ``units`` done in ``dt_s`` at
         ``power_w``."""
         if not (dt_s > 0 and units >= 0 and power_w >= 0):
             return
-        i = self.model.index(clock_mhz)
+        i = self._index.get(clock_mhz)
+        if i is None:
+            i = self.model.index(clock_mhz)
+            if len(self._index) < 1024:  # the clocks a device applies: a table's worth
+                self._index[clock_mhz] = i
         point = (
             dt_s,
             units,
@@ -81,13 +86,20 @@ class PhaseFit:
             self.model.time_rel[i] * dt_s,
             self.model.power_w[i] * dt_s,
         )
-        _accumulate(self.runs.setdefault(run, [0.0] * 5), point, 1.0)
+        row = self.runs.get(run)
+        if row is None:
+            row = self.runs[run] = [0.0] * 5
+        _accumulate(row, point)
         self.busy_s += dt_s
-        if len(self.recent) >= self.RECENT:
-            old_run, old_point = self.recent.popleft()
-            _accumulate(self.recent_sums[old_run], old_point, -1.0)
-        self.recent.append((run, point))
-        _accumulate(self.recent_sums.setdefault(run, [0.0] * 5), point, 1.0)
+        recent = self.recent
+        if len(recent) >= self.RECENT:
+            old_run, old_point = recent.popleft()
+            _withdraw(self.recent_sums[old_run], old_point)
+        recent.append((run, point))
+        row = self.recent_sums.get(run)
+        if row is None:
+            row = self.recent_sums[run] = [0.0] * 5
+        _accumulate(row, point)
         self._dirty = True
 
     def units_in(self, run: str) -> Tuple[float, float]:
@@ -96,21 +108,51 @@ class PhaseFit:
         return (row[0], row[1]) if row else (0.0, 0.0)
 
     def fit(self) -> Optional[Tuple[float, float, float, float]]:
-        """``(A, B, a, b)``, or None until two runs far enough apart have enough units."""
+        """``(A, B, a, b)``, or None until two runs far enough apart have enough units.
+
+        Refitted only after :meth:`add`; the sums per run are kept as periods come, so a fit
+        is two weighted least-squares lines through two or three points (one per run),
+        written out in plain arithmetic over the runs, with no lists per fit (checked against a
+        batch least-squares fit in tests/runtime/test_workrate_fit.py)."""
         if not self._dirty:
             return self._fit
         self._dirty = False
         self._fit = None
-        used = [r for r in self.runs.values() if r[1] >= self.MIN_UNITS and r[0] >= self.MIN_S]
-        if len(used) < 2:
+        min_units, min_s = self.MIN_UNITS, self.MIN_S
+        used = [r for r in self.runs.values() if r[1] >= min_units and r[0] >= min_s]
+        n = len(used)
+        if n < 2:
             return None
-        xs = [r[3] / r[0] for r in used]
-        if max(xs) - min(xs) < self.MIN_SPREAD * sum(xs) / len(xs):
+        # per run: w (seconds), x (relative time), y (seconds per unit)
+        sw = sx = 0.0
+        x_lo = x_hi = used[0][3] / used[0][0]
+        for r in used:
+            x = r[3] / r[0]
+            sx += x
+            if x < x_lo:
+                x_lo = x
+            elif x > x_hi:
+                x_hi = x
+        if x_hi - x_lo < self.MIN_SPREAD * sx / n:
             return None
-        ws = [r[0] for r in used]
-        ys = [r[0] / r[1] for r in used]
-        t = _line(xs, ys, ws)  # t.spread > 0: the runs are spread
-        A, B, mean_x, mean_y = t.slope, t.intercept, t.mean_x, t.mean_y
+        swx = swy = 0.0
+        for r in used:
+            w = r[0]
+            sw += w
+            swx += w * (r[3] / w)
+            swy += w * (w / r[1])
+        mean_x, mean_y = swx / sw, swy / sw
+        sxx = sxy = 0.0
+        for r in used:
+            w = r[0]
+            d = r[3] / w - mean_x
+            sxx += w * d * d
+            sxy += w * d * (w / r[1] - mean_y)
+        if sxx > 0:  # (the runs are spread)
+            A = sxy / sxx
+            B = mean_y - A * mean_x
+        else:
+            A, B = 0.0, mean_y
         if A <= 0:  # no gain from the clock at all: nearly all memory time
             A = 1e-3 * mean_y / mean_x
             B = mean_y - A * mean_x
@@ -124,19 +166,33 @@ class PhaseFit:
         if B > 0:
             # each run's y off by y/units; its weight in B is w·(1/Σw − x̄·(x − x̄)/Sxx)
             var = 0.0
-            for w, d, y, r in zip(ws, t.dxs, ys, used):
-                e = w * (1.0 / t.sw - mean_x * d / t.spread) * y / r[1]
+            for r in used:
+                w = r[0]
+                e = w * (1.0 / sw - mean_x * (r[3] / w - mean_x) / sxx) * (w / r[1]) / r[1]
                 var += e * e
             if B * B <= var:
                 A, B = mean_y / mean_x, 0.0
         idle = self.model.idle_w
-        dyn = [r[4] / r[0] - idle for r in used]
-        ps = [r[2] / r[0] for r in used]
-        p = _line(dyn, ps, ws)
-        b, a = p.slope, p.intercept
+        spx = spy = 0.0
+        for r in used:
+            w = r[0]
+            spx += w * (r[4] / w - idle)
+            spy += w * (r[2] / w)
+        px, py = spx / sw, spy / sw
+        pxx = pxy = 0.0
+        for r in used:
+            w = r[0]
+            d = r[4] / w - idle - px
+            pxx += w * d * d
+            pxy += w * d * (r[2] / w - py)
+        if pxx > 0:
+            b = pxy / pxx
+            a = py - b * px
+        else:  # every run at one model power: a flat line
+            b, a = 0.0, py
         if not b > 0:  # power that does not rise with the clock: take it as barely rising
             b = 1e-3
-            a = p.mean_y - b * p.mean_x
+            a = py - b * px
         self._fit = (A, B, a, b)
         return self._fit
 
@@ -160,19 +216,22 @@ class PhaseFit:
         A = fit[0] if fit else 0.0
         b = fit[3] if fit else 1.0
         seen = predicted = energy = energy_pred = 0.0
+        runs = self.runs
+        min_s, min_units = self.MIN_S, self.RECENT_UNITS
         for run, (dt, units, e, xdt, mdt) in self.recent_sums.items():
             if dt < 1e-6:  # no recent period of this run (what is left is rounding)
                 continue
-            base = [x - y for x, y in zip(self.runs[run], (dt, units, e, xdt, mdt))]
-            if base[0] < self.MIN_S or base[1] < self.RECENT_UNITS:
+            row = runs[run]  # what the run measured before the recent periods
+            base_s, base_units = row[0] - dt, row[1] - units
+            if base_s < min_s or base_units < min_units:
                 continue
-            s_unit = base[0] / base[1] + A * (xdt / dt - base[3] / base[0])
+            s_unit = base_s / base_units + A * (xdt / dt - (row[3] - xdt) / base_s)
             if s_unit <= 0:
                 continue
             seen += units
             predicted += dt / s_unit
             energy += e
-            energy_pred += dt * (base[2] / base[0] + b * (mdt / dt - base[4] / base[0]))
+            energy_pred += dt * ((row[2] - e) / base_s + b * (mdt / dt - (row[4] - mdt) / base_s))
         power_off = abs(energy / energy_pred - 1.0) / self.POWER_CHANGE if energy_pred > 0 else 0.0
         if power_off > 1.0:
             return True
@@ -206,34 +265,19 @@ class PhaseFit:
         return lo, hi
 
 
-def _accumulate(row: List[float], point: Sequence[float], sign: float) -> None:
-    """``row += sign · point``, element by element."""
-    for k, x in enumerate(point):
-        row[k] += sign * x
+def _accumulate(row: List[float], point: Sequence[float]) -> None:
+    """``row += point``, element by element (five sums)."""
+    row[0] += point[0]
+    row[1] += point[1]
+    row[2] += point[2]
+    row[3] += point[3]
+    row[4] += point[4]
 
 
-class _Line(NamedTuple):
-    """A weighted least-squares line ``y = slope · x + intercept`` and the sums it came
-    from (what an error estimate over it needs)."""
-
-    slope: float
-    intercept: float
-    sw: float  # Σw
-    mean_x: float  # weighted means
-    mean_y: float
-    dxs: List[float]  # x − mean_x per point
-    spread: float  # Sxx = Σw·(x − mean_x)²
-
-
-def _line(xs: List[float], ys: List[float], ws: List[float]) -> _Line:
-    """The weighted least-squares line through ``(xs, ys)``; flat through the mean when
-    the xs do not spread."""
-    sw = sum(ws)
-    mx = sum(w * x for w, x in zip(ws, xs)) / sw
-    my = sum(w * y for w, y in zip(ws, ys)) / sw
-    dxs = [x - mx for x in xs]
-    sxx = sum(w * d * d for w, d in zip(ws, dxs))
-    if sxx <= 0:
-        return _Line(0.0, my, sw, mx, my, dxs, sxx)
-    slope = sum(w * d * (y - my) for w, d, y in zip(ws, dxs, ys)) / sxx
-    return _Line(slope, my - slope * mx, sw, mx, my, dxs, sxx)
+def _withdraw(row: List[float], point: Sequence[float]) -> None:
+    """``row -= point``, element by element (five sums)."""
+    row[0] -= point[0]
+    row[1] -= point[1]
+    row[2] -= point[2]
+    row[3] -= point[3]
+    row[4] -= point[4]

@@ -73,3 +73,34 @@ def test_the_load_change_test_reads_the_same_recent_sums_as_a_recount(profile_of
         assert all(math.isclose(a, b, rel_tol=1e-9) for a, b in zip(fit.recent_sums[run], row))
     # the runs that left the window hold nothing recent
     assert all(abs(x) < 1e-6 for x in fit.recent_sums["lo"][:2])
+
+
+def test_a_recent_bend_rejects_the_same_curves_as_the_whole_table(profile_of):
+    """The phase's curve is checked first where it bent lately (three clocks' work): on
+    random fits it is rejected exactly when the whole table's check rejects it, and a curve
+    that passes gets the same gaps. A load whose work hardly moves with the clock (the
+    bench's app ticking one unit a period: A ~ 1e-15 s) has gaps equal to zero but for
+    rounding, which bend anywhere; a compute- or partly memory-bound one is concave."""
+    import random
+
+    model = model_of(profile_of, "a100-sxm")
+    policy = Battery(energy_j=0.8 * model.power_w[-1] * 600, duration_s=600)
+    warm, fresh = BatteryController(model, policy), BatteryController(model, policy)
+    end = warm.capped_top + 1
+    rng = random.Random(11)
+    outcomes = {True: 0, False: 0}
+    for _ in range(3000):
+        if rng.random() < 0.5:  # flat: all memory time
+            A, B = rng.uniform(1e-16, 1e-14), rng.uniform(0.05, 0.15)
+        else:
+            A, B = rng.uniform(0.01, 0.08), rng.choice((0.0, rng.uniform(0.0, 0.05)))
+        fit = (A, B, rng.uniform(5.0, 80.0), rng.uniform(0.3, 1.6))
+        fresh._bends = []  # the whole table's check, from its first gap
+        want = fresh._phase_curves(fit, end)
+        got = warm._phase_curves(fit, end)
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert got == want
+        outcomes[got is None] += 1
+    assert warm._bends  # the shortcut was armed ...
+    assert outcomes[True] > 100 and outcomes[False] > 100  # ... on curves of both kinds
