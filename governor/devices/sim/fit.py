@@ -290,7 +290,8 @@ def fit_twin(f, p, t, smooth: bool = True) -> TwinFit:
     The model of :func:`fit_power` / :func:`fit_time`, with one more choice: a power cap.
     Where three or more top rows sit within 3 % of the highest power (the A40 sweeps above
     ~1450 MHz sit at its 300 W limit), the fit is tried both ways: with every row, and with
-    those rows taken as the cap (their median power; the rest fit the model, time included,
+    those rows taken as the cap (their highest power: the limit the board was seen holding,
+    so no measured row is above it; the rest fit the model, time included,
     since a capped row ran at a lower clock than asked). Power is fitted with a soft-L1 loss
     (scale 1 %), time by :func:`fit_twin_time`. The one with the lower BIC (squared relative
     error of power over all rows, one more parameter for the cap) wins. Only the rows given
@@ -310,7 +311,7 @@ def fit_twin(f, p, t, smooth: bool = True) -> TwinFit:
         ridge, beta, coef = fit_twin_power(
             f[: n - m], p[: n - m], t[: n - m], k, tm, c, grid=_TWIN_GRID
         )
-        cap = float(np.median(p[n - m :])) if m else math.inf
+        cap = float(np.max(p[n - m :])) if m else math.inf
         fit = TwinFit(k, tm, c, ridge, beta, coef, cap, m)
         model = np.minimum(fit.power_time(f)[0], cap)
         sse = float(np.sum((model / p - 1.0) ** 2))
@@ -653,10 +654,10 @@ def twin_board(
         inferred=("clocks between measured ones", "memory load", f"top clock {top:g} MHz"),
         source=f"fitted to {sw.path}",
     )
-    # every measured row, capped ones included: where a capped row's power is within the cap
-    # the twin runs the clock asked for and answers the row; where it is above, the twin
-    # holds a lower table clock within the cap (physics.BoardSpec.throttled_point) and
-    # answers that clock's row with sw_power_cap
+    # every measured row, capped ones included: the cap being the highest capped row, each
+    # runs at the clock asked for and answers the row; a clock the sweep did not measure
+    # whose model power is above the cap is held at a lower table clock within it
+    # (physics.BoardSpec.throttled_point), with sw_power_cap
     f_used, p_used, t_used = f, p, t
     spread = np.arange(len(f)) < len(f) - fit.capped_rows
     base_p = np.array([board.steady_gpu_power_w(x, workload, mem_ref) for x in f_used])
