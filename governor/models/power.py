@@ -6,11 +6,12 @@
 Clocks in MHz, power in W; ``alpha`` in W/MHz, ``beta`` in 1/MHz.
 
 The fit works on any clock range (a Jetson Nano's 77-922 MHz to an H100's 210-1980 MHz)
-without hand-set bounds: clocks and powers are normalised by their largest values, the kink
-is located on a grid over (ridge, slope) with the two linear parameters solved exactly at
-each grid point, and the best point is then refined by non-linear least squares, whose
-Jacobian gives the uncertainties. Power-capped points (measured at the limit) are not
-explained by the CMOS law; they set ``P_max`` instead.
+without hand-set bounds: clocks and powers are normalised by their largest values, ridges are
+scanned with the best slope and linear parameters at each solved exactly (closed form, see
+``_slope_candidates``), and the best one is then refined by non-linear least squares, whose
+Jacobian gives the uncertainties. The ridge's 90 % interval is the exact profile-likelihood
+interval, its ends solved where the profile crosses the limit. Power-capped points
+(measured at the limit) are not explained by the CMOS law; they set ``P_max`` instead.
 """
 
 from __future__ import annotations
@@ -327,10 +328,8 @@ def _slope_candidates(x: np.ndarray, y: np.ndarray, r: float):
     gy = basis @ yc
     gg = basis @ basis.T
     num = gy  # N(b) = gy[0] + gy[1]·b + gy[2]·b²
-    den = np.zeros(5)  # D(b) = sum of gg[i, j]·b^(i + j)
-    for i in range(3):
-        for j in range(3):
-            den[i + j] += gg[i, j]
+    power = np.arange(len(num))  # D(b) = sum of gg[i, j]·b^(i + j)
+    den = np.bincount(np.add.outer(power, power).ravel(), weights=gg.ravel())
     stationary = poly.polysub(
         2.0 * poly.polymul(poly.polyder(num), den), poly.polymul(num, poly.polyder(den))
     )
@@ -381,15 +380,19 @@ def _ridge_interval(x: np.ndarray, y: np.ndarray, sse_fit: float, n_par: int, r_
     prof = np.array([_profile_sse(x, y, float(r)) for r in rs])
     sse_min = min(float(prof.min()), sse_fit)
     limit = sse_min * (1.0 + float(f_dist.ppf(RIDGE_LR_QUANTILE, 1, dof)) / dof)
-    inside = np.nonzero((prof <= limit) | (rs == r_fit))[0]
+    # never under the profile at the fitted ridge (which the interval holds), nor under the
+    # profile's rounding: syy - N²/D cancels to about eps·syy, so on exact data a profile
+    # that is flat at zero (a straight line: no kink to place) is not split by its noise
+    syy = float(np.sum((y - y.mean()) ** 2))
+    at_fit = float(prof[np.searchsorted(rs, r_fit)])
+    limit = max(limit, at_fit, len(x) * np.finfo(float).eps * syy)
+    inside = np.nonzero(prof <= limit)[0]
     first, last = int(inside.min()), int(inside.max())
 
     def over(r: float) -> float:
         return _profile_sse(x, y, r) - limit
 
     def crossing(i_in: int, i_out: int) -> float:
-        if prof[i_in] > limit:  # only the fitted ridge itself, a hair above a zero limit
-            return float(rs[i_in])
         return float(brentq(over, rs[i_in], rs[i_out], xtol=RIDGE_XTOL))
 
     lo = crossing(first, first - 1) if first > 0 else float(rs[0])

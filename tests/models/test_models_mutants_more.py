@@ -450,7 +450,9 @@ def test_ridge_interval_on_exact_data_is_the_true_ridge():
     # called directly in normalised units, exact data whose kink (0.6) lies on the ridge scan
     x = np.linspace(0.2, 1.0, 9)
     y = 0.1 + 0.5 * x * (1.0 + 2.0 * np.maximum(0.0, x - 0.6)) ** 2
-    assert pw._ridge_interval(x, y, 0.0, 4, 0.6) == pytest.approx((0.6, 0.6), abs=1e-9)
+    # (to 1e-6: the limit is never under the profile's rounding, n·eps·S(y·y), and the
+    # profile rises as the square of the distance from the kink, so about sqrt(eps) wide)
+    assert pw._ridge_interval(x, y, 0.0, 4, 0.6) == pytest.approx((0.6, 0.6), abs=1e-6)
     # and off the scan (0.61 is no scanned ridge: 0.2 + k·0.005): the same, to the tolerance
     y = 0.1 + 0.5 * x * (1.0 + 2.0 * np.maximum(0.0, x - 0.6123)) ** 2
     m = pw.fit_power_model(x * 1000.0, y * 100.0)
@@ -897,3 +899,44 @@ def test_numeric_jacobian_at_a_zero_parameter():
     mat = np.array([[1.0, 2.0], [3.0, -1.0]])
     jac = pw._numeric_jacobian(lambda q: mat @ q, np.array([0.0, 0.0]))
     assert jac == pytest.approx(mat, rel=1e-6)
+
+
+def test_profile_sse_counts_the_infimum_as_the_slope_grows_without_bound():
+    # power with no linear part above the ridge, y = 0.3 + 0.5·x·(x - 0.5)²₊, is the limit
+    # b -> inf of c0 + a·x·(1 + b·(x - 0.5))² with a·b² = 0.5: every finite slope leaves an
+    # error, the infimum is 0
+    x = np.linspace(0.2, 1.0, 9)
+    y = 0.3 + 0.5 * x * np.maximum(0.0, x - 0.5) ** 2
+    assert pw._profile_sse(x, y, 0.5) == pytest.approx(0.0, abs=1e-15)
+    assert pw._best_finite(x, y, 0.5)[0] > 1e-6
+
+
+def test_ridge_interval_without_points_or_residual_freedom():
+    # no points: NaN; fewer points than parameters: the probed range
+    empty = np.array([])
+    lo, hi = pw._ridge_interval(empty, empty, 0.0, 4, 0.5)
+    assert math.isnan(lo) and math.isnan(hi)
+    assert pw._ridge_interval(np.array([0.5]), np.array([1.0]), 0.0, 4, 0.5) == (0.5, 0.5)
+    x = np.array([0.3, 0.5, 0.8, 1.0])
+    assert pw._ridge_interval(x, x * x, 0.0, 4, 0.6) == (0.3, 1.0)
+
+
+def test_five_probes_give_a_real_ridge_interval_and_its_sd():
+    # four parameters, five probes: one degree of freedom is enough for the F-based interval
+    # (0.3 % noise, a clear kink at 900 MHz): narrower than the probed range, holding the true
+    # ridge, and the ridge SD is its half-width over z(0.95), not the Jacobian's
+    f = np.array([500.0, 700.0, 900.0, 1100.0, 1300.0])
+    p = pw.PowerModel(20.0, 0.1, 900.0, 0.003).power_w(f)
+    p = p * (1.0 + 0.003 * np.random.default_rng(3).standard_normal(5))
+    m = pw.fit_power_model(f, p)
+    lo, hi = m.ridge_interval_mhz
+    assert lo <= 900.0 <= hi and hi - lo < 0.9 * (1300.0 - 500.0)
+    assert m.uncertainty["ridge_clock_mhz"] == pytest.approx((hi - lo) / 2 / 1.645, rel=1e-9)
+
+
+def test_a_straight_line_leaves_the_ridge_anywhere_in_the_probed_range():
+    # exact straight-line data: every ridge fits with b = 0 (the profile is flat at zero, up
+    # to rounding), so the interval is the whole probed range, not a piece of it cut by noise
+    f = np.arange(300.0, 901.0, 100.0)
+    m = pw.fit_power_model(f, 20.0 + 0.05 * f)
+    assert m.ridge_interval_mhz == pytest.approx((300.0, 900.0), abs=1e-9)
