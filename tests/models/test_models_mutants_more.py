@@ -940,3 +940,29 @@ def test_a_straight_line_leaves_the_ridge_anywhere_in_the_probed_range():
     f = np.arange(300.0, 901.0, 100.0)
     m = pw.fit_power_model(f, 20.0 + 0.05 * f)
     assert m.ridge_interval_mhz == pytest.approx((300.0, 900.0), abs=1e-9)
+
+
+def test_profile_sse_without_a_rising_fit_is_infinite_at_every_ridge():
+    # no slope gives a > 0 for power that falls with clock, nor for flat power (a = 0 fits it
+    # exactly, but a CMOS fit needs a > 0): no fit, at a ridge inside the range and at the top
+    # (where no probe lies above the ridge and the slope drops out)
+    x = np.linspace(0.2, 1.0, 8)
+    for y in (1.0 - 0.5 * x, np.full_like(x, 0.7)):
+        for r in (0.5, 1.0):
+            assert pw._profile_sse(x, y, r) == math.inf
+
+
+def test_the_fit_does_not_depend_on_the_units():
+    # the fit normalises clocks and powers, so clocks in GHz and power in kW (all below 1)
+    # give the same model, scaled: ridge x 1e-3, p_idle x 1e-3, alpha unchanged (kW/GHz),
+    # beta x 1e3
+    f = np.arange(300.0, 1801.0, 100.0)
+    p = _truth().power_w(f) * (1.0 + 0.01 * np.random.default_rng(2).standard_normal(16))
+    mhz = pw.fit_power_model(f, p)
+    ghz = pw.fit_power_model(f / 1000.0, p / 1000.0)
+    assert ghz.ridge_clock_mhz == pytest.approx(mhz.ridge_clock_mhz / 1000.0, rel=1e-6)
+    assert ghz.p_idle_w == pytest.approx(mhz.p_idle_w / 1000.0, rel=1e-6)
+    assert ghz.alpha_w_per_mhz == pytest.approx(mhz.alpha_w_per_mhz, rel=1e-6)
+    assert ghz.beta_per_mhz == pytest.approx(mhz.beta_per_mhz * 1000.0, rel=1e-6)
+    lo, hi = mhz.ridge_interval_mhz
+    assert ghz.ridge_interval_mhz == pytest.approx((lo / 1000.0, hi / 1000.0), rel=1e-6)
