@@ -966,3 +966,18 @@ def test_the_fit_does_not_depend_on_the_units():
     assert ghz.beta_per_mhz == pytest.approx(mhz.beta_per_mhz * 1000.0, rel=1e-6)
     lo, hi = mhz.ridge_interval_mhz
     assert ghz.ridge_interval_mhz == pytest.approx((lo / 1000.0, hi / 1000.0), rel=1e-6)
+
+
+def test_one_point_off_by_more_than_ten_percent_is_refused_whatever_the_r2():
+    # 16 exact points with the one at 500 MHz 20 % high: the trend is clear (R² near 1), but a fit whose
+    # worst point misses by more than MAX_REL_RESIDUAL (10 %) does not explain its data;
+    # 6 % high is within it and accepted
+    f = np.arange(300.0, 1801.0, 100.0)
+    for high, refused in ((1.20, True), (1.06, False)):
+        p = _truth().power_w(f)
+        p[2] *= high
+        if refused:
+            with pytest.raises(CalibrationError, match=r"off by 1\d % at 500 MHz .*R² (0\.9|1\.0)"):
+                pw.fit_power_model(f, p)
+        else:
+            assert 0.03 < pw.fit_power_model(f, p).max_rel_residual < 0.10
