@@ -9,8 +9,9 @@ The fit works on any clock range (a Jetson Nano's 77-922 MHz to an H100's 210-19
 without hand-set bounds: clocks and powers are normalised by their largest values, the kink
 is located on a grid over (ridge, slope) with the two linear parameters solved exactly at
 each grid point, and the best point is then refined by non-linear least squares, whose
-Jacobian gives the uncertainties. Power-capped points (measured at the limit) are not
-explained by the CMOS law; they set ``P_max`` instead.
+Jacobian gives the uncertainties. The ridge's 90 % interval is the exact profile-likelihood
+interval, its ends solved where the profile crosses the limit. Power-capped points
+(measured at the limit) are not explained by the CMOS law; they set ``P_max`` instead.
 """
 
 from __future__ import annotations
@@ -127,6 +128,11 @@ class PowerModel:
 #: adds 0.1 % to the power there. A straight line fits with a vanishing rise (b ~ 1e-13) whose
 #: kink may land anywhere, just below the top clock included: that is no ridge.
 RIDGE_MIN_RISE = 5e-4
+#: ridges scanned evenly over the probed range (with every probe and the fitted ridge) to
+#: find the ridge interval's ends; those are then solved to RIDGE_XTOL
+#: (normalised clock: 1e-9 of the top clock)
+RIDGE_SCAN = 161
+RIDGE_XTOL = 1e-9
 
 
 def _ridge_reached(x: np.ndarray, r: float, b: float) -> bool:
@@ -210,7 +216,9 @@ def fit_power_model(
     # load's own floor (memory traffic, stalled SMs), which idle power does not.
     n_par = 4
 
-    # 1. grid over the kink; the linear parameters are exact at each grid point
+    # 1. grid over the kink; the linear parameters are exact at each grid point. (Starting
+    # from the scan's exact best slope per ridge instead finds lower-SSE fits but moved the
+    # simulated V100's optimum one step, +1.18 %: docs/mutation.md, Tried and not kept.)
     best = None
     grid = [(float(x.max()), 0.0)]  # no slope: the ridge is irrelevant, try it once
     grid += [
@@ -220,27 +228,29 @@ def fit_power_model(
         c0, a = _linear(x, y, r, b)
         if a <= 0:
             continue
-        sse = float(np.sum((formulas.power_w(x, c0, a, r, b) - y) ** 2))
-        if best is None or sse < best[0] - 1e-15:
-            best = (sse, c0, a, r, b)
+        sse_rb = float(np.sum((formulas.power_w(x, c0, a, r, b) - y) ** 2))
+        if best is None or sse_rb < best[0] - 1e-15:
+            best = (sse_rb, c0, a, r, b)
     if best is None:
         raise CalibrationError("power does not rise with clock: no CMOS power model fits", raw)
     _, c0, a, r, b = best
 
-    # 2. refine all parameters together
+    # 2. refine all parameters together. A ridge below the lowest probe is no ridge the data
+    # can tell from the lowest probe itself (V = 1 + b·(f - r) is then c·(1 + b/c·(f - f_min))
+    # at every probe, and c² goes into alpha), so the lowest probe bounds it.
     def model(params, xs):
         c, aa, rr, bb = params
         return formulas.power_w(xs, c, aa, rr, bb)
 
-    start = [c0, a, r, b]
-    lower = [-np.inf, 0.0, x.min() - 1.0, 0.0]
+    def sse(params) -> float:
+        return float(np.sum((model(params, x) - y) ** 2))
+
+    lower = [-np.inf, 0.0, float(x.min()), 0.0]
     upper = [np.inf, np.inf, 1.0, np.inf]
-    start = [
-        min(max(s, lo + 1e-12), hi - 1e-12) if np.isfinite(hi) else max(s, lo + 1e-12)
-        for s, lo, hi in zip(start, lower, upper)
-    ]
+    start = np.clip([c0, a, r, b], lower, upper)
     sol = least_squares(lambda q: model(q, x) - y, start, bounds=(lower, upper), method="trf")
-    params = sol.x if sol.cost <= best[0] / 2 + 1e-15 else np.array(start)
+    # TRF does not end above its start in practice; keep whichever is better all the same
+    params = min((sol.x, start), key=sse)
     c0, a, r, b = (float(v) for v in params)
 
     # 3. uncertainties from the Jacobian (normalised -> physical units)
@@ -263,8 +273,7 @@ def fit_power_model(
             unc = {n: float(v * scales[n]) for n, v in zip(names, sd)}
         except np.linalg.LinAlgError:
             unc = {}
-    lo_r, hi_r = _ridge_interval(x, y, float(np.sum(resid**2)), n_par)
-    lo_r, hi_r = min(lo_r, r), max(hi_r, r)  # the grid may step over the fitted kink
+    lo_r, hi_r = _ridge_interval(x, y, float(np.sum(resid**2)), n_par, r)
     if dof > 0 and math.isfinite(lo_r):
         # the Jacobian's SD of a kink is far too small (the SSE is not quadratic in it): report
         # the profile interval's half-width as the equivalent SD instead
@@ -302,65 +311,96 @@ def fit_power_model(
     return result
 
 
-def _ridge_interval(x: np.ndarray, y: np.ndarray, sse_fit: float, n_par: int):
+def _ridge_scan(x: np.ndarray, *extra: float) -> np.ndarray:
+    """The ridges (normalised) on which the interval is scanned: RIDGE_SCAN
+    points evenly over the probed range, every probe, and ``extra`` (sorted, distinct)."""
+    grid = np.linspace(float(x.min()), float(x.max()), RIDGE_SCAN)
+    return np.unique(np.concatenate([grid, x, np.asarray(extra, dtype=float)]))
+
+
+def _slope_candidates(x: np.ndarray, y: np.ndarray, r: float):
+    """(SSE, slope) of every candidate for the best fit of y = c0 + a·x·V² with the ridge held
+    at ``r`` (normalised units), a > 0 and slope b >= 0, the linear c0 and a solved exactly.
+
+    With d = max(0, x - r) and centred sums S, the fit's explained sum of squares is
+    N(b)²/D(b), N = S(g·y) quadratic and D = S(g·g) quartic in b (g = x + 2b·x·d + b²·x·d²).
+    Its maximum over b >= 0 lies at b = 0, at a real positive root of the quintic
+    2·N'·D - N·D' = 0, or at b -> inf (slope ``math.inf``). Only candidates with N > 0
+    (a > 0) count; none: no fit (no candidates)."""
+    from numpy.polynomial import polynomial as poly
+
+    d = np.maximum(0.0, x - r)
+    basis = np.stack([x, 2.0 * x * d, x * d * d])  # g = basis[0] + b·basis[1] + b²·basis[2]
+    basis = basis - basis.mean(axis=1, keepdims=True)
+    yc = y - y.mean()
+    syy = float(yc @ yc)
+    gy = basis @ yc
+    gg = basis @ basis.T
+    num = gy  # N(b) = gy[0] + gy[1]·b + gy[2]·b²
+    power = np.arange(len(num))  # D(b) = sum of gg[i, j]·b^(i + j)
+    den = np.bincount(np.add.outer(power, power).ravel(), weights=gg.ravel())
+    stationary = poly.polysub(
+        2.0 * poly.polymul(poly.polyder(num), den), poly.polymul(num, poly.polyder(den))
+    )
+    slopes = [0.0]
+    if np.any(stationary != 0.0):
+        # every root's real part, clipped to b >= 0: a complex pair's is a feasible slope too,
+        # whose SSE cannot undercut the true minimum (at b = 0 or at a real root)
+        roots = poly.polyroots(poly.polytrim(stationary))
+        slopes += [max(0.0, float(z.real)) for z in roots]
+    found = []
+    for b in slopes:
+        n_b = float(poly.polyval(b, num))
+        if n_b > 0:  # then D(b) > 0 too (Cauchy-Schwarz: N² <= D·S(y·y))
+            found.append((max(syy - n_b * n_b / float(poly.polyval(b, den)), 0.0), b))
+    if num[2] > 0:  # b -> inf: N/b² -> S(x·d²·y), D/b⁴ -> S((x·d²)²)
+        found.append((max(syy - num[2] * num[2] / den[4], 0.0), math.inf))
+    return found
+
+
+def _profile_sse(x: np.ndarray, y: np.ndarray, r: float) -> float:
+    """The profile SSE at ridge ``r``: the least SSE over slope and linear parameters (the
+    infimum, so b -> inf counts); inf when no slope gives a > 0."""
+    return min((c[0] for c in _slope_candidates(x, y, r)), default=math.inf)
+
+
+def _ridge_interval(x: np.ndarray, y: np.ndarray, sse_fit: float, n_par: int, r_fit: float):
     """Profile-likelihood interval of the ridge (normalised units): every ridge r whose best
-    fit (the other parameters re-fitted) has SSE(r) <= SSE_min·(1 + F(1, dof; level)/dof).
-    Without residual degrees of freedom, or where the data cannot place the kink, the interval
-    spans the probed range (NaN: no points)."""
+    fit (the other parameters re-fitted) has SSE(r) <= SSE_min·(1 + F(1, dof; q)/dof), with
+    SSE_min the least of the fit's and the scan's. Its ends are the outermost scanned ridges
+    under that limit, moved out to where the profile crosses it (Brent's method, to
+    RIDGE_XTOL); it always holds the fitted ridge ``r_fit``. Without residual degrees of
+    freedom it spans the probed range (NaN: no points)."""
+    from scipy.optimize import brentq
     from scipy.stats import f as f_dist
 
     dof = len(x) - n_par
     if len(x) == 0:
         return math.nan, math.nan
-    coarse = np.linspace(float(x.min()), float(x.max()), 161)
     if dof <= 0:
-        return float(coarse[0]), float(coarse[-1])
-    bs = np.concatenate([[0.0], np.geomspace(0.01, 100.0, 120)])
-
-    yc = y - y.mean()
-    syy = float(np.sum(yc * yc))
-
-    def sse_of(rs: np.ndarray, b: np.ndarray) -> np.ndarray:
-        # y = c0 + a·g with g = x·V², least squares in closed form; b broadcasts against rs
-        g = formulas.cmos_power_w(x, 1.0, rs[..., None], b[..., None])
-        gc = g - g.mean(axis=-1, keepdims=True)
-        sgg = np.sum(gc * gc, axis=-1)
-        sgy = np.sum(gc * yc, axis=-1)
-        # sgg == 0 (g constant) also makes sgy exactly 0: a is NaN there, and no fit
-        with np.errstate(divide="ignore", invalid="ignore"):
-            a = sgy / sgg
-        return np.where(a > 0, np.maximum(syy - a * sgy, 0.0), np.inf)
-
-    def profile(rs: np.ndarray) -> np.ndarray:
-        # every (r, b) on the slope grid, then each ridge's slope refined between the grid's
-        # neighbours of its best (golden section): the grid alone, 8 % apart, leaves the SSE
-        # above the exact profile's and the interval too narrow (docs/mutation.md, Findings)
-        grid = sse_of(rs[:, None], np.broadcast_to(bs, (len(rs), len(bs))))
-        j = np.argmin(grid, axis=1)
-        best = grid[np.arange(len(rs)), j]
-        lo = bs[np.maximum(j - 1, 0)]
-        hi = bs[np.minimum(j + 1, len(bs) - 1)]
-        ratio = (math.sqrt(5.0) - 1.0) / 2.0
-        for _ in range(48):
-            m1 = hi - ratio * (hi - lo)
-            m2 = lo + ratio * (hi - lo)
-            left = sse_of(rs, m1) <= sse_of(rs, m2)
-            hi = np.where(left, m2, hi)
-            lo = np.where(left, lo, m1)
-        return np.minimum(best, sse_of(rs, (lo + hi) / 2.0))
-
-    prof_c = profile(coarse)
-    centre = float(coarse[int(np.argmin(prof_c))])
-    span = 0.08 * float(x.max() - x.min())
-    fine = np.linspace(max(float(x.min()), centre - span), min(float(x.max()), centre + span), 161)
-    rs = np.concatenate([coarse, fine])
-    prof = np.concatenate([prof_c, profile(fine)])
+        return float(x.min()), float(x.max())
+    rs = _ridge_scan(x, r_fit)
+    prof = np.array([_profile_sse(x, y, float(r)) for r in rs])
     sse_min = min(float(prof.min()), sse_fit)
     limit = sse_min * (1.0 + float(f_dist.ppf(RIDGE_LR_QUANTILE, 1, dof)) / dof)
-    inside = rs[prof <= max(limit, 1e-30)]
-    if len(inside) == 0:
-        return float(coarse[0]), float(coarse[-1])
-    return float(inside.min()), float(inside.max())
+    # never under the profile at the fitted ridge (which the interval holds), nor under the
+    # profile's rounding: syy - N²/D cancels to about eps·syy, so on exact data a profile
+    # that is flat at zero (a straight line: no kink to place) is not split by its noise
+    syy = float(np.sum((y - y.mean()) ** 2))
+    at_fit = float(prof[np.searchsorted(rs, r_fit)])
+    limit = max(limit, at_fit, len(x) * np.finfo(float).eps * syy)
+    inside = np.nonzero(prof <= limit)[0]
+    first, last = int(inside.min()), int(inside.max())
+
+    def over(r: float) -> float:
+        return _profile_sse(x, y, r) - limit
+
+    def crossing(i_in: int, i_out: int) -> float:
+        return float(brentq(over, rs[i_in], rs[i_out], xtol=RIDGE_XTOL))
+
+    lo = crossing(first, first - 1) if first > 0 else float(rs[0])
+    hi = crossing(last, last + 1) if last < len(rs) - 1 else float(rs[-1])
+    return lo, hi
 
 
 def _numeric_jacobian(fun, params, eps: float = 1e-7) -> np.ndarray:
