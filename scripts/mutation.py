@@ -60,6 +60,7 @@ MODULES = {
     "models.power": (
         "governor/models/power.py",
         [
+            "tests/models/test_power_fit_edges.py",
             "tests/models/test_models_mutants_more.py",
             "tests/models/test_models_mutants.py",
             "tests/calibrate/test_models.py",

@@ -827,7 +827,7 @@ def test_profile_sse_at_the_top_probe_and_above_is_the_straight_line_fit():
                 reason="with the grid start the fit's SSE and the test's least profile SSE "
                 "disagree by 0.5 % here (the exact start passed); not resolved, "
                 "docs/mutation.md",
-                strict=False,
+                strict=True,
             ),
         ),
         (0.0008, 0.005, 3, [300.0, 600.0, 800.0, 950.0, 1100.0, 1300.0, 1500.0, 1800.0]),
