@@ -1,5 +1,5 @@
-"""An edge of the power fit that the mutation runs found untested (docs/mutation.md): the
-ridge interval of a fit with a single degree of freedom left."""
+"""Edges of the power fit that the mutation runs found untested (docs/mutation.md): the
+ridge interval of a fit with a single degree of freedom left, and when a ridge counts as reached."""
 
 import numpy as np
 
@@ -23,3 +23,21 @@ def test_five_probes_leave_one_degree_of_freedom_and_still_give_a_ridge_interval
     lo, hi = fit_power_model(f, noisy).ridge_interval_mhz
     assert lo <= 900.0 <= hi
     assert hi - lo < 0.9 * (f[-1] - f[0])
+
+
+def test_a_ridge_just_under_the_top_probe_is_not_reached_when_the_voltage_hardly_rises():
+    """``ridge_reached`` asks whether the probes above the ridge see a voltage rise that
+    matters (RIDGE_MIN_RISE, 0.05 %): the top probe's rise is the slope times its distance
+    above the ridge, not times anything larger. A kink 0.1 % under the top probe with a
+    steep slope raises the top probe's voltage by 0.01 %: not reached; the same slope 1 %
+    under the top: 0.1 %, reached; no probe above the ridge, or no slope: never."""
+    from governor.models.power import RIDGE_MIN_RISE, _ridge_reached
+
+    x = np.array([0.2, 0.5, 0.8, 1.0])  # normalised clocks, the top probe at 1
+    slope = 0.1
+    assert slope * 0.001 < RIDGE_MIN_RISE < slope * 0.01
+    assert not _ridge_reached(x, 0.999, slope)
+    assert _ridge_reached(x, 0.99, slope)
+    assert not _ridge_reached(x, 1.0, 5.0)
+    assert not _ridge_reached(x, 0.5, 0.0)
+    assert not _ridge_reached(np.array([]), 0.5, 1.0)
