@@ -38,6 +38,6 @@ def test_a_ridge_just_under_the_top_probe_is_not_reached_when_the_voltage_hardly
     assert slope * 0.001 < RIDGE_MIN_RISE < slope * 0.01
     assert not _ridge_reached(x, 0.999, slope)
     assert _ridge_reached(x, 0.99, slope)
-    assert not _ridge_reached(x, 1.0, 5.0)
-    assert not _ridge_reached(x, 0.5, 0.0)
-    assert not _ridge_reached(np.array([]), 0.5, 1.0)
+    assert _ridge_reached(x, 1.0, 5.0) is False  # a bool, as the profile's JSON writes it
+    assert _ridge_reached(x, 0.5, 0.0) is False
+    assert _ridge_reached(np.array([]), 0.5, 1.0) is False
