@@ -2,7 +2,9 @@
 ridge interval of a fit with a single degree of freedom left, and when a ridge counts as reached."""
 
 import numpy as np
+import pytest
 
+from governor.errors import CalibrationError
 from governor.models import formulas
 from governor.models.power import fit_power_model
 
@@ -41,3 +43,15 @@ def test_a_ridge_just_under_the_top_probe_is_not_reached_when_the_voltage_hardly
     assert _ridge_reached(x, 1.0, 5.0) is False  # a bool, as the profile's JSON writes it
     assert _ridge_reached(x, 0.5, 0.0) is False
     assert _ridge_reached(np.array([]), 0.5, 1.0) is False
+
+
+def test_a_zero_power_reading_is_refused_not_fitted():
+    """A power of exactly 0 W under load is a sensor that did not answer, not a point on the
+    CMOS curve: the fit refuses it with a clear error (as it refuses negative and NaN
+    readings) instead of fitting through it."""
+    f, p = _sweep([500.0, 700.0, 900.0, 1100.0, 1300.0, 1500.0], ridge_mhz=1000.0)
+    for bad in (0.0, -1.0, float("nan")):
+        readings = p.copy()
+        readings[2] = bad
+        with pytest.raises(CalibrationError, match="positive finite"):
+            fit_power_model(f, readings)
