@@ -170,6 +170,7 @@ class SimDevice(Device):
         self._hist_dt: List[float] = []
         self._module_rails = frozenset(board.module_rails())
         self._clock_tables: Dict[Optional[str], List[float]] = {}  # power mode -> clocks
+        self._sorted_clocks: Dict[Optional[str], Tuple[float, ...]] = {}  # the same, as a tuple
         self._rate = 0.0  # units of work per second at the present operating point
         # per rail, what a reading needs (see _plan_rails), built at the first reading
         self._rail_plan: Optional[List[Tuple[str, float, float, str, Optional[float]]]] = None
@@ -243,6 +244,15 @@ class SimDevice(Device):
         if table is None:
             cap = self.board.max_clock_mhz(self._power_mode)
             table = cache[self._power_mode] = [c for c in self.board.clocks_mhz if c <= cap + 1e-9]
+        return table
+
+    def supported_clocks_mhz(self) -> Tuple[float, ...]:
+        """GPU clocks the device can be locked to, ascending (MHz): the base class's sorted
+        tuple, kept per power mode (every clock lock snaps to it)."""
+        cache = self._sorted_clocks
+        table = cache.get(self._power_mode)
+        if table is None:
+            table = cache[self._power_mode] = tuple(sorted(self._supported_clocks_mhz()))
         return table
 
     def _supported_mem_clocks_mhz(self):
@@ -466,9 +476,18 @@ class SimDevice(Device):
             rail = last[j]
             if rail is None or rail[0] != key:
                 if volts is not None:
-                    value = Rail(name, volts * key, scope, volts, key)
+                    value = frozen_record(
+                        Rail,
+                        name=name,
+                        power_w=volts * key,
+                        scope=scope,
+                        voltage_v=volts,
+                        current_a=key,
+                    )
                 else:
-                    value = Rail(name, power, scope)
+                    value = frozen_record(
+                        Rail, name=name, power_w=power, scope=scope, voltage_v=None, current_a=None
+                    )
                 rail = last[j] = (key, value)
             out.append(rail[1])
         return tuple(out)

@@ -428,7 +428,18 @@ class BoardSpec:
         """The figure the power limit applies to: the card on datacenter boards, the whole
         module on Jetson boards (its rating)."""
         if self.kind == "jetson":
-            return sum(self.domain_powers_w(gpu_power_w).values()) / self.regulator_efficiency
+            # the domains' powers in domain_powers_w's order (the same sum), the GPU's filled in
+            terms = self.__dict__.get("_limit_terms")  # not a field: eq/hash unchanged
+            if terms is None:
+                powers = self.domain_powers_w(0.0)
+                terms = self.__dict__["_limit_terms"] = (
+                    list(powers.values()),
+                    list(powers).index("gpu"),
+                )
+            values, at = terms
+            values = list(values)
+            values[at] = gpu_power_w
+            return sum(values) / self.regulator_efficiency
         return gpu_power_w
 
     def throttled_point(
@@ -446,7 +457,11 @@ class BoardSpec:
         checked first: two evaluations when it still holds."""
         table = self.clocks_mhz
         n = bisect.bisect_right(table, wanted_mhz + 1e-9) or 1  # candidates: table[:n]
-        powers: Dict[int, float] = {}
+        # the clock wanted fits (the common case): no search
+        power = self.gpu_power_w(table[n - 1], temperature_c, workload, mem_clock_mhz)
+        if self.limited_power_w(power) <= power_limit_w:
+            return table[n - 1], False, power
+        powers: Dict[int, float] = {n - 1: power}
 
         def fits(i: int) -> bool:
             power = powers[i] = self.gpu_power_w(table[i], temperature_c, workload, mem_clock_mhz)
@@ -458,8 +473,6 @@ class BoardSpec:
                 power = self.gpu_power_w(table[i], temperature_c, workload, mem_clock_mhz)
             return table[i], throttled, power
 
-        if fits(n - 1):
-            return answer(n - 1, False)
         if hint_mhz is not None:
             i = bisect.bisect_left(table, hint_mhz - 1e-9)
             if i < n - 1 and table[i] == hint_mhz and fits(i) and not fits(i + 1):
