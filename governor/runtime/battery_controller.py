@@ -272,7 +272,7 @@ class BatteryController(Controller):
                 if ticks:
                     self.ticked = True
                 if self.ticked and self.work is not None:
-                    units = sum(t.units for t in ticks)
+                    units = sum([t.units for t in ticks])
                     self.work.add(self.run, obs.applied_mhz, obs.dt_s, units, obs.power_w)
                     self.phase_age_s += obs.dt_s
                 if board and obs.board_power_w is not None:
@@ -385,7 +385,7 @@ class BatteryController(Controller):
                 neg = [g * inv_b for g in neg]
             others.append((secs, neg, pp, band))
         now_w, others_scale = age, 1.0
-        others_s = sum(o[0] for o in others)
+        others_s = sum([o[0] for o in others])
         left = self.busy_left_s
         if self.closed_n and others_s > 0 and left > 0:
             # once a phase has ended the phases' length is known: the phase now lasts its
@@ -508,7 +508,7 @@ class BatteryController(Controller):
         ``mix``: (seconds, gaps negated, power at every clock or None for the phase now's
         fitted line ``line`` = ``(a, b)``, power ``a + b·(P_model − P_idle)`` at the clocks
         below the cap, the table indices the load's level is kept within or None)."""
-        total = sum(m[0] for m in mix)
+        total = sum([m[0] for m in mix])
         a, b = line
         dyn = self._dyn_end
         rows = []
