@@ -44,6 +44,13 @@ def test_frozen_record_equals_the_dataclass_constructor(record):
         frozen_record(cls, unknown=1.0, **fields)
 
 
+def test_frozen_record_refuses_a_class_that_validates_in_post_init():
+    from governor.devices.base import PowerLimitRange
+
+    with pytest.raises(TypeError):
+        frozen_record(PowerLimitRange, min_w=300.0, max_w=100.0, default_w=200.0)
+
+
 @pytest.mark.parametrize("board", list(board_names()))
 def test_planned_rails_read_what_the_board_spec_says(board):
     """A device whose sensors freeze at once reads its rails from

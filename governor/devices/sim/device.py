@@ -412,13 +412,13 @@ class SimDevice(Device):
             board_w = (
                 sum([rails[i].power_w for i in self._module_index]) / board.regulator_efficiency
             )
-        reasons = self._reasons.get(
+        reasons = self._reasons[
             (
                 self._workload is None,
                 self._throttled,
                 bool(self._locked) and self._workload is not None,
             )
-        )
+        ]
         temperature = (
             round(self._temperature_c)
             if board.sensor == "nvml"
@@ -443,8 +443,7 @@ class SimDevice(Device):
         """Per rail of the board (they do not change): its name, its power as ``fixed +
         share·P_gpu`` (:meth:`BoardSpec.rail_powers_w`), its scope, and the voltage an
         INA3221 reports (integer mV; None on other sensors). Also sets which rail is the
-        GPU figure, which rails sum to the board's input on a board with no input rail, and
-        the throttle reasons' sets."""
+        GPU figure and which rails sum to the board's input on a board with no input rail."""
         board = self.board
         terms = {name: (fixed, share) for name, fixed, share in board._rail_terms()}
         plan = []
