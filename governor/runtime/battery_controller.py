@@ -574,7 +574,7 @@ class BatteryController(Controller):
                 if not x > 0.0:
                     break
             if slope < 0.0:  # else bracket it within 1 % of the last one (where the
-                # mean power is flat in λ, every level at an end of its range, the
+                # mean power is flat in λ, no load's level moving with it there, the
                 # search from the table's slopes below settles it)
                 lo, hi = last / 1.01, last * 1.01
                 f_lo, f_hi = excess(lo)[0], excess(hi)[0]
