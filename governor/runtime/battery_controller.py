@@ -134,12 +134,11 @@ class BatteryController(Controller):
         self._inv_dp: Optional[List[float]] = None  # 1 / the model's power steps below the cap
         # per clock table (they do not change in a mission): below the cap, the relative
         # times and the model's dynamic power (P_model − P_idle); the bands a probe pair's
-        # fit is trusted within; the table index of each clock applied
+        # fit is trusted within
         end = self.capped_top + 1
         self._rel_end = model.time_rel[:end]
         self._dyn_end = [p - model.idle_w for p in model.power_w[:end]]
         self._bands: Dict[Tuple[int, int], Tuple[int, int]] = {}
-        self._index: Dict[float, int] = {}
         self._bends: List[int] = []  # gap indices where the phase's curve bent lately
 
     def _plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
@@ -267,13 +266,13 @@ class BatteryController(Controller):
             if obs.power_w is not None and steady:
                 self.tracker.learn(obs.power_w, obs.applied_mhz)
                 self.measured_j += obs.power_w * obs.dt_s
-                i = self._index_of(obs.applied_mhz)
+                i = self.model.index(obs.applied_mhz)
                 self.model_j += self.model.power_w[i] * obs.dt_s
                 self._learn_share(obs.power_w, i, obs.dt_s)
                 if ticks:
                     self.ticked = True
                 if self.ticked and self.work is not None:
-                    units = sum(t.units for t in ticks)
+                    units = sum([t.units for t in ticks])
                     self.work.add(self.run, obs.applied_mhz, obs.dt_s, units, obs.power_w)
                     self.phase_age_s += obs.dt_s
                 if board and obs.board_power_w is not None:
@@ -386,7 +385,7 @@ class BatteryController(Controller):
                 neg = [g * inv_b for g in neg]
             others.append((secs, neg, pp, band))
         now_w, others_scale = age, 1.0
-        others_s = sum(o[0] for o in others)
+        others_s = sum([o[0] for o in others])
         left = self.busy_left_s
         if self.closed_n and others_s > 0 and left > 0:
             # once a phase has ended the phases' length is known: the phase now lasts its
@@ -495,6 +494,8 @@ class BatteryController(Controller):
         self._bands[(lo, hi)] = (floor_i, ceil_i)
         return floor_i, ceil_i
 
+    NEWTON_STEPS = 4  # from the last multiplier, before the bracketed search
+
     def _mix_lambda(
         self,
         mix: Sequence[Tuple[float, List[float], Optional[List[float]], Optional[Tuple[int, int]]]],
@@ -507,7 +508,7 @@ class BatteryController(Controller):
         ``mix``: (seconds, gaps negated, power at every clock or None for the phase now's
         fitted line ``line`` = ``(a, b)``, power ``a + b·(P_model − P_idle)`` at the clocks
         below the cap, the table indices the load's level is kept within or None)."""
-        total = sum(m[0] for m in mix)
+        total = sum([m[0] for m in mix])
         a, b = line
         dyn = self._dyn_end
         rows = []
@@ -517,48 +518,72 @@ class BatteryController(Controller):
             rows.append((secs, neg, power, n - 2, lo_x, hi_x, len(neg)))
         bisect_left = bisect.bisect_left
 
-        def excess(lam: float) -> float:
-            """The mix's mean power at ``lam`` over ``gpu_w`` (falls as ``lam`` rises)."""
-            out = 0.0
+        def excess(lam: float) -> Tuple[float, float]:
+            """The mix's mean power at ``lam`` over ``gpu_w`` (falls as ``lam`` rises), and
+            its slope there (the mean power is linear in ``lam`` between breakpoints)."""
+            out = slope = 0.0
             for secs, neg, power, last, lo_x, hi_x, n in rows:
-                # the load's level at lam (_level_neg, written out)
+                # the load's level at lam (_level_neg, written out), and its rate in lam
                 k = bisect_left(neg, -lam)  # the gaps above lam: the first k
+                dx = 0.0
                 if k == 0:
                     x = 0.0
                 elif k >= n:
                     x = float(n)
                 else:
                     g0, g1 = -neg[k - 1], -neg[k]
-                    x = k - 0.5 + (g0 - lam) / (g0 - g1) if g0 > g1 else k - 0.5
+                    if g0 > g1:
+                        x = k - 0.5 + (g0 - lam) / (g0 - g1)
+                        dx = -1.0 / (g0 - g1)
+                    else:
+                        x = k - 0.5
                 # a past phase's fit is local too: its forecast level stays in its band
                 if lo_x > x:
-                    x = lo_x
+                    x, dx = lo_x, 0.0
                 if hi_x < x:
-                    x = hi_x
+                    x, dx = hi_x, 0.0
                 i = int(x)
                 if i > last:
                     i = last
                 if power is None:  # the phase now's line
                     p0 = a + b * dyn[i]
-                    out += secs * (p0 + (x - i) * (a + b * dyn[i + 1] - p0))
+                    step = a + b * dyn[i + 1] - p0
                 else:
                     p0 = power[i]
-                    out += secs * (p0 + (x - i) * (power[i + 1] - p0))
-            return out / total - gpu_w
+                    step = power[i + 1] - p0
+                out += secs * (p0 + (x - i) * step)
+                slope += secs * step * dx
+            return out / total - gpu_w, slope / total
 
+        tol = 1e-9 * max(gpu_w, 1e-9)
         lo = hi = 0.0
         f_lo = f_hi = 0.0
         last = self.last_lam
         if last is not None:  # the multiplier moves little from one period to the next:
-            # bracket it within 1 % of the last one first
-            lo, hi = last / 1.01, last * 1.01
-            f_lo, f_hi = excess(lo), excess(hi)
-            if not (f_lo > 0.0 >= f_hi):
-                lo = hi = 0.0
+            # where the last one still draws gpu_w it is the answer; else a Newton step
+            # from it lands on the root when the root lies on the same linear piece (a
+            # step or two more when it crossed a breakpoint)
+            x, slope = last, -1.0
+            for _ in range(self.NEWTON_STEPS):
+                fx, slope = excess(x)
+                if abs(fx) <= tol:
+                    return x
+                if not slope < 0.0:
+                    break
+                x -= fx / slope
+                if not x > 0.0:
+                    break
+            if slope < 0.0:  # else bracket it within 1 % of the last one (where the
+                # mean power is flat in λ, no load's level moving with it there, the
+                # search from the table's slopes below settles it)
+                lo, hi = last / 1.01, last * 1.01
+                f_lo, f_hi = excess(lo)[0], excess(hi)[0]
+                if not (f_lo > 0.0 >= f_hi):
+                    lo = hi = 0.0
         if hi <= 0.0:
             slopes = [-g for _, neg, _, _ in mix for g in (neg[0], neg[-1])]
             lo, hi = max(min(slopes), 1e-12) * 0.5, max(slopes) * 2.0
-            f_lo, f_hi = excess(lo), excess(hi)
+            f_lo, f_hi = excess(lo)[0], excess(hi)[0]
             if f_hi >= 0.0:
                 return hi
             if f_lo <= 0.0:
@@ -573,8 +598,8 @@ class BatteryController(Controller):
             x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
             if not lo < x < hi:
                 x = math.sqrt(lo * hi)
-            fx = excess(x)
-            if abs(fx) <= 1e-9 * max(gpu_w, 1e-9):
+            fx = excess(x)[0]
+            if abs(fx) <= tol:
                 return x
             if fx > 0.0:
                 lo, f_lo = x, fx
@@ -656,16 +681,6 @@ class BatteryController(Controller):
         self.closed_n += 1
         self.phase_age_s = 0.0
         self.edge_s = 0.0
-
-    def _index_of(self, clock_mhz: float) -> int:
-        """The model's table index for ``clock_mhz`` (:meth:`ClockModel.index`), kept per
-        clock applied (a table's worth)."""
-        i = self._index.get(clock_mhz)
-        if i is None:
-            i = self.model.index(clock_mhz)
-            if len(self._index) < 1024:
-                self._index[clock_mhz] = i
-        return i
 
     def _learn_share(self, power_w: float, i: int, dt_s: float) -> None:
         """The load's memory-bound share from its power at the clock that ran.

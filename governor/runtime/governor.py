@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
-from governor.devices.base import Device, board_power_w
+from governor.devices.base import Device, board_power_w, frozen_record
 from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 from governor.runtime import policies as _policies
 from governor.runtime.controllers import (
@@ -617,7 +617,8 @@ class Governor:
         start, e0, board_e0 = self._policy_origin
         if start is None:
             start = self._t_start if self._t_start is not None else now
-        return Observation(
+        return frozen_record(
+            Observation,
             t_s=now,
             dt_s=dt,
             power_w=power,
@@ -672,7 +673,13 @@ class Governor:
         optionally ``busy_s``, the seconds they took (gives per-frame deadlines)."""
         now = self.device.clock.now_s()
         applied = self._applied if self._applied is not None else self.model.top_mhz
-        tick = Tick(now, float(units), None if busy_s is None else float(busy_s), applied)
+        tick = frozen_record(
+            Tick,
+            t_s=now,
+            units=float(units),
+            busy_s=None if busy_s is None else float(busy_s),
+            applied_mhz=applied,
+        )
         with self._tick_lock:
             self._ticks.append(tick)
             if len(self._ticks) > 100000:  # nobody is consuming them (not started)

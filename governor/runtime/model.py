@@ -41,8 +41,19 @@ class ClockModel:
     fitted: bool
     source: str
 
+    def __post_init__(self) -> None:
+        # a table clock's index, built once per model: a control step looks up the clock it
+        # applied several times (not a field: eq, hash and repr are the table's)
+        index_of: Dict[float, int] = {}
+        for i, f in enumerate(self.clocks_mhz):
+            index_of.setdefault(f, i)  # (the first of equal clocks, as the bisection finds)
+        object.__setattr__(self, "index_of", index_of)
+
     def index(self, clock_mhz: float) -> int:
         """Index of the table clock nearest ``clock_mhz``."""
+        i = self.index_of.get(clock_mhz)  # type: ignore[attr-defined]
+        if i is not None:
+            return i
         clocks = self.clocks_mhz
         lo, hi = 0, len(clocks) - 1
         while lo < hi:  # first clock >= value

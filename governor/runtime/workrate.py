@@ -67,25 +67,15 @@ class PhaseFit:
         self.recent_sums: Dict[str, List[float]] = {}
         self._fit: Optional[Tuple[float, float, float, float]] = None
         self._dirty = False
-        self._index: Dict[float, int] = {}  # table index per clock seen (the model's rule)
 
     def add(self, run: str, clock_mhz: float, dt_s: float, units: float, power_w: float) -> None:
         """One busy period of ``run`` at ``clock_mhz``: ``units`` done in ``dt_s`` at
         ``power_w``."""
         if not (dt_s > 0 and units >= 0 and power_w >= 0):
             return
-        i = self._index.get(clock_mhz)
-        if i is None:
-            i = self.model.index(clock_mhz)
-            if len(self._index) < 1024:  # the clocks a device applies: a table's worth
-                self._index[clock_mhz] = i
-        point = (
-            dt_s,
-            units,
-            power_w * dt_s,
-            self.model.time_rel[i] * dt_s,
-            self.model.power_w[i] * dt_s,
-        )
+        model = self.model
+        i = model.index(clock_mhz)
+        point = (dt_s, units, power_w * dt_s, model.time_rel[i] * dt_s, model.power_w[i] * dt_s)
         row = self.runs.get(run)
         if row is None:
             row = self.runs[run] = [0.0] * 5
@@ -123,31 +113,38 @@ class PhaseFit:
         n = len(used)
         if n < 2:
             return None
-        # per run: w (seconds), x (relative time), y (seconds per unit)
-        sw = sx = 0.0
+        # per run: w (seconds), x (relative time), y (seconds per unit), and for the power
+        # line the model's dynamic power and the power measured; each sum over the runs in
+        # one pass (the same sums, in the same order, as one pass per sum)
+        idle = self.model.idle_w
+        sw = sx = swx = swy = spx = spy = 0.0
         x_lo = x_hi = used[0][3] / used[0][0]
         for r in used:
-            x = r[3] / r[0]
+            w = r[0]
+            x = r[3] / w
             sx += x
             if x < x_lo:
                 x_lo = x
             elif x > x_hi:
                 x_hi = x
+            sw += w
+            swx += w * x
+            swy += w * (w / r[1])
+            spx += w * (r[4] / w - idle)
+            spy += w * (r[2] / w)
         if x_hi - x_lo < self.MIN_SPREAD * sx / n:
             return None
-        swx = swy = 0.0
-        for r in used:
-            w = r[0]
-            sw += w
-            swx += w * (r[3] / w)
-            swy += w * (w / r[1])
         mean_x, mean_y = swx / sw, swy / sw
-        sxx = sxy = 0.0
+        px, py = spx / sw, spy / sw
+        sxx = sxy = pxx = pxy = 0.0
         for r in used:
             w = r[0]
             d = r[3] / w - mean_x
             sxx += w * d * d
             sxy += w * d * (w / r[1] - mean_y)
+            d = r[4] / w - idle - px
+            pxx += w * d * d
+            pxy += w * d * (r[2] / w - py)
         if sxx > 0:  # (the runs are spread)
             A = sxy / sxx
             B = mean_y - A * mean_x
@@ -172,19 +169,6 @@ class PhaseFit:
                 var += e * e
             if B * B <= var:
                 A, B = mean_y / mean_x, 0.0
-        idle = self.model.idle_w
-        spx = spy = 0.0
-        for r in used:
-            w = r[0]
-            spx += w * (r[4] / w - idle)
-            spy += w * (r[2] / w)
-        px, py = spx / sw, spy / sw
-        pxx = pxy = 0.0
-        for r in used:
-            w = r[0]
-            d = r[4] / w - idle - px
-            pxx += w * d * d
-            pxy += w * d * (r[2] / w - py)
         if pxx > 0:
             b = pxy / pxx
             a = py - b * px

@@ -34,6 +34,7 @@ from governor.devices.base import (
     PowerLimitRange,
     Rail,
     Sample,
+    frozen_record,
 )
 from governor.devices.sim.catalog import get_board
 from governor.devices.sim.physics import BoardSpec, Workload
@@ -169,8 +170,27 @@ class SimDevice(Device):
         self._hist_dt: List[float] = []
         self._module_rails = frozenset(board.module_rails())
         self._clock_tables: Dict[Optional[str], List[float]] = {}  # power mode -> clocks
+        self._sorted_clocks: Dict[Optional[str], Tuple[float, ...]] = {}  # the same, as a tuple
         self._rate = 0.0  # units of work per second at the present operating point
-        self._best_rail_index: Optional[int] = None  # the board's rails do not change
+        # per rail, what a reading needs (see _plan_rails), built at the first reading
+        self._rail_plan: Optional[List[Tuple[str, float, float, str, Optional[float]]]] = None
+        self._best_rail_index = 0  # the GPU figure: the narrowest rail with the GPU
+        self._module_index: Optional[List[int]] = None  # rails summed to the board's input
+        self._last_rails: List[Optional[Tuple[float, Rail]]] = []
+        self._reasons = {
+            (idle, throttled, setting): frozenset(
+                name
+                for name, on in (
+                    ("idle", idle),
+                    ("sw_power_cap", throttled),
+                    ("clocks_setting", setting),
+                )
+                if on
+            )
+            for idle in (False, True)
+            for throttled in (False, True)
+            for setting in (False, True)
+        }
         self._op_until_s = -math.inf  # until when _step may reuse the operating point
         self._io_lock = threading.RLock()  # a governor and an energy meter may read at once
 
@@ -224,6 +244,15 @@ class SimDevice(Device):
         if table is None:
             cap = self.board.max_clock_mhz(self._power_mode)
             table = cache[self._power_mode] = [c for c in self.board.clocks_mhz if c <= cap + 1e-9]
+        return table
+
+    def supported_clocks_mhz(self) -> Tuple[float, ...]:
+        """GPU clocks the device can be locked to, ascending (MHz): the base class's sorted
+        tuple, kept per power mode (every clock lock snaps to it)."""
+        cache = self._sorted_clocks
+        table = cache.get(self._power_mode)
+        if table is None:
+            table = cache[self._power_mode] = tuple(sorted(self._supported_clocks_mhz()))
         return table
 
     def _supported_mem_clocks_mhz(self):
@@ -351,7 +380,7 @@ class SimDevice(Device):
             return self._read_sample_locked()
 
     def _read_sample_locked(self) -> Sample:
-        self._advance()
+        self._advance_locked()  # (the caller holds the lock)
         board = self.board
         if self._fail_rate and self._fail_rng.random() < self._fail_rate:
             raise TelemetryError(f"{self.uri}: simulated sensor read failure")
@@ -364,72 +393,109 @@ class SimDevice(Device):
             gpu_w = self._noisy(self._average_power_w(t_refresh, board.power_average_s), tick)
         else:
             gpu_w = self._noisy(self._average_power_w(t_refresh, 0.0), tick)
-        rails_w = board.rail_powers_w(gpu_w)
+        plan = self._rail_plan
+        if plan is None:
+            plan = self._rail_plan = self._plan_rails()
         if self._stuck_after_s is not None and now - self._t0_s >= self._stuck_after_s:
             if self._stuck_value is None:
-                self._stuck_value = (gpu_w, rails_w)
+                self._stuck_value = (gpu_w, board.rail_powers_w(gpu_w))
             gpu_w, rails_w = self._stuck_value
-        rails = []
-        for spec in board.rails:
-            power = rails_w[spec.name]
-            if board.sensor == "ina3221":  # integer mV and mA, as hwmon reports them
-                volts = round(spec.voltage_v * 1000.0) / 1000.0
-                amps = round(power / volts * 1000.0) / 1000.0
-                rails.append(Rail(spec.name, volts * amps, spec.scope, volts, amps))
-            else:
-                rails.append(Rail(spec.name, power, spec.scope))
-        best = self._best_rail(rails)
+            powers = [rails_w[p[0]] for p in plan]
+        else:  # board.rail_powers_w's sums, rail by rail
+            powers = [fixed + share * gpu_w for _, fixed, share, _, _ in plan]
+        rails = self._rails(plan, powers)
+        best = rails[self._best_rail_index] if rails else None  # (set by _plan_rails)
         board_w: Optional[float] = None
         if board.kind == "datacenter":  # the card is the board (NVML's power)
             board_w = best.power_w if best else None
-        elif not any(spec.input for spec in board.rails):  # AGX: the rails through regulators
-            module = self._module_rails
-            board_w = sum(r.power_w for r in rails if r.name in module) / board.regulator_efficiency
-        reasons = set()
-        if self._workload is None:
-            reasons.add("idle")
-        if self._throttled:
-            reasons.add("sw_power_cap")
-        if self._locked and self._workload is not None:
-            reasons.add("clocks_setting")
+        elif self._module_index is not None:  # AGX: the rails through the regulators
+            board_w = (
+                sum([rails[i].power_w for i in self._module_index]) / board.regulator_efficiency
+            )
+        reasons = self._reasons[
+            (
+                self._workload is None,
+                self._throttled,
+                bool(self._locked) and self._workload is not None,
+            )
+        ]
         temperature = (
             round(self._temperature_c)
             if board.sensor == "nvml"
             else round(self._temperature_c * 2) / 2
         )
-        return Sample(
+        return frozen_record(
+            Sample,
             t_s=now,
             power_w=best.power_w if best else None,
             power_scope=best.scope if best else None,
-            rails=tuple(rails),
+            rails=rails,
             energy_j=math.floor(self._energy_j * 1000.0) / 1000.0 if board.energy_counter else None,
             gpu_clock_mhz=self._clock_mhz,
             mem_clock_mhz=self._mem_clock,
             temperature_c=float(temperature),
             utilisation_pct=100.0 if self._workload is not None else 0.0,
-            throttle_reasons=frozenset(reasons),
+            throttle_reasons=reasons,
             board_power_w=board_w,
         )
+
+    def _plan_rails(self) -> List[Tuple[str, float, float, str, Optional[float]]]:
+        """Per rail of the board (they do not change): its name, its power as ``fixed +
+        share·P_gpu`` (:meth:`BoardSpec.rail_powers_w`), its scope, and the voltage an
+        INA3221 reports (integer mV; None on other sensors). Also sets which rail is the
+        GPU figure and which rails sum to the board's input on a board with no input rail."""
+        board = self.board
+        terms = {name: (fixed, share) for name, fixed, share in board._rail_terms()}
+        plan = []
+        for spec in board.rails:
+            fixed, share = terms[spec.name]
+            volts = round(spec.voltage_v * 1000.0) / 1000.0 if board.sensor == "ina3221" else None
+            plan.append((spec.name, fixed, share, spec.scope, volts))
+        with_gpu = [
+            (len(spec.domains), i) for i, spec in enumerate(board.rails) if "gpu" in spec.domains
+        ]
+        self._best_rail_index = min(with_gpu)[1] if with_gpu else 0
+        if board.kind != "datacenter" and not any(spec.input for spec in board.rails):
+            module = self._module_rails
+            self._module_index = [i for i, spec in enumerate(board.rails) if spec.name in module]
+        self._last_rails = [None] * len(plan)
+        return plan
+
+    def _rails(self, plan, powers: List[float]) -> Tuple[Rail, ...]:
+        """The rails' readings for these powers (W); a rail that reads what it read last
+        time is the same (immutable) Rail, not built again."""
+        last = self._last_rails
+        out = []
+        for j, (name, _, _, scope, volts) in enumerate(plan):
+            power = powers[j]
+            if volts is not None:  # integer mV and mA, as hwmon reports them
+                key = round(power / volts * 1000.0) / 1000.0
+            else:
+                key = power
+            rail = last[j]
+            if rail is None or rail[0] != key:
+                if volts is not None:
+                    value = frozen_record(
+                        Rail,
+                        name=name,
+                        power_w=volts * key,
+                        scope=scope,
+                        voltage_v=volts,
+                        current_a=key,
+                    )
+                else:
+                    value = frozen_record(
+                        Rail, name=name, power_w=power, scope=scope, voltage_v=None, current_a=None
+                    )
+                rail = last[j] = (key, value)
+            out.append(rail[1])
+        return tuple(out)
 
     def _read_energy_counter_j(self) -> Optional[float]:
         self._advance()
         if self._fail_rate and self._fail_rng.random() < self._fail_rate:
             raise TelemetryError(f"{self.uri}: simulated sensor read failure")
         return math.floor(self._energy_j * 1000.0) / 1000.0
-
-    def _best_rail(self, rails) -> Optional[Rail]:
-        """The narrowest rail that includes the GPU, else the board input."""
-        if not rails:
-            return None
-        index = self._best_rail_index
-        if index is None:
-            with_gpu = [
-                (len(spec.domains), i)
-                for i, spec in enumerate(self.board.rails)
-                if "gpu" in spec.domains
-            ]
-            index = self._best_rail_index = min(with_gpu)[1] if with_gpu else 0
-        return rails[index]
 
     # -- settings -------------------------------------------------------------------------------
     def _read_state(self) -> DeviceState:

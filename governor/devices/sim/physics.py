@@ -290,7 +290,34 @@ class BoardSpec:
     ) -> float:
         mem_clock = mem_clock_mhz if mem_clock_mhz is not None else self.default_mem_clock_mhz
         static = self.static_w * (1.0 + self.leakage_per_c * (temperature_c - self.ambient_c))
-        power = max(0.0, static) + self.mem_background_w(mem_clock)
+        # only the static part moves with temperature: the rest is remembered per clock,
+        # workload and memory clock, and added in the same order (the same sum, bit for bit)
+        cache = self.__dict__.get("_terms_cache")  # not a field: eq/hash unchanged
+        if cache is None:
+            cache = self.__dict__["_terms_cache"] = {}
+        key = (clock_mhz, mem_clock, id(workload))
+        terms = cache.get(key)
+        if terms is None or terms[0] is not workload:
+            if len(cache) >= 4096:  # arbitrary clocks (fits, benches): stay bounded
+                cache.clear()
+            terms = cache[key] = (workload,) + self._clock_terms(clock_mhz, workload, mem_clock)
+        _, mem_bg_w, load_mem_w, dynamic_w, factor = terms
+        power = max(0.0, static) + mem_bg_w
+        if load_mem_w is not None:
+            power += load_mem_w
+        power += dynamic_w
+        if factor is not None:
+            power *= factor
+        return power
+
+    def _clock_terms(
+        self, clock_mhz: float, workload: Optional[Workload], mem_clock: Optional[float]
+    ) -> Tuple[float, Optional[float], float, Optional[float]]:
+        """The parts of the GPU's power that do not depend on temperature: the memory's
+        background power, the workload's memory power (None idle), the dynamic power
+        (activity · α·f·V²) and the workload's measured power factor (None: none)."""
+        mem_bg_w = self.mem_background_w(mem_clock)
+        load_mem_w: Optional[float] = None
         if workload is None:
             activity = self.idle_activity
             curve = self.voltage
@@ -298,20 +325,21 @@ class BoardSpec:
             u = workload.busy_fraction(clock_mhz, mem_clock)
             activity = workload.a_stall + workload.a_busy * u
             curve = workload.voltage or self.voltage
-            power += workload.mem_w
+            load_mem_w = workload.mem_w
         if self.mem_floor_v:
             curve = self._curve_at_mem(curve, mem_clock)
-            power += curve.dynamic_w(clock_mhz, self.dyn_w_per_mhz) * activity
+            dynamic_w = curve.dynamic_w(clock_mhz, self.dyn_w_per_mhz) * activity
         else:
-            power += (
+            dynamic_w = (
                 formulas.cmos_power_w(
                     clock_mhz, self.dyn_w_per_mhz, curve.ridge_mhz, curve.beta_per_mhz
                 )
                 * activity
             )
+        factor: Optional[float] = None
         if workload is not None and workload.power_factor and workload.at_main_mem_clock(mem_clock):
-            power *= factor_at(workload.power_factor, clock_mhz)
-        return power
+            factor = factor_at(workload.power_factor, clock_mhz)
+        return mem_bg_w, load_mem_w, dynamic_w, factor
 
     def mem_floor_at(self, mem_clock_mhz: Optional[float]) -> float:
         """The voltage floor at a memory clock: 1 at the default one, ``mem_floor_v`` where
@@ -400,7 +428,18 @@ class BoardSpec:
         """The figure the power limit applies to: the card on datacenter boards, the whole
         module on Jetson boards (its rating)."""
         if self.kind == "jetson":
-            return sum(self.domain_powers_w(gpu_power_w).values()) / self.regulator_efficiency
+            # the domains' powers in domain_powers_w's order (the same sum), the GPU's filled in
+            terms = self.__dict__.get("_limit_terms")  # not a field: eq/hash unchanged
+            if terms is None:
+                powers = self.domain_powers_w(0.0)
+                terms = self.__dict__["_limit_terms"] = (
+                    list(powers.values()),
+                    list(powers).index("gpu"),
+                )
+            values, at = terms
+            values = list(values)
+            values[at] = gpu_power_w
+            return sum(values) / self.regulator_efficiency
         return gpu_power_w
 
     def throttled_point(
@@ -418,7 +457,11 @@ class BoardSpec:
         checked first: two evaluations when it still holds."""
         table = self.clocks_mhz
         n = bisect.bisect_right(table, wanted_mhz + 1e-9) or 1  # candidates: table[:n]
-        powers: Dict[int, float] = {}
+        # the clock wanted fits (the common case): no search
+        power = self.gpu_power_w(table[n - 1], temperature_c, workload, mem_clock_mhz)
+        if self.limited_power_w(power) <= power_limit_w:
+            return table[n - 1], False, power
+        powers: Dict[int, float] = {n - 1: power}
 
         def fits(i: int) -> bool:
             power = powers[i] = self.gpu_power_w(table[i], temperature_c, workload, mem_clock_mhz)
@@ -430,8 +473,6 @@ class BoardSpec:
                 power = self.gpu_power_w(table[i], temperature_c, workload, mem_clock_mhz)
             return table[i], throttled, power
 
-        if fits(n - 1):
-            return answer(n - 1, False)
         if hint_mhz is not None:
             i = bisect.bisect_left(table, hint_mhz - 1e-9)
             if i < n - 1 and table[i] == hint_mhz and fits(i) and not fits(i + 1):
