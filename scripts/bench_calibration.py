@@ -349,7 +349,7 @@ def coverage_counts(setting, quantiles) -> dict:
                 continue
             for q in quantiles:
                 lo, hi = (v * f.max() for v in ends[q])
-                counts["hits"][q] += lo <= truth <= hi
+                counts["hits"][q] += bool(lo <= truth <= hi)
                 counts["trials"][q] += 1
     finally:
         power._ridge_interval = library
