@@ -8,7 +8,9 @@ Prints three markdown tables (docs/calibration.md keeps the latest):
    run with Kernel Tuner's own code (``kernel_tuner.energy``) as published and with its ridge
    bound corrected (only when ``kernel_tuner`` is importable; otherwise the table says "not
    installed"), and race-to-idle (always the top clock);
-2. the RTX A4000 ridge against Kernel Tuner's test value (1350 MHz ± 5 %);
+2. the RTX A4000 ridge against Kernel Tuner's test value (1350 MHz ± 5 %), and how often the
+   90 % ridge interval holds the simulator's true ridge on noise draws its limit was not
+   chosen on (204 fits);
 3. every simulated catalog board, built-in (compute) and memory loads: the chosen clock's
    true steady-state energy against the simulator's exhaustive optimum, and the simulated
    device time spent under load.
@@ -17,7 +19,11 @@ With ``--windows N`` it also calibrates N random windows of every sweep's clock 
 cut by up to a quarter of its rows at either end, fixed seed) and prints their mean: a rule
 that only suits where these tables happen to start and end loses there.
 
-Run from the repository root: ``python scripts/bench_calibration.py [--seeds N] [--windows N]``.
+With ``--coverage`` it only runs the ridge interval's large coverage study (about 3,600 fits:
+the draws ``RIDGE_LR_QUANTILE`` was chosen on and the held-out ones, at several quantiles).
+
+Run from the repository root:
+``python scripts/bench_calibration.py [--seeds N] [--windows N] [--coverage]``.
 """
 
 from __future__ import annotations
@@ -259,44 +265,157 @@ def ridge_check() -> None:
     )
 
 
-def coverage_line(seeds: int = 12, noise_rels=(0.01, 0.003), first_seed: int = 0) -> None:
-    """How often the 90 % ridge interval holds the simulator's true ridge (10 clocks spread
-    over each board's table, compute load, Gaussian noise). Every (board, seed) draws its own
-    noise: one noise vector shared by all boards makes the trials of a seed fail together, so
-    136 fits would be worth 8 draws. An interval that fell back to the whole probed range
-    (the data cannot place the kink) holds the truth trivially; it is counted apart. Seeds
-    ``first_seed`` .. ``first_seed + seeds - 1``: 0..11 are the draws RIDGE_LR_QUANTILE was
-    chosen on (in-sample), 12..23 are held out."""
-    boards = list(load_catalog().values())
-    lines = []
-    for noise_rel in noise_rels:
-        hits = trials = whole = 0
-        for index, board in enumerate(boards):
-            work = board.workloads["compute"]
-            clocks = np.array(board.clocks_mhz)
-            f = clocks[np.unique(np.round(np.linspace(0, len(clocks) - 1, 10)).astype(int))]
-            truth = (work.voltage or board.voltage).ridge_mhz
-            clean = np.array([board.steady_gpu_power_w(c, work) for c in f])
-            for seed in range(first_seed, first_seed + seeds):
-                rng = np.random.default_rng([index, seed])
-                noisy = clean * (1 + noise_rel * rng.standard_normal(len(f)))
+#: the likelihood-ratio quantiles the coverage study (``--coverage``) scores side by side
+COVERAGE_QUANTILES = (0.9, 0.95, 0.96, 0.97, 0.975, 0.98)
+#: (what, clocks, noise_rel, noise kind, first seed, seeds, boards): RIDGE_LR_QUANTILE was
+#: chosen on the first (half the boards, by sorted name), every other one is held out: other
+#: seeds, the other boards, other clock counts, other noise levels and additive noise
+COVERAGE_STUDY = (
+    ("chosen on", 10, 0.01, "rel", 1000, 130, "even"),
+    ("held out", 10, 0.01, "rel", 2000, 130, "odd"),
+    ("held out", 6, 0.01, "rel", 2000, 20, "all"),
+    ("held out", 14, 0.02, "rel", 2000, 20, "all"),
+    ("held out", 8, 0.005, "add", 2000, 20, "all"),
+    ("held out", 0, 0.01, "rel", 2000, 20, "all"),  # 0: the calibration's own probes
+)
+
+
+def _calibration_clocks(name: str) -> np.ndarray:
+    """The clocks (MHz) a calibration of simulated board ``name`` (seed 0, built-in load, at
+    most 6 probes) fits its power model to: its probes that were not power-capped."""
+    dev = governor.open_device(f"sim:{name}?seed=0")
+    result = calibrate(DeviceProber(dev, make_load(dev, "builtin")), max_probes=6)
+    return np.array(sorted(p.clock_mhz for p in result.probes if not p.throttled))
+
+
+def _coverage_draws(clocks: int, noise_rel: float, kind: str, first_seed: int, seeds: int, which):
+    """(clocks MHz, noisy power W, true ridge MHz) of each (board, seed): ``clocks`` clocks
+    spread over each catalog board's table (0: the clocks its calibration fits), the compute load's steady power with Gaussian
+    noise, relative (``kind`` "rel": noise_rel of each point) or additive ("add": noise_rel of
+    the mean power). Every (board, seed, clocks) draws its own noise: one noise vector shared
+    by all boards makes the trials of a seed fail together. ``which``: "all" boards, or the
+    "even" / "odd" ones by sorted name."""
+    for index, (name, board) in enumerate(sorted(load_catalog().items())):
+        if which != "all" and index % 2 != (which == "odd"):
+            continue
+        work = board.workloads["compute"]
+        table = np.array(board.clocks_mhz)
+        if clocks:
+            f = table[np.unique(np.round(np.linspace(0, len(table) - 1, clocks)).astype(int))]
+        else:
+            f = _calibration_clocks(name)
+        truth = (work.voltage or board.voltage).ridge_mhz
+        clean = np.array([board.steady_gpu_power_w(c, work) for c in f])
+        for seed in range(first_seed, first_seed + seeds):
+            z = np.random.default_rng([index, seed, clocks]).standard_normal(len(f))
+            if kind == "rel":
+                yield f, clean * (1 + noise_rel * z), truth
+            else:
+                yield f, clean + noise_rel * clean.mean() * z, truth
+
+
+def coverage_counts(setting, quantiles) -> dict:
+    """Hits and trials of the 90 % ridge interval at each likelihood-ratio quantile on the
+    draws of ``setting`` (an entry of COVERAGE_STUDY). Each fit's profile is scanned once
+    and its interval's ends solved at every quantile (``RIDGE_LR_QUANTILE``'s are the
+    library's own). An interval that spans the whole probed range (the data cannot place the
+    kink) holds the truth trivially: counted apart as ``whole``, like refused fits."""
+    from governor.models import power
+
+    _, clocks, noise_rel, kind, first_seed, seeds, which = setting
+    counts = {"hits": dict.fromkeys(quantiles, 0), "trials": dict.fromkeys(quantiles, 0)}
+    counts.update(whole=0, refused=0)
+    library = power._ridge_interval
+    ends = {}
+
+    def every_quantile(x, y, sse_fit, n_par, r_fit):
+        if len(x) - n_par <= 0:
+            return library(x, y, sse_fit, n_par, r_fit)
+        scan = power._RidgeProfile.scan(x, y, sse_fit, len(x) - n_par, r_fit)
+        ends.update({q: power._ridge_ends(scan, q) for q in quantiles})
+        return power._ridge_ends(scan, power.RIDGE_LR_QUANTILE)
+
+    power._ridge_interval = every_quantile
+    try:
+        for f, noisy, truth in _coverage_draws(clocks, noise_rel, kind, first_seed, seeds, which):
+            ends.clear()
+            try:
                 fit = fit_power_model(f, noisy, capped=[False] * len(f))
-                lo, hi = fit.ridge_interval_mhz
-                if (lo, hi) == (f[0], f[-1]):
-                    whole += 1
-                    continue
-                hits += lo <= truth <= hi
-                trials += 1
-        lines.append(
-            f"- {100 * noise_rel:g} % power noise: holds the true ridge in {hits}/{trials} = "
-            f"{100 * hits / trials:.0f} % of the fits that place the kink; {whole} more fell "
-            f"back to the whole probed range"
-        )
-    held = "in-sample: the draws its limit was chosen on" if first_seed == 0 else "held out"
+            except GovernorError:
+                counts["refused"] += 1
+                continue
+            if fit.ridge_interval_mhz == (f[0], f[-1]) or not ends:
+                counts["whole"] += 1
+                continue
+            for q in quantiles:
+                lo, hi = (v * f.max() for v in ends[q])
+                counts["hits"][q] += bool(lo <= truth <= hi)
+                counts["trials"][q] += 1
+    finally:
+        power._ridge_interval = library
+    return counts
+
+
+def _describe(setting) -> str:
+    _, clocks, noise_rel, kind, first_seed, seeds, which = setting
+    boards = {"all": "all 17 boards", "even": "9 boards (even)", "odd": "8 boards (odd)"}[which]
+    noise = "relative" if kind == "rel" else "additive"
+    where = f"{clocks} clocks" if clocks else "the calibration's probes (seed 0)"
+    return (
+        f"{where}, {100 * noise_rel:g} % {noise} noise, {boards}, "
+        f"seeds {first_seed}..{first_seed + seeds - 1}"
+    )
+
+
+def coverage_line(first_seed: int = 3000, seeds: int = 12) -> None:
+    """How often the 90 % ridge interval holds the simulator's true ridge on noise draws its
+    limit was not chosen on (seeds 3000 and up; RIDGE_LR_QUANTILE was chosen on 1000..1129):
+    10 clocks, 1 % relative noise, every board. ``--coverage`` runs the large study."""
+    from governor.models.power import RIDGE_LR_QUANTILE
+
+    setting = ("held out", 10, 0.01, "rel", first_seed, seeds, "all")
+    counts = coverage_counts(setting, (RIDGE_LR_QUANTILE,))
+    hits, trials = counts["hits"][RIDGE_LR_QUANTILE], counts["trials"][RIDGE_LR_QUANTILE]
+    share = hits / trials
     print(
-        f"\n### Ridge interval coverage, noise seeds {first_seed}..{first_seed + seeds - 1} ({held})"
-        f"\n\n90 % profile-likelihood interval, {len(boards)} simulated "
-        f"boards x {seeds} noise draws each, 10 clocks:\n\n" + "\n".join(lines)
+        f"\n### Ridge interval coverage (held out)\n\n90 % profile-likelihood interval "
+        f"(likelihood-ratio quantile {RIDGE_LR_QUANTILE:g}), {_describe(setting)}: holds the "
+        f"true ridge in {hits}/{trials} = {100 * share:.1f} % (± {100 * np.sqrt(share * (1 - share) / trials):.1f} % "
+        f"standard error) of the fits that place the kink; {counts['whole']} more spanned the "
+        f"whole probed range, {counts['refused']} were refused. The quantile was chosen on "
+        f"seeds 1000..1129 (`--coverage` prints the study)."
+    )
+
+
+def coverage_study() -> None:
+    """The large coverage study (``--coverage``): every COVERAGE_STUDY setting, the interval's
+    coverage at each of COVERAGE_QUANTILES (about 3,600 fits, half an hour of one idle core)."""
+    from governor.models.power import RIDGE_LR_QUANTILE
+
+    quantiles = sorted(set(COVERAGE_QUANTILES) | {RIDGE_LR_QUANTILE})
+    print("\n### Ridge interval coverage study\n")
+    head = " | ".join(
+        f"q = {q:g}" + (" (kept)" if q == RIDGE_LR_QUANTILE else "") for q in quantiles
+    )
+    print(f"| draws | role | fits (whole range, refused) | {head} |")
+    print("|---|---|---|" + "---|" * len(quantiles))
+    for setting in COVERAGE_STUDY:
+        coverage_row(setting, quantiles)
+
+
+def coverage_row(setting, quantiles) -> None:
+    """One row of the coverage study's table."""
+    from governor.models.power import RIDGE_LR_QUANTILE
+
+    counts = coverage_counts(setting, quantiles)
+    trials = counts["trials"][RIDGE_LR_QUANTILE]
+    cells = " | ".join(
+        f"{100 * counts['hits'][q] / max(counts['trials'][q], 1):.1f} %" for q in quantiles
+    )
+    print(
+        f"| {_describe(setting)} | {setting[0]} | {trials} ({counts['whole']}, "
+        f"{counts['refused']}) | {cells} |",
+        flush=True,
     )
 
 
@@ -410,14 +529,21 @@ def main() -> int:
     parser.add_argument(
         "--windows", type=int, default=0, help="random clock-table windows per sweep (0: none)"
     )
+    parser.add_argument(
+        "--coverage",
+        action="store_true",
+        help="only the ridge interval's large coverage study (about an hour)",
+    )
     args = parser.parse_args()
+    if args.coverage:
+        coverage_study()
+        return 0
     if args.windows:
         windows_line(args.windows, args.max_probes)
         return 0
     replay_table(args.max_probes)
     ridge_check()
     coverage_line()
-    coverage_line(first_seed=12)
     sim_table(args.seeds, args.max_probes)
     return 0
 
