@@ -69,6 +69,7 @@ MODULES = {
     "models.time": (
         "governor/models/time.py",
         [
+            "tests/models/test_time_mutants_2.py",
             "tests/calibrate/test_time_model_exact.py",
             "tests/models/test_models_mutants_more.py",
             "tests/models/test_models_mutants.py",
