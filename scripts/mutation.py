@@ -89,6 +89,7 @@ MODULES = {
     "calibrate.procedure": (
         "governor/calibrate/procedure.py",
         [
+            "tests/calibrate/test_procedure_mutants_2.py",
             "tests/calibrate/test_procedure_rules.py",
             "tests/calibrate/test_procedure_mutants.py",
         ]
