@@ -3,7 +3,10 @@ governor/calibrate/procedure.py (docs/mutation.md, "Re-measured on the current c
 
 import types
 
+import pytest
+
 from governor.calibrate import procedure as pr
+from governor.models import formulas
 
 CLOCKS_MHZ = [100.0 * i for i in range(1, 11)]  # 100 ... 1000 MHz, indices 0 ... 9
 
@@ -46,3 +49,43 @@ def test_next_to_best_at_the_top_clock_looks_only_below():
     probes = [_probe(500.0, 3.0), _probe(1000.0, 1.0)]
     assert pr._next_to_best(CLOCKS_MHZ, probes) == 700.0
     assert pr._next_to_best(CLOCKS_MHZ, probes + [_probe(900.0, 2.0)]) is None
+
+
+class _CmosProber(pr.Prober):
+    """Exact ridge-point power (formulas.power_w) and two-term time 0.1 s + 100 s·MHz / f."""
+
+    def __init__(self, ridge_mhz, beta_per_mhz):
+        self.device = types.SimpleNamespace(
+            uri="table:cmos", supported_clocks_mhz=lambda: CLOCKS_MHZ
+        )
+        self.ridge_mhz = ridge_mhz
+        self.beta_per_mhz = beta_per_mhz
+
+    def probe(self, clock_mhz):
+        power_w = formulas.power_w(clock_mhz, 20.0, 0.05, self.ridge_mhz, self.beta_per_mhz)
+        return pr.Probe(clock_mhz, clock_mhz, power_w, 0.1 + 100.0 / clock_mhz)
+
+
+_EXTRAPOLATION_NOTE = "no probe lies above the fitted ridge: the ridge clock is an extrapolation"
+
+
+def test_the_extrapolated_ridge_note_appears_only_when_no_probe_lies_above_the_ridge():
+    # Kills :607 (the `not` dropped from `if not power.ridge_reached`). With the voltage
+    # rising from 600 MHz, the probes at 800 and 1000 MHz lie above the ridge: no note.
+    result = pr.calibrate(_CmosProber(600.0, 0.002), max_probes=4, measure_idle=False)
+    assert result.method == "model" and result.power_model.ridge_reached
+    assert result.ridge_clock_mhz == pytest.approx(600.0, abs=1.0)
+    assert _EXTRAPOLATION_NOTE not in result.notes
+    # Power linear in the clock (no voltage rise anywhere): the ridge is not reached, so
+    # the note says the ridge clock is an extrapolation.
+    result = pr.calibrate(_CmosProber(600.0, 0.0), max_probes=4, measure_idle=False)
+    assert result.method == "model" and not result.power_model.ridge_reached
+    assert _EXTRAPOLATION_NOTE in result.notes
+
+
+def test_a_ridge_below_the_lowest_clock_is_reported_at_the_lowest_clock():
+    # Kills :616 (the clamp's `clocks[0]` -> `clocks[1]`): the voltage rises from 50 MHz,
+    # below the table's 100 MHz, so the board's ridge is its lowest clock, not the second.
+    result = pr.calibrate(_CmosProber(50.0, 0.002), max_probes=4, measure_idle=False)
+    assert result.method == "model"
+    assert result.ridge_clock_mhz == pytest.approx(CLOCKS_MHZ[0], abs=2.0)  # fitted: 101.4
