@@ -79,6 +79,7 @@ MODULES = {
     "models.optimum": (
         "governor/models/optimum.py",
         [
+            "tests/models/test_optimum_mutants_2.py",
             "tests/calibrate/test_optimum_exact.py",
             "tests/models/test_models_mutants_more.py",
             "tests/models/test_models_mutants.py",
