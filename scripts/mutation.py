@@ -69,6 +69,7 @@ MODULES = {
     "models.time": (
         "governor/models/time.py",
         [
+            "tests/models/test_time_mutants_2.py",
             "tests/calibrate/test_time_model_exact.py",
             "tests/models/test_models_mutants_more.py",
             "tests/models/test_models_mutants.py",
@@ -78,6 +79,7 @@ MODULES = {
     "models.optimum": (
         "governor/models/optimum.py",
         [
+            "tests/models/test_optimum_mutants_2.py",
             "tests/calibrate/test_optimum_exact.py",
             "tests/models/test_models_mutants_more.py",
             "tests/models/test_models_mutants.py",
@@ -88,6 +90,7 @@ MODULES = {
     "calibrate.procedure": (
         "governor/calibrate/procedure.py",
         [
+            "tests/calibrate/test_procedure_mutants_2.py",
             "tests/calibrate/test_procedure_rules.py",
             "tests/calibrate/test_procedure_mutants.py",
         ]
