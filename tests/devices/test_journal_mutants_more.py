@@ -222,3 +222,17 @@ def test_a_journal_never_serialises_nan():
     layer = jn.Layer(owner={"pid": float("nan")}, original={"mem_clock": 1.0})
     with pytest.raises(ValueError):
         jn.Journal("k", "u", "", [layer]).to_dict()
+
+
+def test_a_refused_read_names_the_reason_in_words(tmp_path):
+    # a journal path that is a symbolic link is refused with the system's reason as words
+    # (O_NOFOLLOW: ELOOP), not the "[Errno 40] ..." form of the exception itself
+    import errno
+
+    path = tmp_path / "j.json"
+    path.write_bytes(_doc())
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    with pytest.raises(GovernorError) as raised:
+        jn.read_journal(link)
+    assert str(raised.value) == f"cannot read journal {link}: {os.strerror(errno.ELOOP)}"
