@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from power_profile_reference import profile_sse_w2
 
 from governor.models import formulas as fm
 
@@ -460,27 +461,6 @@ def test_ridge_interval_on_exact_data_is_the_true_ridge():
     assert m.ridge_interval_mhz == pytest.approx((612.3, 612.3), abs=1e-3)
 
 
-def _profile_sse(f, p, ridge_mhz):
-    """The least SSE (W²) of P = p0 + alpha·f·V² with the ridge held at ``ridge_mhz``: p0 and
-    alpha > 0 by linear least squares, beta >= 0 by a bounded search over log(beta). Written
-    here from the model's definition, in MHz and W, without the fit's grids or scaling."""
-    from scipy.optimize import minimize_scalar
-
-    def sse(beta):
-        g = f * (1.0 + beta * np.maximum(0.0, f - ridge_mhz)) ** 2
-        design = np.stack([np.ones_like(f), g], 1)
-        coef, *_ = np.linalg.lstsq(design, p, rcond=None)
-        return float(np.sum((design @ coef - p) ** 2)) if coef[1] > 0 else math.inf
-
-    best = sse(0.0)
-    for lo, hi in ((-9.0, -5.0), (-5.0, -3.0), (-3.0, -1.0)):
-        found = minimize_scalar(
-            lambda u: sse(10.0**u), bounds=(lo, hi), method="bounded", options={"xatol": 1e-6}
-        )
-        best = min(best, float(found.fun))
-    return best
-
-
 def _exact_ridge_interval(f, p, window):
     """The 90 % profile-likelihood interval of the ridge (MHz): every ridge whose profile SSE
     is within SSE_min·(1 + F(q; 1, n - 4)/(n - 4)), q the calibrated quantile
@@ -489,7 +469,7 @@ def _exact_ridge_interval(f, p, window):
     from scipy.stats import f as f_dist
 
     grid = np.linspace(window[0], window[1], 121)
-    prof = np.array([_profile_sse(f, p, r) for r in grid])
+    prof = np.array([profile_sse_w2(f, p, r) for r in grid])
     dof = len(f) - 4
     limit = prof.min() * (1.0 + f_dist.ppf(pw.RIDGE_LR_QUANTILE, 1, dof) / dof)
     inside = np.nonzero(prof <= limit)[0]
@@ -497,7 +477,7 @@ def _exact_ridge_interval(f, p, window):
     assert 0 < a and b < len(grid) - 1  # the interval lies inside the window
 
     def over(r):
-        return _profile_sse(f, p, r) - limit
+        return profile_sse_w2(f, p, r) - limit
 
     lo = brentq(over, grid[a - 1], grid[a], xtol=0.01)
     return lo, brentq(over, grid[b], grid[b + 1], xtol=0.01)
@@ -786,7 +766,7 @@ def test_profile_sse_is_the_least_sse_over_every_slope(beta_per_mhz, noise_rel, 
     f, p = _sweep_with_noise(beta_per_mhz, noise_rel, seed)
     x, y = f / f.max(), p / p.max()
     r = ridge_mhz / f.max()
-    oracle_w2 = _profile_sse(f, p, ridge_mhz)
+    oracle_w2 = profile_sse_w2(f, p, ridge_mhz)
     assert pw._profile_sse(x, y, r) * p.max() ** 2 == pytest.approx(oracle_w2, rel=1e-6)
     # the best finite slope is a real fit: its linear least squares give that SSE
     sse, b = min(c for c in pw._slope_candidates(x, y, r) if math.isfinite(c[1]))
@@ -849,10 +829,10 @@ def test_ridge_interval_ends_are_where_the_profile_crosses_the_limit(
     # (at every probe, where it may kink, and between the best probe's neighbours)
     from scipy.optimize import minimize_scalar
 
-    at_probes = [_profile_sse(f, p, c) for c in f]
+    at_probes = [profile_sse_w2(f, p, c) for c in f]
     k = int(np.argmin(at_probes))
     between = minimize_scalar(
-        lambda r: _profile_sse(f, p, r),
+        lambda r: profile_sse_w2(f, p, r),
         bounds=(f[max(k - 1, 0)], f[min(k + 1, len(f) - 1)]),
         method="bounded",
         options={"xatol": 1e-4},
@@ -862,15 +842,15 @@ def test_ridge_interval_ends_are_where_the_profile_crosses_the_limit(
     # the interval always holds the fitted ridge: where the fit ends at a ridge whose profile
     # is above that limit (seed 7: the refinement stops in a worse local minimum), the limit
     # is the profile there (docs/mutation.md, Findings)
-    limit = max(limit, _profile_sse(f, p, m.ridge_clock_mhz))
+    limit = max(limit, profile_sse_w2(f, p, m.ridge_clock_mhz))
     lo, hi = m.ridge_interval_mhz
     assert f[0] < lo < m.ridge_clock_mhz < hi < f[-1]
     for end, outward in ((lo, -1.0), (hi, 1.0)):
-        assert _profile_sse(f, p, end) == pytest.approx(limit, rel=1e-5)
+        assert profile_sse_w2(f, p, end) == pytest.approx(limit, rel=1e-5)
         assert (
-            _profile_sse(f, p, end - 0.5 * outward)
+            profile_sse_w2(f, p, end - 0.5 * outward)
             < limit
-            < _profile_sse(f, p, end + 0.5 * outward)
+            < profile_sse_w2(f, p, end + 0.5 * outward)
         )
     # the reported SD is the interval's half-width over z(0.95)
     assert m.uncertainty["ridge_clock_mhz"] == pytest.approx((hi - lo) / 2 / 1.645, rel=1e-9)

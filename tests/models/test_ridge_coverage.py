@@ -5,35 +5,13 @@ interval's level) or overdone."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
+from power_profile_reference import profile_sse_w2
 from scipy.stats import f as f_dist
 
 from governor.devices.sim.catalog import load_catalog
 from governor.models import power as pw
-
-
-def _profile_sse_w2(f, p, ridge_mhz):
-    """The least SSE (W²) of P = p0 + alpha·f·V² with the ridge held at ``ridge_mhz``: p0 and
-    alpha > 0 by linear least squares, beta >= 0 by a bounded search over log(beta); written
-    from the model's definition in MHz and W, without the library's scan or scaling."""
-    from scipy.optimize import minimize_scalar
-
-    def sse(beta):
-        g = f * (1.0 + beta * np.maximum(0.0, f - ridge_mhz)) ** 2
-        design = np.stack([np.ones_like(f), g], 1)
-        coef, *_ = np.linalg.lstsq(design, p, rcond=None)
-        return float(np.sum((design @ coef - p) ** 2)) if coef[1] > 0 else math.inf
-
-    best = sse(0.0)
-    for lo, hi in ((-9.0, -5.0), (-5.0, -3.0), (-3.0, -1.0)):
-        found = minimize_scalar(
-            lambda u: sse(10.0**u), bounds=(lo, hi), method="bounded", options={"xatol": 1e-6}
-        )
-        best = min(best, float(found.fun))
-    return best
 
 
 @pytest.mark.parametrize("seed", [3, 8])
@@ -50,11 +28,11 @@ def test_the_interval_reaches_beyond_the_nominal_f_limit(seed):
     lo, hi = m.ridge_interval_mhz
     assert f[0] < lo <= m.ridge_clock_mhz <= hi < f[-1]
     ridges = np.linspace(f[0], f[-1], 301)
-    sse_min = min(min(_profile_sse_w2(f, p, r) for r in ridges), m.residual_rms_w**2 * len(f))
+    sse_min = min(min(profile_sse_w2(f, p, r) for r in ridges), m.residual_rms_w**2 * len(f))
     dof = len(f) - 4
     nominal = sse_min * (1.0 + f_dist.ppf(pw.RIDGE_INTERVAL_LEVEL, 1, dof) / dof)
     for end in (lo, hi):
-        assert _profile_sse_w2(f, p, end) > 1.05 * nominal
+        assert profile_sse_w2(f, p, end) > 1.05 * nominal
 
 
 def _coverage(seeds, quantile, monkeypatch):
