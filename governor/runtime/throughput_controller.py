@@ -154,9 +154,11 @@ class ThroughputController(Controller):
     With an energy counter (``search``) a local search on measured power moves from the
     model's pick and holds the local minimum it finds while its measured cost holds
     (``DRIFT``). A neighbour is measured between two windows of the held clock
-    (:meth:`_bracket`, the board's warming cancelled); neighbours within ``BRACKET_NOISE``
-    of each other are ranked by the model, and where one is measured alike or both are
-    dearer the step halves down to the table's (the cheapest clock may lie between). A
+    (:meth:`_bracket`, the board's warming cancelled); a neighbour within ``BRACKET_NOISE``
+    (narrowing as more brackets are averaged) is ranked by the model where the model's ratio
+    is within that noise of the measured one too, else bracketed again up to ``BRACKETS``
+    times and the brackets' mean decides; at a local minimum next to a measured neighbour
+    the step halves down to the table's (the cheapest clock may lie between). A
     pick more than two search steps above the deadline's floor is first measured against
     the floor (:meth:`_duel`; the young frames' window at the pick is its first); when it
     is not clearly cheaper the floor is held wherever it moves (:attr:`at_floor`). At the deadline's floor the clock below is time-shared in
@@ -182,7 +184,8 @@ class ThroughputController(Controller):
     DRIFT = 0.02  # a settled clock's measured cost moved this much: search again
     FIT_PERIODS = 10  # (search) a window's periods needed to fit its power's rise with busy
     DUEL_S = 0.5  # (search) a window of the duel between the model's far pick and the floor
-    BRACKET_NOISE = 0.001  # a neighbour bracketed by this clock's windows: cheaper beyond
+    BRACKET_NOISE = 0.001  # a neighbour bracketed once by this clock's windows: cheaper beyond
+    BRACKETS = 4  # a neighbour within the noise is bracketed again, up to this many times
 
     def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
         super().__init__(model)
@@ -232,8 +235,9 @@ class ThroughputController(Controller):
         self.home_w = 0.0
         self.probe_w = 0.0
         self.probe: Optional[int] = None
-        # (search) (probe, home) -> (probe's cost over home's, when): bracketed comparisons
-        self.pairs: Dict[Tuple[int, int], Tuple[float, float]] = {}
+        # (search) (probe, home) -> (probe's cost over home's, when, brackets): the mean of
+        # the bracketed comparisons made lately
+        self.pairs: Dict[Tuple[int, int], Tuple[float, float, int]] = {}
         # (search) the young frames' clock and, past SETTLE_S there, its energy J, s, busy s
         self.young: Optional[Tuple[float, float, float, float]] = None
         self.young_held_s = 0.0
@@ -481,46 +485,97 @@ class ThroughputController(Controller):
                     target = clocks[self.target]
                     return target, target > current_mhz
                 self.settled_cost = None  # not settled yet, or the load changed: search
-                step = self.span
-                near = [i for i in (self.target - step, self.target + step) if floor <= i <= top]
-                # a neighbour's cost over this clock's, measured between this clock's windows
-                # (_bracket: the board's warming cancelled) lately; a window measured apart
-                # is off by the warming in between (0.1-0.5 % over a few seconds)
-                rel: Dict[int, float] = {}
-                for i in near:
-                    pair = self.pairs.get((i, self.target))
-                    if pair is not None and now - pair[1] <= self.STALE_S:
-                        rel[i] = pair[0]
-                known = list(rel)
-                # a side the model (with the measured idle power) prices clearly dearer is
-                # not probed: a probe there costs more than the model's error it could find
-                here = self._predicted_w(self.target)
-                unknown = [
-                    i
-                    for i in near
-                    if i not in rel and self._predicted_w(i) <= here * (1.0 + self.PROBE_WITHIN)
-                ]
-                cheaper = [i for i in known if rel[i] < 1.0 - self.BRACKET_NOISE]
-                # a neighbour measured within the noise of this clock: the measurement
-                # cannot tell them apart, the model (with the measured idle power) does
-                alike = [i for i in known if rel[i] <= 1.0 + self.BRACKET_NOISE]
-                if cheaper:  # descend
-                    self.target = min(cheaper, key=lambda i: rel[i])
-                elif unknown:  # look on the side not seen yet, then back (_bracket)
-                    self.home, self.home_w = self.target, cost
-                    self.target = min(unknown, key=self._predicted_w)  # the likelier first
-                elif self.span > 1 and (alike or len(known) == 2):
-                    # a neighbour measured alike, or a local minimum between two measured
-                    # neighbours: the cheapest clock may lie between (bisection)
-                    self.span //= 2
-                elif alike:
-                    best = min(alike + [self.target], key=self._predicted_w)
-                    self.target = best
-                    self.settled_cost = self.costs[best][0]
-                else:  # a local minimum: stay while its cost holds
-                    self.settled_cost = cost
+                self._neighbours(cost, now, floor, top)
         target = clocks[self.target]
         return target, target > current_mhz
+
+    def _neighbours(self, cost: float, now: float, floor: int, top: int) -> None:
+        """(search) After a window at the target (its cost ``cost``), not in a bracket or
+        a duel: descend to a neighbour measured cheaper, probe one not measured yet (the
+        window just taken is the bracket's first at home), halve the step at a local
+        minimum next to a measured neighbour and go on with the nearer neighbours at once,
+        bracket again a neighbour not told apart yet, or hold a local minimum
+        (:attr:`settled_cost`)."""
+        while True:
+            step = self.span
+            near = [i for i in (self.target - step, self.target + step) if floor <= i <= top]
+            # a neighbour's cost over this clock's, measured between this clock's windows
+            # (_bracket: the board's warming cancelled) lately; a window measured apart
+            # is off by the warming in between (0.1-0.5 % over a few seconds)
+            rel: Dict[int, float] = {}
+            counts: Dict[int, int] = {}
+            for i in near:
+                pair = self.pairs.get((i, self.target))
+                if pair is not None and now - pair[1] <= self.STALE_S:
+                    rel[i], counts[i] = pair[0], pair[2]
+            known = list(rel)
+            # a side the model (with the measured idle power) prices clearly dearer is
+            # not probed: a probe there costs more than the model's error it could find
+            here = self._predicted_w(self.target)
+            unknown = [
+                i
+                for i in near
+                if i not in rel and self._predicted_w(i) <= here * (1.0 + self.PROBE_WITHIN)
+            ]
+            verdict = {i: self._verdict(rel[i], counts[i]) for i in known}
+            for i in known:
+                if verdict[i] == 0:
+                    # within the noise (one bracket reads a difference with 0.02-0.08 % of
+                    # noise, neighbours can differ by as little): where the model's ratio
+                    # (with the measured idle power) is within that noise of the brackets'
+                    # mean too, the model decides; else the model is off here (a knee one
+                    # step from the calibrated one) and the neighbour is bracketed again,
+                    # the brackets' mean deciding
+                    model_ratio = self._predicted_w(i) / here
+                    band = self.BRACKET_NOISE / math.sqrt(counts[i])
+                    if abs(model_ratio - rel[i]) <= band and model_ratio != 1.0:
+                        verdict[i] = 1 if model_ratio > 1.0 else -1
+            cheaper = [i for i in known if verdict[i] < 0]
+            alike = [i for i in known if verdict[i] == 0]
+            if cheaper:  # descend
+                self.target = min(cheaper, key=lambda i: rel[i])
+            elif unknown:  # look on the side not seen yet, then back (_bracket)
+                self.home, self.home_w = self.target, cost
+                self.target = min(unknown, key=self._predicted_w)  # the likelier first
+            elif self.span > 1 and known:
+                # a local minimum next to a measured neighbour (alike or dearer; the other
+                # side measured too or priced clearly dearer by the model): the cheapest
+                # clock may lie between (bisection), its neighbours looked at now
+                self.span //= 2
+                continue
+            elif alike:  # measured again, the one read cheaper first
+                self.home, self.home_w = self.target, cost
+                self.target = min(alike, key=lambda i: rel[i])
+            else:  # a local minimum: stay while its cost holds
+                self.settled_cost = cost
+            return
+
+    def _verdict(self, ratio: float, brackets: int) -> int:
+        """A neighbour's mean bracketed cost over this clock's, ``ratio``, after ``brackets``
+        comparisons: -1 cheaper, 1 dearer, 0 not told apart yet. The noise band
+        ``BRACKET_NOISE`` narrows as the square root of the brackets (their noise is
+        independent: the warming cancels in each); after ``BRACKETS`` the mean's side
+        decides (the two are then within the mean's noise of each other, and holding either
+        costs at most that)."""
+        band = self.BRACKET_NOISE / math.sqrt(brackets)
+        if ratio < 1.0 - band:
+            return -1
+        if ratio > 1.0 + band:
+            return 1
+        if brackets >= self.BRACKETS:
+            return -1 if ratio < 1.0 else 1
+        return 0
+
+    def _pair(self, probe: int, home: int, ratio: float, now: float) -> None:
+        """Add a bracketed comparison (``probe``'s cost over ``home``'s) to the mean kept
+        for the pair, both ways round; one older than ``STALE_S`` starts it again."""
+        for key, value in (((probe, home), ratio), ((home, probe), 1.0 / ratio)):
+            old = self.pairs.get(key)
+            if old is None or now - old[1] > self.STALE_S:
+                self.pairs[key] = (value, now, 1)
+            else:
+                n = old[2] + 1
+                self.pairs[key] = (old[0] + (value - old[0]) / n, now, n)
 
     def _bracket(self, cost: float, now: float) -> Optional[float]:
         """After a window (its cost ``cost``) of a probe from :attr:`home` or of home's
@@ -535,7 +590,7 @@ class ThroughputController(Controller):
             if cost < self.home_w * (1.0 - self.NOISE):
                 # cheaper than home's window before it, warming against it: decided
                 self.home = None
-                self.pairs[(home, self.target)] = (self.home_w / cost, now)  # type: ignore[index]
+                self._pair(home, self.target, self.home_w / cost, now)  # type: ignore[arg-type]
                 return None
             self.probe_w = cost
             probe = self.probe = self.target
@@ -546,8 +601,7 @@ class ThroughputController(Controller):
         home_w = 0.5 * (self.home_w + cost)
         self.costs[home] = (home_w, now)  # type: ignore[index]
         probe = self.probe
-        self.pairs[(probe, home)] = (self.probe_w / home_w, now)  # type: ignore[index]
-        self.pairs[(home, probe)] = (home_w / self.probe_w, now)  # type: ignore[index]
+        self._pair(probe, home, self.probe_w / home_w, now)  # type: ignore[arg-type]
         return None
 
     def _start(self, seed: int, now: float) -> None:
