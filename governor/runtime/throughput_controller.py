@@ -213,7 +213,7 @@ class ThroughputController(Controller):
         self.period_busy_s = self.window_busy_s = 0.0
         # (search) the window's periods: sums of b·dt, b²·dt and b·P·dt (b the period's busy
         # share, P its mean power), for the slope of power on the busy share (_rate_cost)
-        self.window_b2 = self.window_bp = 0.0
+        self.window_b2 = self.window_bp = self.window_rel_s = 0.0
         self.window_periods = 0
         self.units_seen = 0
         self.unit_mean = 0.0  # busy s per unit at the top clock, over the last frames
@@ -456,6 +456,7 @@ class ThroughputController(Controller):
                 self.energy_j += obs.power_w * obs.dt_s
                 self.measured_s += obs.dt_s
                 self.window_busy_s += self.period_busy_s
+                self.window_rel_s += self.model.time_rel[self.target] * obs.dt_s
                 if obs.dt_s > 0:
                     b = self.period_busy_s / obs.dt_s
                     self.window_b2 += b * self.period_busy_s
@@ -467,6 +468,7 @@ class ThroughputController(Controller):
                     self.energy_j / self.measured_s,
                     self.window_busy_s / self.measured_s,
                     self._window_slope_w(),
+                    self.window_rel_s / self.measured_s,
                 )
                 self._new_window()
                 self.costs[self.target] = (cost, now)
@@ -639,6 +641,7 @@ class ThroughputController(Controller):
                     self.target, self.held_s = seed, self.young_held_s
                     self.energy_j, self.measured_s, self.window_busy_s = energy_j, seconds, busy_s
                     self.window_b2 = self.window_bp = math.nan  # no periods kept: no slope
+                    self.window_rel_s = self.model.time_rel[seed] * seconds
         self.young = None
 
     def _young_window(self, obs: Observation) -> None:
@@ -722,7 +725,7 @@ class ThroughputController(Controller):
     def _new_window(self) -> None:
         """(search) Start a window at the target: nothing held or measured yet."""
         self.held_s = self.energy_j = self.measured_s = self.window_busy_s = 0.0
-        self.window_b2 = self.window_bp = 0.0
+        self.window_b2 = self.window_bp = self.window_rel_s = 0.0
         self.window_periods = 0
 
     def _window_slope_w(self) -> Optional[float]:
@@ -743,7 +746,12 @@ class ThroughputController(Controller):
         return slope if slope > 0.0 else None
 
     def _rate_cost(
-        self, i: int, mean_w: float, busy: float, slope_w: Optional[float] = None
+        self,
+        i: int,
+        mean_w: float,
+        busy: float,
+        slope_w: Optional[float] = None,
+        time_rel: Optional[float] = None,
     ) -> float:
         """The mean power a clock costs at the long-run work per frame, from a window's
         measured mean power ``mean_w`` and busy share ``busy``: the frames' jitter moves the
@@ -753,7 +761,10 @@ class ThroughputController(Controller):
         (:meth:`_window_slope_w`) where there is one, else ``(mean_w − P_idle)/busy`` with
         the learnt idle power, which carries the board's warming (a few W on the counter
         boards; one bracket's comparison of two neighbours, the simulated RTX A4000, A100
-        PCIe and SXM, scatters by 0.03-0.06 % with it, 0.02-0.045 % with the fit)."""
+        PCIe and SXM, scatters by 0.03-0.06 % with it, 0.02-0.045 % with the fit).
+        ``time_rel`` is the mean relative time per unit of the clocks the window ran at
+        (a duel's floor window goes on when the floor rises under it), ``i``'s by default:
+        the long-run share is the one those clocks would have, not ``i``'s alone."""
         idle = self.idle_w
         if not (0.05 <= busy <= 0.95) or self.units_seen < 30:
             return mean_w
@@ -761,7 +772,9 @@ class ThroughputController(Controller):
             if idle is None:
                 return mean_w
             slope_w = (mean_w - idle) / busy
-        share = self.policy.rate_hz * self.unit_mean * self.model.time_rel[i]
+        if time_rel is None:
+            time_rel = self.model.time_rel[i]
+        share = self.policy.rate_hz * self.unit_mean * time_rel
         if share >= 1.0:  # busy all of the time: its busy power
             return mean_w + slope_w * (1.0 - busy)
         return mean_w + slope_w * (share - busy)

@@ -158,11 +158,25 @@ def test_a_duel_s_floor_window_goes_on_when_the_floor_rises(profile_of):
     clock = ctl.initial_mhz()
     energy_j, below, rises = 0.0, [], 0
     pick = None
+    # the floor's first window: the clocks of the periods it measured, and the cost the
+    # duel took for it (with the long-run work per frame then)
+    measured, taken = [], []
+    rate_cost = ctl._rate_cost
+
+    def recorded(i, mean_w, busy, slope_w=None, time_rel=None):
+        cost = rate_cost(i, mean_w, busy, slope_w, time_rel)
+        if ctl.duel is not None and i != ctl.duel and not ctl.duel_floor_w:
+            taken.append((cost, ctl.unit_mean))
+        return cost
+
+    ctl._rate_cost = recorded
     for k in range(int(round(4.0 / PERIOD_S))):
         t = PERIOD_S * (k + 1)
         measuring = pick is not None and ctl.duel is not None and not ctl.duel_floor_w
         if measuring and clock < pick:
             below.append(t)
+            if ctl.held_s >= ctl.SETTLE_S - 1e-9:  # a period the window measures
+                measured.append(clock)
         # slower frames twice while the floor's first window is measured
         load = LOAD * (1.0 + 0.04 * sum(1 for n in (2, 5) if len(below) >= n))
         frames = [load / RATE_HZ * rng.gauss(1.0, 0.05) * model.time_rel_at(clock) for _ in "abc"]
@@ -181,3 +195,14 @@ def test_a_duel_s_floor_window_goes_on_when_the_floor_rises(profile_of):
     # one window below the pick: SETTLE_S + DUEL_S and a period or two of rounding
     window_periods = (ctl.SETTLE_S + ctl.DUEL_S) / PERIOD_S
     assert len(below) <= window_periods + 2, (len(below), below)
+    # the window ran at three clocks: its cost is theirs at the long-run share, not the
+    # last one's (the busier periods at the lower floors moved to the last one's share)
+    assert len(taken) == 1 and len(set(measured)) >= 2
+    cost, unit_mean = taken[0]
+
+    def true_cost(clock):  # the board's at the long-run busy share
+        share = RATE_HZ * unit_mean * model.time_rel_at(clock)
+        return idle_w + share * (model.power_at(clock) - idle_w)
+
+    truth = sum(true_cost(c) for c in measured) / len(measured)
+    assert abs(cost / truth - 1.0) < 0.001, (cost, truth, measured)

@@ -34,9 +34,10 @@ def test_a_window_s_cost_does_not_lean_on_a_wrong_idle_power(profile_of):
     calls = []
     rate_cost = ctl._rate_cost
 
-    def recorded(i, mean_w, busy, slope_w=None):
-        cost = rate_cost(i, mean_w, busy, slope_w)
+    def recorded(i, mean_w, busy, slope_w=None, time_rel=None):
+        cost = rate_cost(i, mean_w, busy, slope_w, time_rel)
         if slope_w is not None:
+            assert abs(time_rel / model.time_rel[i] - 1.0) < 1e-12  # a window at one clock
             share = RATE_HZ * ctl.unit_mean * model.time_rel[i]
             true_w = idle_w + share * (busy_w(model.clocks_mhz[i]) - idle_w)
             calls.append((cost, rate_cost(i, mean_w, busy), true_w, ctl.idle_w))
