@@ -529,7 +529,7 @@ class ThroughputController(Controller):
             verdict = {i: self._verdict(rel[i], counts[i]) for i in known}
             for i in known:
                 if verdict[i] == 0:
-                    # within the noise (one bracket reads a difference with 0.02-0.08 % of
+                    # within the noise (one bracket reads a difference with 0.02-0.045 % of
                     # noise, neighbours can differ by as little): where the model's ratio
                     # (with the measured idle power) is within that noise of the brackets'
                     # mean too, the model decides; else the model is off here (a knee one
