@@ -154,9 +154,11 @@ class ThroughputController(Controller):
     With an energy counter (``search``) a local search on measured power moves from the
     model's pick and holds the local minimum it finds while its measured cost holds
     (``DRIFT``). A neighbour is measured between two windows of the held clock
-    (:meth:`_bracket`, the board's warming cancelled); neighbours within ``BRACKET_NOISE``
-    of each other are ranked by the model, and where one is measured alike or both are
-    dearer the step halves down to the table's (the cheapest clock may lie between). A
+    (:meth:`_bracket`, the board's warming cancelled); a neighbour within ``BRACKET_NOISE``
+    (narrowing as more brackets are averaged) is ranked by the model where the model's ratio
+    is within that noise of the measured one too, else bracketed again up to ``BRACKETS``
+    times and the brackets' mean decides; at a local minimum next to a measured neighbour
+    the step halves down to the table's (the cheapest clock may lie between). A
     pick more than two search steps above the deadline's floor is first measured against
     the floor (:meth:`_duel`; the young frames' window at the pick is its first); when it
     is not clearly cheaper the floor is held wherever it moves (:attr:`at_floor`). At the deadline's floor the clock below is time-shared in
@@ -180,8 +182,10 @@ class ThroughputController(Controller):
     STICK = 0.002  # (search) the model's pick is left for one priced cheaper by more than this
     NOISE = 0.003  # a neighbour measured cheaper by less is not taken to be cheaper
     DRIFT = 0.02  # a settled clock's measured cost moved this much: search again
+    FIT_PERIODS = 10  # (search) a window's periods needed to fit its power's rise with busy
     DUEL_S = 0.5  # (search) a window of the duel between the model's far pick and the floor
-    BRACKET_NOISE = 0.001  # a neighbour bracketed by this clock's windows: cheaper beyond
+    BRACKET_NOISE = 0.001  # a neighbour bracketed once by this clock's windows: cheaper beyond
+    BRACKETS = 4  # a neighbour within the noise is bracketed again, up to this many times
 
     def __init__(self, model: ClockModel, policy: Throughput, search: bool = False) -> None:
         super().__init__(model)
@@ -207,6 +211,10 @@ class ThroughputController(Controller):
         self.step = max(1, int(round(0.02 * len(model.clocks_mhz))))
         self.span = self.step  # (search) the neighbours' distance now: halved at a minimum
         self.period_busy_s = self.window_busy_s = 0.0
+        # (search) the window's periods: sums of b·dt, b²·dt and b·P·dt (b the period's busy
+        # share, P its mean power), for the slope of power on the busy share (_rate_cost)
+        self.window_b2 = self.window_bp = self.window_rel_s = 0.0
+        self.window_periods = 0
         self.units_seen = 0
         self.unit_mean = 0.0  # busy s per unit at the top clock, over the last frames
         # the last LONG_FRAMES frames' top-clock time per unit, in arrival order and sorted
@@ -227,8 +235,9 @@ class ThroughputController(Controller):
         self.home_w = 0.0
         self.probe_w = 0.0
         self.probe: Optional[int] = None
-        # (search) (probe, home) -> (probe's cost over home's, when): bracketed comparisons
-        self.pairs: Dict[Tuple[int, int], Tuple[float, float]] = {}
+        # (search) (probe, home) -> (probe's cost over home's, when, brackets): the mean of
+        # the bracketed comparisons made lately
+        self.pairs: Dict[Tuple[int, int], Tuple[float, float, int]] = {}
         # (search) the young frames' clock and, past SETTLE_S there, its energy J, s, busy s
         self.young: Optional[Tuple[float, float, float, float]] = None
         self.young_held_s = 0.0
@@ -421,11 +430,18 @@ class ThroughputController(Controller):
             else:
                 self.seed_idx, self.away_s = seed, 0.0
         if self.at_floor and self.target != floor:  # the floor moved: so does the clock
-            self.target, self.held_s, self.energy_j, self.measured_s = floor, 0.0, 0.0, 0.0
-            self.window_busy_s, self.home = 0.0, None
+            self.target, self.home = floor, None
+            self._new_window()
         if self.target < floor:  # the deadline, not the search, decides: up at once
-            self.target, self.held_s, self.energy_j, self.measured_s = floor, 0.0, 0.0, 0.0
-            self.home = None
+            # a duel's window at the floor goes on at the floor risen (its first seconds'
+            # frames raise it a step or two as their slowest one grows): neighbouring floors
+            # differ by 0.1-0.2 %, the duel's clocks by 1-3 %, and starting the window again
+            # (settle and all) at a floor 2.4 % dearer than the pick cost A100 PCIe 0.04 %
+            # of a minute's energy (seed 1: 675, 690 then 705 MHz, 1.4 s at the floor)
+            in_duel_floor = self.duel is not None and self.target != self.duel
+            self.target, self.home = floor, None
+            if not in_duel_floor:
+                self._new_window()
             duel = self.costs.get(self.duel) if self.duel is not None else None
             self.costs.clear()
             self.settled_cost = None
@@ -440,13 +456,21 @@ class ThroughputController(Controller):
                 self.energy_j += obs.power_w * obs.dt_s
                 self.measured_s += obs.dt_s
                 self.window_busy_s += self.period_busy_s
+                self.window_rel_s += self.model.time_rel[self.target] * obs.dt_s
+                if obs.dt_s > 0:
+                    b = self.period_busy_s / obs.dt_s
+                    self.window_b2 += b * self.period_busy_s
+                    self.window_bp += obs.power_w * self.period_busy_s
+                    self.window_periods += 1
             if self.measured_s >= (self.MEASURE_S if self.duel is None else self.DUEL_S):
                 cost = self._rate_cost(
                     self.target,
                     self.energy_j / self.measured_s,
                     self.window_busy_s / self.measured_s,
+                    self._window_slope_w(),
+                    self.window_rel_s / self.measured_s,
                 )
-                self.held_s = self.energy_j = self.measured_s = self.window_busy_s = 0.0
+                self._new_window()
                 self.costs[self.target] = (cost, now)
                 if self.home is not None:
                     ab = self._bracket(cost, now)
@@ -470,46 +494,97 @@ class ThroughputController(Controller):
                     target = clocks[self.target]
                     return target, target > current_mhz
                 self.settled_cost = None  # not settled yet, or the load changed: search
-                step = self.span
-                near = [i for i in (self.target - step, self.target + step) if floor <= i <= top]
-                # a neighbour's cost over this clock's, measured between this clock's windows
-                # (_bracket: the board's warming cancelled) lately; a window measured apart
-                # is off by the warming in between (0.1-0.5 % over a few seconds)
-                rel: Dict[int, float] = {}
-                for i in near:
-                    pair = self.pairs.get((i, self.target))
-                    if pair is not None and now - pair[1] <= self.STALE_S:
-                        rel[i] = pair[0]
-                known = list(rel)
-                # a side the model (with the measured idle power) prices clearly dearer is
-                # not probed: a probe there costs more than the model's error it could find
-                here = self._predicted_w(self.target)
-                unknown = [
-                    i
-                    for i in near
-                    if i not in rel and self._predicted_w(i) <= here * (1.0 + self.PROBE_WITHIN)
-                ]
-                cheaper = [i for i in known if rel[i] < 1.0 - self.BRACKET_NOISE]
-                # a neighbour measured within the noise of this clock: the measurement
-                # cannot tell them apart, the model (with the measured idle power) does
-                alike = [i for i in known if rel[i] <= 1.0 + self.BRACKET_NOISE]
-                if cheaper:  # descend
-                    self.target = min(cheaper, key=lambda i: rel[i])
-                elif unknown:  # look on the side not seen yet, then back (_bracket)
-                    self.home, self.home_w = self.target, cost
-                    self.target = min(unknown, key=self._predicted_w)  # the likelier first
-                elif self.span > 1 and (alike or len(known) == 2):
-                    # a neighbour measured alike, or a local minimum between two measured
-                    # neighbours: the cheapest clock may lie between (bisection)
-                    self.span //= 2
-                elif alike:
-                    best = min(alike + [self.target], key=self._predicted_w)
-                    self.target = best
-                    self.settled_cost = self.costs[best][0]
-                else:  # a local minimum: stay while its cost holds
-                    self.settled_cost = cost
+                self._neighbours(cost, now, floor, top)
         target = clocks[self.target]
         return target, target > current_mhz
+
+    def _neighbours(self, cost: float, now: float, floor: int, top: int) -> None:
+        """(search) After a window at the target (its cost ``cost``), not in a bracket or
+        a duel: descend to a neighbour measured cheaper, probe one not measured yet (the
+        window just taken is the bracket's first at home), halve the step at a local
+        minimum next to a measured neighbour and go on with the nearer neighbours at once,
+        bracket again a neighbour not told apart yet, or hold a local minimum
+        (:attr:`settled_cost`)."""
+        while True:
+            step = self.span
+            near = [i for i in (self.target - step, self.target + step) if floor <= i <= top]
+            # a neighbour's cost over this clock's, measured between this clock's windows
+            # (_bracket: the board's warming cancelled) lately; a window measured apart
+            # is off by the warming in between (0.1-0.5 % over a few seconds)
+            rel: Dict[int, float] = {}
+            counts: Dict[int, int] = {}
+            for i in near:
+                pair = self.pairs.get((i, self.target))
+                if pair is not None and now - pair[1] <= self.STALE_S:
+                    rel[i], counts[i] = pair[0], pair[2]
+            known = list(rel)
+            # a side the model (with the measured idle power) prices clearly dearer is
+            # not probed: a probe there costs more than the model's error it could find
+            here = self._predicted_w(self.target)
+            unknown = [
+                i
+                for i in near
+                if i not in rel and self._predicted_w(i) <= here * (1.0 + self.PROBE_WITHIN)
+            ]
+            verdict = {i: self._verdict(rel[i], counts[i]) for i in known}
+            for i in known:
+                if verdict[i] == 0:
+                    # within the noise (one bracket reads a difference with 0.02-0.045 % of
+                    # noise, neighbours can differ by as little): where the model's ratio
+                    # (with the measured idle power) is within that noise of the brackets'
+                    # mean too, the model decides; else the model is off here (a knee one
+                    # step from the calibrated one) and the neighbour is bracketed again,
+                    # the brackets' mean deciding
+                    model_ratio = self._predicted_w(i) / here
+                    band = self.BRACKET_NOISE / math.sqrt(counts[i])
+                    if abs(model_ratio - rel[i]) <= band and model_ratio != 1.0:
+                        verdict[i] = 1 if model_ratio > 1.0 else -1
+            cheaper = [i for i in known if verdict[i] < 0]
+            alike = [i for i in known if verdict[i] == 0]
+            if cheaper:  # descend
+                self.target = min(cheaper, key=lambda i: rel[i])
+            elif unknown:  # look on the side not seen yet, then back (_bracket)
+                self.home, self.home_w = self.target, cost
+                self.target = min(unknown, key=self._predicted_w)  # the likelier first
+            elif self.span > 1 and known:
+                # a local minimum next to a measured neighbour (alike or dearer; the other
+                # side measured too or priced clearly dearer by the model): the cheapest
+                # clock may lie between (bisection), its neighbours looked at now
+                self.span //= 2
+                continue
+            elif alike:  # measured again, the one read cheaper first
+                self.home, self.home_w = self.target, cost
+                self.target = min(alike, key=lambda i: rel[i])
+            else:  # a local minimum: stay while its cost holds
+                self.settled_cost = cost
+            return
+
+    def _verdict(self, ratio: float, brackets: int) -> int:
+        """A neighbour's mean bracketed cost over this clock's, ``ratio``, after ``brackets``
+        comparisons: -1 cheaper, 1 dearer, 0 not told apart yet. The noise band
+        ``BRACKET_NOISE`` narrows as the square root of the brackets (their noise is
+        independent: the warming cancels in each); after ``BRACKETS`` the mean's side
+        decides (the two are then within the mean's noise of each other, and holding either
+        costs at most that)."""
+        band = self.BRACKET_NOISE / math.sqrt(brackets)
+        if ratio < 1.0 - band:
+            return -1
+        if ratio > 1.0 + band:
+            return 1
+        if brackets >= self.BRACKETS:
+            return -1 if ratio < 1.0 else 1
+        return 0
+
+    def _pair(self, probe: int, home: int, ratio: float, now: float) -> None:
+        """Add a bracketed comparison (``probe``'s cost over ``home``'s) to the mean kept
+        for the pair, both ways round; one older than ``STALE_S`` starts it again."""
+        for key, value in (((probe, home), ratio), ((home, probe), 1.0 / ratio)):
+            old = self.pairs.get(key)
+            if old is None or now - old[1] > self.STALE_S:
+                self.pairs[key] = (value, now, 1)
+            else:
+                n = old[2] + 1
+                self.pairs[key] = (old[0] + (value - old[0]) / n, now, n)
 
     def _bracket(self, cost: float, now: float) -> Optional[float]:
         """After a window (its cost ``cost``) of a probe from :attr:`home` or of home's
@@ -524,7 +599,7 @@ class ThroughputController(Controller):
             if cost < self.home_w * (1.0 - self.NOISE):
                 # cheaper than home's window before it, warming against it: decided
                 self.home = None
-                self.pairs[(home, self.target)] = (self.home_w / cost, now)  # type: ignore[index]
+                self._pair(home, self.target, self.home_w / cost, now)  # type: ignore[arg-type]
                 return None
             self.probe_w = cost
             probe = self.probe = self.target
@@ -535,8 +610,7 @@ class ThroughputController(Controller):
         home_w = 0.5 * (self.home_w + cost)
         self.costs[home] = (home_w, now)  # type: ignore[index]
         probe = self.probe
-        self.pairs[(probe, home)] = (self.probe_w / home_w, now)  # type: ignore[index]
-        self.pairs[(home, probe)] = (home_w / self.probe_w, now)  # type: ignore[index]
+        self._pair(probe, home, self.probe_w / home_w, now)  # type: ignore[arg-type]
         return None
 
     def _start(self, seed: int, now: float) -> None:
@@ -545,7 +619,7 @@ class ThroughputController(Controller):
         the floor (:meth:`_duel`), the young frames' window at the pick, if they ran there,
         being the duel's first (finished at the pick when shorter than ``DUEL_S``)."""
         self.target, self.seed_idx, self.away_s = seed, seed, 0.0
-        self.held_s, self.energy_j, self.measured_s, self.window_busy_s = 0.0, 0.0, 0.0, 0.0
+        self._new_window()
         self.settled_cost = None
         self.span = self.step
         self.duel = seed if seed > self.floor_idx + 2 * self.step else None
@@ -566,6 +640,8 @@ class ThroughputController(Controller):
                 else:  # too short yet: it goes on there, then the floor's (see _duel)
                     self.target, self.held_s = seed, self.young_held_s
                     self.energy_j, self.measured_s, self.window_busy_s = energy_j, seconds, busy_s
+                    self.window_b2 = self.window_bp = math.nan  # no periods kept: no slope
+                    self.window_rel_s = self.model.time_rel[seed] * seconds
         self.young = None
 
     def _young_window(self, obs: Observation) -> None:
@@ -646,16 +722,62 @@ class ThroughputController(Controller):
         idle = self.idle_w if self.idle_w is not None else model.idle_w
         return _cost_w(self.policy.rate_hz * per_unit * model.time_rel[i], model.power_w[i], idle)
 
-    def _rate_cost(self, i: int, mean_w: float, busy: float) -> float:
+    def _new_window(self) -> None:
+        """(search) Start a window at the target: nothing held or measured yet."""
+        self.held_s = self.energy_j = self.measured_s = self.window_busy_s = 0.0
+        self.window_b2 = self.window_bp = self.window_rel_s = 0.0
+        self.window_periods = 0
+
+    def _window_slope_w(self) -> Optional[float]:
+        """(search) The window's mean power per unit of busy share, fitted over its periods
+        (least squares of each period's power on its busy share): ``P_busy − P_idle`` at the
+        window's clock and temperature. None for a window of fewer than ``FIT_PERIODS``
+        periods (a duel's: the clocks it compares differ by 1-3 %, the learnt idle power
+        does for them), where the periods' shares do not spread enough to fit (their
+        jitter: three frames a period) or the fit is not a rise."""
+        t = self.measured_s
+        if self.window_periods < self.FIT_PERIODS or t <= 0 or not math.isfinite(self.window_b2):
+            return None
+        b = self.window_busy_s / t
+        var = self.window_b2 / t - b * b
+        if var < 1e-6 * max(b * b, 1e-12):  # shares that do not spread: no slope
+            return None
+        slope = (self.window_bp / t - b * self.energy_j / t) / var
+        return slope if slope > 0.0 else None
+
+    def _rate_cost(
+        self,
+        i: int,
+        mean_w: float,
+        busy: float,
+        slope_w: Optional[float] = None,
+        time_rel: Optional[float] = None,
+    ) -> float:
         """The mean power a clock costs at the long-run work per frame, from a window's
         measured mean power ``mean_w`` and busy share ``busy``: the frames' jitter moves the
-        window's busy share by more than neighbouring clocks differ, so the busy power
-        ``(mean_w − (1 − busy)·P_idle)/busy`` is measured and the share is the long mean's."""
+        window's busy share by more than neighbouring clocks differ, so the window's power
+        is moved along its rise with the busy share, ``slope_w`` (``P_busy − P_idle``), to
+        the long mean's share. ``slope_w`` is the window's own fit of its periods
+        (:meth:`_window_slope_w`) where there is one, else ``(mean_w − P_idle)/busy`` with
+        the learnt idle power, which carries the board's warming (a few W on the counter
+        boards; one bracket's comparison of two neighbours, the simulated RTX A4000, A100
+        PCIe and SXM, scatters by 0.03-0.06 % with it, 0.02-0.045 % with the fit).
+        ``time_rel`` is the mean relative time per unit of the clocks the window ran at
+        (a duel's floor window goes on when the floor rises under it), ``i``'s by default:
+        the long-run share is the one those clocks would have, not ``i``'s alone."""
         idle = self.idle_w
-        if idle is None or not (0.05 <= busy <= 0.95) or self.units_seen < 30:
+        if not (0.05 <= busy <= 0.95) or self.units_seen < 30:
             return mean_w
-        busy_w = (mean_w - (1.0 - busy) * idle) / busy
-        return _cost_w(self.policy.rate_hz * self.unit_mean * self.model.time_rel[i], busy_w, idle)
+        if slope_w is None:
+            if idle is None:
+                return mean_w
+            slope_w = (mean_w - idle) / busy
+        if time_rel is None:
+            time_rel = self.model.time_rel[i]
+        share = self.policy.rate_hz * self.unit_mean * time_rel
+        if share >= 1.0:  # busy all of the time: its busy power
+            return mean_w + slope_w * (1.0 - busy)
+        return mean_w + slope_w * (share - busy)
 
     def decide(self, obs, ticks, current_mhz):
         self._learn(obs, ticks)

@@ -6,11 +6,12 @@ simulator in the loop: deterministic and fast)."""
 from __future__ import annotations
 
 import math
+import random
 
 from frame_loop import PERIOD_S, RATE_HZ, drive
 
 from governor.devices.sim.catalog import get_board
-from governor.runtime.controllers import ThroughputController
+from governor.runtime.controllers import Observation, ThroughputController, Tick
 from governor.runtime.model import model_from_profile
 from governor.runtime.policies import Throughput
 
@@ -141,3 +142,67 @@ def test_a_young_window_too_short_at_the_pick_goes_on_there_before_the_floor(pro
     assert ctl.duel_pick_w == 90.0 and ctl.target == ctl.floor_idx and ctl.duel == seed
     ctl._duel(ctl.floor_idx, 89.0)  # the floor 1.1 % cheaper: decided, no second pick window
     assert ctl.duel is None and ctl.at_floor and ctl.target == ctl.floor_idx
+
+
+def test_a_duel_s_floor_window_goes_on_when_the_floor_rises(profile_of):
+    """A100 PCIe as above (the knee truly cheaper than the floor): the first seconds'
+    frames raise the deadline's floor a step or two while the duel measures it (their
+    slowest one grows). The floor's window goes on at the floor risen instead of starting
+    again (settle and all) at each rise: the floor's first window takes one window's time
+    below the pick, not one per rise (the simulated A100 PCIe, seed 1: 1.4 s at a floor
+    2.4 % dearer)."""
+    ctl = _controller("a100-pcie", profile_of)
+    model = ctl.model
+    idle_w = 0.8 * model.idle_w
+    rng = random.Random(0)
+    clock = ctl.initial_mhz()
+    energy_j, below, rises = 0.0, [], 0
+    pick = None
+    # the floor's first window: the clocks of the periods it measured, and the cost the
+    # duel took for it (with the long-run work per frame then)
+    measured, taken = [], []
+    rate_cost = ctl._rate_cost
+
+    def recorded(i, mean_w, busy, slope_w=None, time_rel=None):
+        cost = rate_cost(i, mean_w, busy, slope_w, time_rel)
+        if ctl.duel is not None and i != ctl.duel and not ctl.duel_floor_w:
+            taken.append((cost, ctl.unit_mean))
+        return cost
+
+    ctl._rate_cost = recorded
+    for k in range(int(round(4.0 / PERIOD_S))):
+        t = PERIOD_S * (k + 1)
+        measuring = pick is not None and ctl.duel is not None and not ctl.duel_floor_w
+        if measuring and clock < pick:
+            below.append(t)
+            if ctl.held_s >= ctl.SETTLE_S - 1e-9:  # a period the window measures
+                measured.append(clock)
+        # slower frames twice while the floor's first window is measured
+        load = LOAD * (1.0 + 0.04 * sum(1 for n in (2, 5) if len(below) >= n))
+        frames = [load / RATE_HZ * rng.gauss(1.0, 0.05) * model.time_rel_at(clock) for _ in "abc"]
+        ticks = [Tick(t - PERIOD_S + i / RATE_HZ, 1.0, s, clock) for i, s in enumerate(frames)]
+        busy = min(1.0, sum(frames) / PERIOD_S)
+        power = busy * model.power_at(clock) + (1.0 - busy) * idle_w
+        energy_j += power * PERIOD_S
+        obs = Observation(t, PERIOD_S, power, clock, clock, energy_j, t, busy > 0)
+        floor_before = ctl.floor_idx
+        clock, _ = ctl.decide(obs, ticks, clock)
+        rises += measuring and ctl.floor_idx > floor_before
+        if ctl.duel is not None and pick is None:
+            pick = model.clocks_mhz[ctl.duel]
+    assert pick is not None  # the duel ran
+    assert rises >= 2  # the floor rose twice while its first window was measured
+    # one window below the pick: SETTLE_S + DUEL_S and a period or two of rounding
+    window_periods = (ctl.SETTLE_S + ctl.DUEL_S) / PERIOD_S
+    assert len(below) <= window_periods + 2, (len(below), below)
+    # the window ran at three clocks: its cost is theirs at the long-run share, not the
+    # last one's (the busier periods at the lower floors moved to the last one's share)
+    assert len(taken) == 1 and len(set(measured)) >= 2
+    cost, unit_mean = taken[0]
+
+    def true_cost(clock):  # the board's at the long-run busy share
+        share = RATE_HZ * unit_mean * model.time_rel_at(clock)
+        return idle_w + share * (model.power_at(clock) - idle_w)
+
+    truth = sum(true_cost(c) for c in measured) / len(measured)
+    assert abs(cost / truth - 1.0) < 0.001, (cost, truth, measured)
