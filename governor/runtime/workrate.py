@@ -23,7 +23,7 @@ draw), so an estimate from power reads it as compute-bound. Work counted by the 
 from __future__ import annotations
 
 import collections
-from typing import Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Deque, Dict, List, Optional, Tuple
 
 from governor.runtime.model import ClockModel
 
@@ -75,21 +75,39 @@ class PhaseFit:
             return
         model = self.model
         i = model.index(clock_mhz)
-        point = (dt_s, units, power_w * dt_s, model.time_rel[i] * dt_s, model.power_w[i] * dt_s)
+        energy = power_w * dt_s
+        rel_s = model.time_rel[i] * dt_s
+        model_j = model.power_w[i] * dt_s
+        point = (dt_s, units, energy, rel_s, model_j)
+        # the five sums, written out (a control step adds one period: no helper calls)
         row = self.runs.get(run)
         if row is None:
             row = self.runs[run] = [0.0] * 5
-        _accumulate(row, point)
+        row[0] += dt_s
+        row[1] += units
+        row[2] += energy
+        row[3] += rel_s
+        row[4] += model_j
         self.busy_s += dt_s
         recent = self.recent
+        sums = self.recent_sums
         if len(recent) >= self.RECENT:
-            old_run, old_point = recent.popleft()
-            _withdraw(self.recent_sums[old_run], old_point)
+            old_run, old = recent.popleft()
+            row = sums[old_run]
+            row[0] -= old[0]
+            row[1] -= old[1]
+            row[2] -= old[2]
+            row[3] -= old[3]
+            row[4] -= old[4]
         recent.append((run, point))
-        row = self.recent_sums.get(run)
+        row = sums.get(run)
         if row is None:
-            row = self.recent_sums[run] = [0.0] * 5
-        _accumulate(row, point)
+            row = sums[run] = [0.0] * 5
+        row[0] += dt_s
+        row[1] += units
+        row[2] += energy
+        row[3] += rel_s
+        row[4] += model_j
         self._dirty = True
 
     def units_in(self, run: str) -> Tuple[float, float]:
@@ -109,42 +127,49 @@ class PhaseFit:
         self._dirty = False
         self._fit = None
         min_units, min_s = self.MIN_UNITS, self.MIN_S
-        used = [r for r in self.runs.values() if r[1] >= min_units and r[0] >= min_s]
-        n = len(used)
-        if n < 2:
-            return None
-        # per run: w (seconds), x (relative time), y (seconds per unit), and for the power
-        # line the model's dynamic power and the power measured; each sum over the runs in
-        # one pass (the same sums, in the same order, as one pass per sum)
+        # per run that counts: w (seconds), x (relative time), y (seconds per unit), m (the
+        # model's dynamic power), p (the power measured), and its units; each sum over the
+        # runs in one pass (the same sums, in the same order, as one pass per sum)
         idle = self.model.idle_w
+        pts = []
         sw = sx = swx = swy = spx = spy = 0.0
-        x_lo = x_hi = used[0][3] / used[0][0]
-        for r in used:
-            w = r[0]
+        x_lo = x_hi = 0.0
+        for r in self.runs.values():
+            w, units = r[0], r[1]
+            if units < min_units or w < min_s:
+                continue
             x = r[3] / w
-            sx += x
-            if x < x_lo:
+            y = w / units
+            m = r[4] / w - idle
+            p = r[2] / w
+            if not pts:
+                x_lo = x_hi = x
+            elif x < x_lo:
                 x_lo = x
             elif x > x_hi:
                 x_hi = x
+            pts.append((w, x, y, m, p, units))
+            sx += x
             sw += w
             swx += w * x
-            swy += w * (w / r[1])
-            spx += w * (r[4] / w - idle)
-            spy += w * (r[2] / w)
+            swy += w * y
+            spx += w * m
+            spy += w * p
+        n = len(pts)
+        if n < 2:
+            return None
         if x_hi - x_lo < self.MIN_SPREAD * sx / n:
             return None
         mean_x, mean_y = swx / sw, swy / sw
         px, py = spx / sw, spy / sw
         sxx = sxy = pxx = pxy = 0.0
-        for r in used:
-            w = r[0]
-            d = r[3] / w - mean_x
+        for w, x, y, m, p, _ in pts:
+            d = x - mean_x
             sxx += w * d * d
-            sxy += w * d * (w / r[1] - mean_y)
-            d = r[4] / w - idle - px
+            sxy += w * d * (y - mean_y)
+            d = m - px
             pxx += w * d * d
-            pxy += w * d * (r[2] / w - py)
+            pxy += w * d * (p - py)
         if sxx > 0:  # (the runs are spread)
             A = sxy / sxx
             B = mean_y - A * mean_x
@@ -163,9 +188,8 @@ class PhaseFit:
         if B > 0:
             # each run's y off by y/units; its weight in B is w·(1/Σw − x̄·(x − x̄)/Sxx)
             var = 0.0
-            for r in used:
-                w = r[0]
-                e = w * (1.0 / sw - mean_x * (r[3] / w - mean_x) / sxx) * (w / r[1]) / r[1]
+            for w, x, y, _, _, units in pts:
+                e = w * (1.0 / sw - mean_x * (x - mean_x) / sxx) * y / units
                 var += e * e
             if B * B <= var:
                 A, B = mean_y / mean_x, 0.0
@@ -247,21 +271,3 @@ class PhaseFit:
             while lo > 0 and rel[lo] < 1.2 * rel[hi]:
                 lo -= 1
         return lo, hi
-
-
-def _accumulate(row: List[float], point: Sequence[float]) -> None:
-    """``row += point``, element by element (five sums)."""
-    row[0] += point[0]
-    row[1] += point[1]
-    row[2] += point[2]
-    row[3] += point[3]
-    row[4] += point[4]
-
-
-def _withdraw(row: List[float], point: Sequence[float]) -> None:
-    """``row -= point``, element by element (five sums)."""
-    row[0] -= point[0]
-    row[1] -= point[1]
-    row[2] -= point[2]
-    row[3] -= point[3]
-    row[4] -= point[4]
