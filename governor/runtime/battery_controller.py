@@ -214,10 +214,11 @@ class BatteryController(Controller):
             return self.measured_j / self.model_j
         return self.tracker.scale
 
-    def _level(self, gpu_w: float) -> float:
-        """Fractional index into the clock table whose corrected power is ``gpu_w``."""
+    def _level(self, gpu_w: float, ratio: Optional[float] = None) -> float:
+        """Fractional index into the clock table whose corrected power is ``gpu_w``
+        (``ratio``: :meth:`_ratio`, when the caller has it)."""
         model_w = self.model.power_w
-        want = gpu_w / max(self._ratio(), 1e-9)
+        want = gpu_w / max(self._ratio() if ratio is None else ratio, 1e-9)
         top = len(model_w) - 1
         i = bisect.bisect_right(model_w, want) - 1
         if i < 0:
@@ -295,8 +296,9 @@ class BatteryController(Controller):
         if obs.busy is False:  # idle: keep the clock the next burst starts at
             return current_mhz, False
         gpu_w = self._gpu_target(self.busy_target_w)
-        self.level = self._level(gpu_w)
-        top_w = self._ratio() * self.model.power_w[-1]
+        ratio = self._ratio()
+        self.level = self._level(gpu_w, ratio)
+        top_w = ratio * self.model.power_w[-1]
         over_top = gpu_w / top_w if top_w > 0 else 1.0
         if self.ticked and self.work is not None:
             self.dt_s = obs.dt_s
@@ -376,7 +378,9 @@ class BatteryController(Controller):
         others: List[
             Tuple[float, List[float], Optional[List[float]], Optional[Tuple[int, int]]]
         ] = []
-        for secs, _work, pp, neg, band in self.past if len(self.past) == 1 else self.past[1:]:
+        others_s = 0.0
+        past = self.past
+        for secs, _work, pp, neg, band in past if len(past) == 1 else past[1:]:
             if neg is None:
                 continue
             if pp is None:  # the prior draws as the load measured now (the calibrated
@@ -384,8 +388,8 @@ class BatteryController(Controller):
                 # its gaps against the model's power divided by the phase's slope b
                 neg = [g * inv_b for g in neg]
             others.append((secs, neg, pp, band))
+            others_s += secs
         now_w, others_scale = age, 1.0
-        others_s = sum([o[0] for o in others])
         left = self.busy_left_s
         if self.closed_n and others_s > 0 and left > 0:
             # once a phase has ended the phases' length is known: the phase now lasts its
@@ -400,7 +404,10 @@ class BatteryController(Controller):
             now_w = max(now_s + tail_s * share, 1e-9)
             others_scale = (next_s + tail_s * (1.0 - share)) / others_s
         mix = [(now_w, phase_neg, None, None)]
-        mix += [(secs * others_scale, neg, pp, band) for secs, neg, pp, band in others]
+        if others_scale == 1.0:
+            mix += others
+        else:
+            mix += [(secs * others_scale, neg, pp, band) for secs, neg, pp, band in others]
         lam = self.last_lam = self._mix_lambda(mix, gpu_w, line)
         want = _level_neg(phase_neg, lam)
         # the fitted lines are local (a memory-bound load turns compute-bound at low
@@ -421,7 +428,8 @@ class BatteryController(Controller):
         self.phase_level = level_now
         return self._pick(level_now)
 
-    BENDS = 4  # recent bends of the phase's curve checked first
+    BENDS = 4  # recent bends of the phase's curve checked first ...
+    BEND_TABLE = 24  # ... on tables of more clocks below the cap than this
 
     def _phase_curves(
         self, fit: Tuple[float, float, float, float], end: int
@@ -441,11 +449,12 @@ class BatteryController(Controller):
             self._inv_dp = [1.0 / d for d in steps] if min(steps) > 1e-12 else []
         inv_dp = self._inv_dp
         rel = self._rel_end
-        if inv_dp:
+        if inv_dp and end > self.BEND_TABLE:
             # where the curve was not concave lately (on a table whose power steps are
             # equal, as the A100's below 1 GHz, the gaps of a compute-bound load are equal
             # but for rounding, and bend somewhere every period): a bend there again settles
-            # it from three clocks' work instead of the whole table's
+            # it from three clocks' work instead of the whole table's (on a short table the
+            # whole check costs less than three clocks' work per bend: it is not taken)
             for j in self._bends:
                 w0, w1 = 1.0 / (A * rel[j] + B), 1.0 / (A * rel[j + 1] + B)
                 x = -((w0 - w1) * inv_dp[j] * inv_b)
@@ -463,11 +472,12 @@ class BatteryController(Controller):
         else:  # a flat step in the model's power: the general rule
             line = [a + b * d for d in self._dyn_end]
             neg = [-g for g in self._gaps(work, line)]
-        # concave (see _concave) on the gaps negated: -y positive, finite, not rising
-        prev = math.inf
+        # concave (see _concave) on the gaps negated: -y positive, finite, not rising;
+        # written on y itself (-y > -q exactly when y < q: negation is exact)
+        neg_inf = -math.inf
+        least = neg_inf  # the last y times 1 + 1e-9: the next may not lie below it
         for j, y in enumerate(neg):
-            x = -y
-            if not (0.0 < x < math.inf) or x > prev * (1.0 + 1e-9):
+            if not (neg_inf < y < 0.0) or y < least:
                 if inv_dp:
                     bends = self._bends
                     if j in bends:
@@ -475,7 +485,7 @@ class BatteryController(Controller):
                     bends.insert(0, j)
                     del bends[self.BENDS :]
                 return None
-            prev = x
+            least = y * (1.0 + 1e-9)
         return neg, (a, b), inv_b
 
     def _trusted(self, lo: int, hi: int) -> Tuple[int, int]:
@@ -508,12 +518,14 @@ class BatteryController(Controller):
         ``mix``: (seconds, gaps negated, power at every clock or None for the phase now's
         fitted line ``line`` = ``(a, b)``, power ``a + b·(P_model − P_idle)`` at the clocks
         below the cap, the table indices the load's level is kept within or None)."""
-        total = sum([m[0] for m in mix])
         a, b = line
         dyn = self._dyn_end
+        n_dyn = len(dyn)
         rows = []
+        total = 0.0  # (the seconds' sum, in the mix's order)
         for secs, neg, power, band in mix:
-            n = len(power) if power is not None else len(dyn)
+            total += secs
+            n = len(power) if power is not None else n_dyn
             lo_x, hi_x = (float(band[0]), float(band[1])) if band else (0.0, float(n))
             rows.append((secs, neg, power, n - 2, lo_x, hi_x, len(neg)))
         bisect_left = bisect.bisect_left
