@@ -617,21 +617,22 @@ class Governor:
         start, e0, board_e0 = self._policy_origin
         if start is None:
             start = self._t_start if self._t_start is not None else now
+        board_j = self._meter.board_energy_j
         return frozen_record(
             Observation,
-            t_s=now,
-            dt_s=dt,
-            power_w=power,
-            clock_mhz=measured_clock,
-            applied_mhz=applied,
-            energy_used_j=self._meter.energy_j - e0,
-            elapsed_s=now - start,
-            busy=busy,
-            board_power_w=board_w,
-            board_energy_used_j=None
-            if self._meter.board_energy_j is None
-            else self._meter.board_energy_j - (board_e0 or 0.0),
-            idle_power_w=self._duty.idle_w if self._duty is not None else None,
+            {
+                "t_s": now,
+                "dt_s": dt,
+                "power_w": power,
+                "clock_mhz": measured_clock,
+                "applied_mhz": applied,
+                "energy_used_j": self._meter.energy_j - e0,
+                "elapsed_s": now - start,
+                "busy": busy,
+                "board_power_w": board_w,
+                "board_energy_used_j": None if board_j is None else board_j - (board_e0 or 0.0),
+                "idle_power_w": self._duty.idle_w if self._duty is not None else None,
+            },
         )
 
     def _health(self, problem: Optional[str]) -> None:
@@ -675,10 +676,12 @@ class Governor:
         applied = self._applied if self._applied is not None else self.model.top_mhz
         tick = frozen_record(
             Tick,
-            t_s=now,
-            units=float(units),
-            busy_s=None if busy_s is None else float(busy_s),
-            applied_mhz=applied,
+            {
+                "t_s": now,
+                "units": float(units),
+                "busy_s": None if busy_s is None else float(busy_s),
+                "applied_mhz": applied,
+            },
         )
         with self._tick_lock:
             self._ticks.append(tick)

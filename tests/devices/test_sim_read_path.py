@@ -31,24 +31,27 @@ def _fields(record):
 def test_frozen_record_equals_the_dataclass_constructor(record):
     cls = type(record)
     fields = _fields(record)
-    made = frozen_record(cls, **fields)
+    made = frozen_record(cls, dict(fields))
     assert type(made) is cls
     assert made == record and hash(made) == hash(record) and repr(made) == repr(record)
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(made, dataclasses.fields(made)[0].name, None)
+    # the fields in another order are the same record (the names are checked as a set)
+    shuffled = frozen_record(cls, dict(reversed(list(fields.items()))))
+    assert shuffled == record and repr(shuffled) == repr(record)
     missing = dict(fields)
     missing.pop(next(iter(missing)))
     with pytest.raises(TypeError):
-        frozen_record(cls, **missing)
+        frozen_record(cls, missing)
     with pytest.raises(TypeError):
-        frozen_record(cls, unknown=1.0, **fields)
+        frozen_record(cls, {**fields, "unknown": 1.0})
 
 
 def test_frozen_record_refuses_a_class_that_validates_in_post_init():
     from governor.devices.base import PowerLimitRange
 
     with pytest.raises(TypeError):
-        frozen_record(PowerLimitRange, min_w=300.0, max_w=100.0, default_w=200.0)
+        frozen_record(PowerLimitRange, {"min_w": 300.0, "max_w": 100.0, "default_w": 200.0})
 
 
 @pytest.mark.parametrize("board", list(board_names()))
@@ -110,3 +113,40 @@ def test_the_gpu_power_terms_kept_per_clock_do_not_keep_the_temperature():
             assert warm[(temperature, id(load))] == cold
     # the workloads differ at this clock, so a mix-up would show
     assert len({warm[(55.5, id(load))] for load in loads}) > 1
+
+
+@pytest.mark.parametrize("board", ["agx-orin", "orin-nano", "a100-sxm"])
+def test_rail_readings_kept_by_current_are_the_readings_built_afresh(board, monkeypatch):
+    """Two devices of one board read alike, one keeping its INA3221 rails' readings by
+    current and one keeping only the last (its store forgotten at every new current): the
+    same samples, read after read, while the load and the clock move; a reading that
+    repeats comes back as the very record kept (on a board with INA3221 sensors)."""
+    kept = governor.open_device(f"sim:{board}")
+    fresh = governor.open_device(f"sim:{board}")
+    monkeypatch.setattr(fresh, "RAILS_SEEN", 0)  # full at once: cleared at each new current
+    clocks = kept.supported_clocks_mhz()
+    samples = []
+    for k in range(300):
+        for dev in (kept, fresh):
+            if k % 100 == 0:
+                dev.run_workload(("compute", "memory", "compute")[k // 100])
+            if k % 7 == 0:
+                dev.lock_gpu_clocks(clocks[(k // 7) % len(clocks)])
+            dev.clock.sleep(0.1)
+        a, b = kept.sample(), fresh.sample()
+        assert a == b
+        assert a.rails == b.rails and [repr(r) for r in a.rails] == [repr(r) for r in b.rails]
+        samples.append(a)
+    ina = kept.board.sensor == "ina3221"
+    kept.close()
+    fresh.close()
+    again = [
+        (x, y)
+        for s in samples
+        for t in samples
+        if s is not t
+        for x, y in zip(s.rails, t.rails)
+        if x == y and x.current_a is not None
+    ]
+    if ina:
+        assert again and all(x is y for x, y in again)
