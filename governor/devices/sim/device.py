@@ -172,11 +172,16 @@ class SimDevice(Device):
         self._clock_tables: Dict[Optional[str], List[float]] = {}  # power mode -> clocks
         self._sorted_clocks: Dict[Optional[str], Tuple[float, ...]] = {}  # the same, as a tuple
         self._rate = 0.0  # units of work per second at the present operating point
+        # (workload, clock, memory clock, its rate): the last rate computed (_evaluate_point)
+        self._rate_at: Optional[Tuple[Workload, float, Optional[float], float]] = None
         # per rail, what a reading needs (see _plan_rails), built at the first reading
         self._rail_plan: Optional[List[Tuple[str, float, float, str, Optional[float]]]] = None
         self._best_rail_index = 0  # the GPU figure: the narrowest rail with the GPU
         self._module_index: Optional[List[int]] = None  # rails summed to the board's input
         self._last_rails: List[Optional[Tuple[float, Rail]]] = []
+        # per INA3221 rail, the readings made so far by their current (integer mA): a noisy
+        # rail's current takes a few hundred values, each one Rail (immutable) built once
+        self._rails_seen: List[Dict[float, Rail]] = []
         self._reasons = {
             (idle, throttled, setting): frozenset(
                 name
@@ -296,9 +301,19 @@ class SimDevice(Device):
         for ``_OP_REUSE_S`` unless a setting or the load changes first."""
         clock, throttled, self._power_w = self._target_point()
         workload = self._workload
-        self._rate = (
-            1.0 / workload.time_per_unit_s(clock, self._mem_clock) if workload is not None else 0.0
-        )
+        if workload is None:
+            self._rate = 0.0
+        else:  # the rate at a clock does not move with temperature: kept while they hold
+            mem = self._mem_clock
+            last = self._rate_at
+            if last is None or last[0] is not workload or last[1] != clock or last[2] != mem:
+                last = self._rate_at = (
+                    workload,
+                    clock,
+                    mem,
+                    1.0 / workload.time_per_unit_s(clock, mem),
+                )
+            self._rate = last[3]
         self._clock_mhz, self._throttled = clock, throttled
         self._op_until_s = self._t_s + _OP_REUSE_S
 
@@ -426,17 +441,21 @@ class SimDevice(Device):
         )
         return frozen_record(
             Sample,
-            t_s=now,
-            power_w=best.power_w if best else None,
-            power_scope=best.scope if best else None,
-            rails=rails,
-            energy_j=math.floor(self._energy_j * 1000.0) / 1000.0 if board.energy_counter else None,
-            gpu_clock_mhz=self._clock_mhz,
-            mem_clock_mhz=self._mem_clock,
-            temperature_c=float(temperature),
-            utilisation_pct=100.0 if self._workload is not None else 0.0,
-            throttle_reasons=reasons,
-            board_power_w=board_w,
+            {
+                "t_s": now,
+                "power_w": best.power_w if best else None,
+                "power_scope": best.scope if best else None,
+                "rails": rails,
+                "energy_j": math.floor(self._energy_j * 1000.0) / 1000.0
+                if board.energy_counter
+                else None,
+                "gpu_clock_mhz": self._clock_mhz,
+                "mem_clock_mhz": self._mem_clock,
+                "temperature_c": float(temperature),
+                "utilisation_pct": 100.0 if self._workload is not None else 0.0,
+                "throttle_reasons": reasons,
+                "board_power_w": board_w,
+            },
         )
 
     def _plan_rails(self) -> List[Tuple[str, float, float, str, Optional[float]]]:
@@ -459,35 +478,53 @@ class SimDevice(Device):
             module = self._module_rails
             self._module_index = [i for i, spec in enumerate(board.rails) if spec.name in module]
         self._last_rails = [None] * len(plan)
+        self._rails_seen = [{} for _ in plan]
         return plan
 
+    RAILS_SEEN = 4096  # readings kept per INA3221 rail (then forgotten, and kept anew)
+
     def _rails(self, plan, powers: List[float]) -> Tuple[Rail, ...]:
-        """The rails' readings for these powers (W); a rail that reads what it read last
-        time is the same (immutable) Rail, not built again."""
+        """The rails' readings for these powers (W); a rail that reads what it read before
+        is the same (immutable) Rail, not built again: an INA3221 rail's by its current
+        (integer mA: with the rail's fixed name, scope and voltage, the whole reading),
+        another's when it reads what it read last time."""
         last = self._last_rails
+        seen_by_rail = self._rails_seen
         out = []
         for j, (name, _, _, scope, volts) in enumerate(plan):
             power = powers[j]
             if volts is not None:  # integer mV and mA, as hwmon reports them
-                key = round(power / volts * 1000.0) / 1000.0
-            else:
-                key = power
-            rail = last[j]
-            if rail is None or rail[0] != key:
-                if volts is not None:
-                    value = frozen_record(
+                current = round(power / volts * 1000.0) / 1000.0
+                seen = seen_by_rail[j]
+                reading = seen.get(current)
+                if reading is None:
+                    if len(seen) >= self.RAILS_SEEN:
+                        seen.clear()
+                    reading = seen[current] = frozen_record(
                         Rail,
-                        name=name,
-                        power_w=volts * key,
-                        scope=scope,
-                        voltage_v=volts,
-                        current_a=key,
+                        {
+                            "name": name,
+                            "power_w": volts * current,
+                            "scope": scope,
+                            "voltage_v": volts,
+                            "current_a": current,
+                        },
                     )
-                else:
-                    value = frozen_record(
-                        Rail, name=name, power_w=power, scope=scope, voltage_v=None, current_a=None
-                    )
-                rail = last[j] = (key, value)
+                out.append(reading)
+                continue
+            rail = last[j]
+            if rail is None or rail[0] != power:
+                value = frozen_record(
+                    Rail,
+                    {
+                        "name": name,
+                        "power_w": power,
+                        "scope": scope,
+                        "voltage_v": None,
+                        "current_a": None,
+                    },
+                )
+                rail = last[j] = (power, value)
             out.append(rail[1])
         return tuple(out)
 
