@@ -1,0 +1,98 @@
+"""Digest of every clock the battery policy asks for, for a speed change's A/B.
+
+    python scripts/check_battery_decisions.py [--boards a,b] [--duration-s 600]
+    python scripts/check_battery_decisions.py --tree /path/to/other/checkout
+
+A change meant only to make the control step cheaper must leave every decision as it was.
+This runs battery missions on the simulated boards (steady, bursty and step traces; the job
+reporting its work with ``gov.tick`` and not; board scope, a budget of 0.75 of what the top
+clock uses) with the ``governor`` package of ``--tree`` (default: this checkout), records
+every clock the governor asks the device for (``Governor._set_clock``), and prints per
+mission a digest of those clocks and the work and board energy at full precision, then one
+digest of all. Two trees that print the same last line made the same decisions bit for bit.
+The profiles are calibrated by this checkout (the same for both trees of an A/B).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+CHILD = r"""
+import contextlib, hashlib, json, sys
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+import logging
+logging.getLogger("governor.runtime").addHandler(logging.NullHandler())
+import governor.runtime.governor as G
+from governor.runtime.simulate import simulate
+from bench_runtime import _TickingApp
+docs = json.load(open(sys.argv[3]))
+duration = float(sys.argv[4])
+asked = []
+real = G.Governor._set_clock
+def record(self, clock_mhz, *, urgent):
+    asked.append(repr(clock_mhz))
+    return real(self, clock_mhz, urgent=urgent)
+G.Governor._set_clock = record
+total = hashlib.sha256()
+for board, doc in docs.items():
+    for trace in ("steady", "bursty", "step"):
+        for ticks in (True, False):
+            with _TickingApp() if ticks else contextlib.nullcontext():
+                top = simulate(board, {"policy": "max"}, trace, duration, profile=doc)
+                spec = {"policy": "battery", "energy_j": 0.75 * top["board_energy_j"],
+                        "duration_s": duration, "scope": "board"}
+                asked.clear()
+                r = simulate(board, spec, trace, duration, profile=doc)
+            clocks = hashlib.sha256("\n".join(asked).encode()).hexdigest()[:12]
+            line = f"{board} {trace} {'ticks' if ticks else 'no-ticks'} {clocks} {len(asked)} {r['work_done']!r} {r['board_energy_j']!r}"
+            total.update(line.encode())
+            print(line, flush=True)
+print("all missions", total.hexdigest())
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boards", default="", help="comma-separated boards (default: all)")
+    parser.add_argument("--duration-s", type=float, default=600.0)
+    parser.add_argument(
+        "--tree", type=Path, default=REPO, help="checkout whose governor package decides"
+    )
+    args = parser.parse_args()
+    if not (args.tree / "governor" / "__init__.py").is_file():
+        sys.exit(f"check_battery_decisions: {args.tree} holds no governor package")
+    if not args.duration_s >= 10.0:
+        sys.exit("check_battery_decisions: --duration-s must be at least 10")
+    # as bench_runtime.py: no stored state or profile of this machine's user is read
+    os.environ.setdefault("GOVERNOR_STATE_DIR", tempfile.mkdtemp(prefix="governor-bench-state-"))
+    os.environ.setdefault("GOVERNOR_DATA_DIR", tempfile.mkdtemp(prefix="governor-bench-data-"))
+    sys.path.insert(0, str(REPO / "scripts"))
+    from bench_runtime import calibrated
+
+    from governor.devices.sim.catalog import board_names
+
+    boards = [b for b in args.boards.split(",") if b] or list(board_names())
+    unknown = [b for b in boards if b not in board_names()]
+    if unknown:
+        sys.exit(f"check_battery_decisions: unknown boards {', '.join(unknown)}")
+    with tempfile.TemporaryDirectory(prefix="governor-decisions-") as tmp:
+        profiles = os.path.join(tmp, "profiles.json")
+        with open(profiles, "w") as f:
+            json.dump({b: calibrated(b) for b in boards}, f)
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        cmd = [sys.executable, "-c", CHILD, str(args.tree), str(REPO / "scripts"), profiles]
+        subprocess.run(cmd + [repr(args.duration_s)], check=True, env=env)
+
+
+if __name__ == "__main__":
+    main()
