@@ -95,7 +95,10 @@ def step_counts(board: str, kind: str, steps: int, profile, tree: Path = REPO) -
             prof,
         ]
         env = dict(os.environ, PYTHONHASHSEED="0")
-        subprocess.run(cmd, check=True, capture_output=True, env=env)
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if done.returncode:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SystemExit(f"bench_step_instructions: {board} {kind} failed: {tail}")
         parts = []
         with open(out) as f:
             for line in f:

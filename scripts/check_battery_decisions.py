@@ -91,7 +91,9 @@ def main() -> None:
             json.dump({b: calibrated(b) for b in boards}, f)
         env = dict(os.environ, PYTHONHASHSEED="0")
         cmd = [sys.executable, "-c", CHILD, str(args.tree), str(REPO / "scripts"), profiles]
-        subprocess.run(cmd + [repr(args.duration_s)], check=True, env=env)
+        done = subprocess.run(cmd + [repr(args.duration_s)], env=env)
+        if done.returncode:
+            sys.exit(f"check_battery_decisions: the missions failed in {args.tree} (above)")
 
 
 if __name__ == "__main__":
