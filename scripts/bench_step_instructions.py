@@ -141,9 +141,8 @@ def main() -> None:
     for board in [b for b in args.boards.split(",") if b]:
         doc = calibrated(board)
         for kind in kinds:
-            counts = sorted(
-                step_counts(board, kind, args.steps, None if kind == "power-cap" else doc)
-            )
+            profile = None if kind == "power-cap" else doc
+            counts = sorted(step_counts(board, kind, args.steps, profile, args.tree))
             med = statistics.median(counts)
             p95 = counts[int(0.95 * len(counts))]
             print(f"| {kind} | sim:{board} | {med:,.0f} | {p95:,.0f} | {len(counts)} |", flush=True)
