@@ -54,6 +54,10 @@ class BatteryController(Controller):
         super().__init__(model)
         self.policy = policy
         self.reader = reader
+        # the policy is frozen: its mission length and scope, read once (each period's plan
+        # asks for them)
+        self.target_s = policy.target_s
+        self.board_scope = policy.scope == "board"
         budget = policy.budget_j
         capacity: Optional[float] = None
         if reader is not None:
@@ -146,7 +150,7 @@ class BatteryController(Controller):
         ahead: ``elapsed_s`` is now (the end of the period just measured), and the time
         left counts from it. (Counted from the end of the period ahead, the plan spent the
         budget one period early and paid the mission's last period on top.)"""
-        left_s = self.policy.target_s - elapsed_s
+        left_s = self.target_s - elapsed_s
         usable = max(0.0, remaining_j - self.reserve_j)
         if left_s <= 0:
             return (math.inf, math.inf) if usable > 0 else (0.0, 0.0)
@@ -203,7 +207,7 @@ class BatteryController(Controller):
     MAX_BURSTS = 512
 
     def _gpu_target(self, busy_w: float) -> float:
-        if self.policy.scope == "board":
+        if self.board_scope:
             return busy_w - (self.rest_w or 0.0)
         return busy_w
 
@@ -249,7 +253,7 @@ class BatteryController(Controller):
         return self.tracker.clock_for(self._gpu_target(self.busy_target_w), carry=False)
 
     def decide(self, obs, ticks, current_mhz):
-        board = self.policy.scope == "board"
+        board = self.board_scope
         scoped_w = obs.board_power_w if board else obs.power_w
         steady = obs.busy == self.was_busy  # a period that straddles a change mixes both
         self.was_busy = obs.busy
