@@ -104,3 +104,40 @@ def test_a_recent_bend_rejects_the_same_curves_as_the_whole_table(profile_of):
         outcomes[got is None] += 1
     assert warm._bends  # the shortcut was armed ...
     assert outcomes[True] > 100 and outcomes[False] > 100  # ... on curves of both kinds
+
+
+def test_a_short_tables_curve_test_is_the_general_rule(profile_of):
+    """On a table too short for the recent-bend shortcut (the AGX Orin's 11 clocks), the
+    phase's curve is taken exactly when the general rule calls its gaps concave (the gaps of
+    its work over its fitted power line, ``_gaps`` and ``_concave``), and its gaps negated
+    are those gaps negated; random fits of compute-bound, partly and wholly memory-bound
+    loads, and a flat power line."""
+    import random
+
+    model = model_of(profile_of, "agx-orin")
+    ctl = BatteryController(model, Battery(energy_j=0.8 * model.power_w[-1] * 600, duration_s=600))
+    end = ctl.capped_top + 1
+    assert end <= ctl.BEND_TABLE  # the whole test, no shortcut
+    rng = random.Random(5)
+    outcomes = {True: 0, False: 0}
+    for _ in range(3000):
+        kind = rng.random()
+        if kind < 0.4:  # flat: all memory time
+            A, B = rng.uniform(1e-16, 1e-14), rng.uniform(0.05, 0.15)
+        elif kind < 0.9:
+            A, B = rng.uniform(0.01, 0.08), rng.choice((0.0, rng.uniform(0.0, 0.05)))
+        else:  # a gap that falls the wrong way: work falling with the clock
+            A, B = -rng.uniform(0.001, 0.01), rng.uniform(0.05, 0.15)
+        a, b = rng.uniform(5.0, 80.0), rng.uniform(0.3, 1.6)
+        got = ctl._phase_curves((A, B, a, b), end)
+        work = [1.0 / (A * r + B) for r in model.time_rel[:end]]
+        line = [a + b * (p - model.idle_w) for p in model.power_w[:end]]
+        gaps = ctl._gaps(work, line)
+        want = ctl._concave(gaps)
+        assert (got is not None) == want
+        if got is not None:
+            neg, fitted_line, inv_b = got
+            assert fitted_line == (a, b) and inv_b == 1.0 / b
+            assert all(math.isclose(-x, g, rel_tol=1e-9) for x, g in zip(neg, gaps))
+        outcomes[got is not None] += 1
+    assert outcomes[True] > 200 and outcomes[False] > 200
