@@ -408,10 +408,7 @@ class BatteryController(Controller):
             now_w = max(now_s + tail_s * share, 1e-9)
             others_scale = (next_s + tail_s * (1.0 - share)) / others_s
         mix = [(now_w, phase_neg, None, None)]
-        if others_scale == 1.0:
-            mix += others
-        else:
-            mix += [(secs * others_scale, neg, pp, band) for secs, neg, pp, band in others]
+        mix += [(secs * others_scale, neg, pp, band) for secs, neg, pp, band in others]
         lam = self.last_lam = self._mix_lambda(mix, gpu_w, line)
         want = _level_neg(phase_neg, lam)
         # the fitted lines are local (a memory-bound load turns compute-bound at low
