@@ -134,7 +134,9 @@ class BatteryController(Controller):
         self.edge_s = 0.0
         self.dt_s = 0.0  # the period just ended
         self.prior_s_per_unit: Optional[float] = None
-        self.last_lam: Optional[float] = None  # the mix's multiplier the last period
+        self.last_lam: Optional[float] = None  # the mix's multiplier the last solve
+        self.want: Optional[float] = None  # the phase's level at it (None: no fit then)
+        self.solve_in = 0  # periods until the next solve
         self._inv_dp: Optional[List[float]] = None  # 1 / the model's power steps below the cap
         # per clock table (they do not change in a mission): below the cap, the relative
         # times and the model's dynamic power (P_model − P_idle); the bands a probe pair's
@@ -320,6 +322,9 @@ class BatteryController(Controller):
 
     # -- spending where it buys work -----------------------------------------------------
     PROBE_S = 6.0  # longest probe run (busy seconds) at each of the two clocks
+    # periods per solve of the phase's fit and the mix's multiplier (the slow outer loop):
+    # between solves the level found last is held within the trusted band of the plan now
+    SOLVE_EVERY = 3
     TRUST = 1.2  # how far past the probed clocks (in relative time) a phase's fit is used
     EDGE_S = 15.0  # busy seconds held at the edge of that range before probing there
 
@@ -332,6 +337,13 @@ class BatteryController(Controller):
         decides then."""
         work = self.work
         assert work is not None
+        if self.run == "run" and self.solve_in > 0:
+            # between solves: the level the last solve found for the plan of its period,
+            # kept within the trusted band (widened to the plan's level now, as below)
+            self.solve_in -= 1
+            if self.want is None:
+                return None
+            return self._hold(self.want, level)
         if work.changed():
             self._close_phase()
         if self.run in ("lo", "hi"):
@@ -343,6 +355,8 @@ class BatteryController(Controller):
                 at = self.phase_level if self.phase_level is not None else level
                 self.probe_pair = work.probe_pair(int(round(at)), self.capped_top)
             return self.model.clocks_mhz[self.probe_pair[self.run == "hi"]]
+        self.solve_in = self.SOLVE_EVERY - 1
+        self.want = None
         fit = work.fit()
         if fit is None:
             return None
@@ -410,7 +424,15 @@ class BatteryController(Controller):
         mix = [(now_w, phase_neg, None, None)]
         mix += [(secs * others_scale, neg, pp, band) for secs, neg, pp, band in others]
         lam = self.last_lam = self._mix_lambda(mix, gpu_w, line)
-        want = _level_neg(phase_neg, lam)
+        want = self.want = _level_neg(phase_neg, lam)
+        return self._hold(want, level)
+
+    def _hold(self, want: float, level: float) -> float:
+        """The clock for the phase's level ``want`` (the mix's answer), the plan's ``level``
+        this period."""
+        work = self.work
+        assert work is not None
+        end = self.capped_top + 1
         # the fitted lines are local (a memory-bound load turns compute-bound at low
         # clocks): the level stays within TRUST of the probed clocks' relative times, and
         # a phase that keeps pressing on that edge is probed again around it
