@@ -1,7 +1,8 @@
 """The cheaper ticking battery step (issue 15, item 7): the mix's multiplier is searched from
 the last one (kept when it still holds, else a Newton step on the piecewise-linear mean
 power) and must answer what the search from scratch answers; the model's clock-to-index
-dictionary must answer what its nearest-clock rule answers."""
+dictionary must answer what its nearest-clock rule answers; the mix is solved every third
+period of a phase's run, the level it found held between."""
 
 from __future__ import annotations
 
@@ -62,3 +63,52 @@ def test_the_warm_started_multiplier_is_the_one_searched_from_scratch(profile_of
         assert math.isclose(lam, cold, rel_tol=2e-4), (lam, cold)  # the search's 0.01 % width
         moved += lam != last
     assert moved > len(warm) // 2  # the multiplier moves: not an answer kept regardless
+
+
+def test_the_mix_is_solved_every_third_period_and_its_level_held_between(profile_of, monkeypatch):
+    """The outer loop (the phase's fit, its curves, the mix's multiplier) runs once every
+    SOLVE_EVERY periods of a phase past its probes; the periods between ask for the clocks
+    around the level that solve found (dithered), and a change of load is still seen."""
+    model = model_of(profile_of, "agx-orin")
+    ctl = BatteryController(model, Battery(energy_j=0.8 * model.power_w[-1] * 600, duration_s=600))
+    every = BatteryController.SOLVE_EVERY
+    assert every == 3
+    solved = []
+    real = BatteryController._mix_lambda
+
+    def recording(self, mix, gpu_w, line):
+        solved.append(True)
+        return real(self, mix, gpu_w, line)
+
+    monkeypatch.setattr(BatteryController, "_mix_lambda", recording)
+    clock = ctl.initial_mhz()
+    state = {"done": 0.0}
+    t = 0.0
+    rows = []  # per period: (run before, solved, level found, clock asked, phases, level used)
+    for load in (lambda rel: 0.003 * rel + 0.047, lambda rel: 0.05 * rel):  # memory, compute
+        for _ in range(500):
+            t += 0.1
+            run, n = ctl.run, len(solved)
+            clock = _step(ctl, model, t, clock, load, state)
+            rows.append((run, len(solved) > n, ctl.want, clock, ctl.phases, ctl.phase_level))
+    # the compute load is seen as a new phase within the recent window and a few periods
+    switch = next(i for i, r in enumerate(rows) if r[4] >= 1)
+    assert 500 <= switch < 500 + 40 + every
+    # in a phase's run, solves come exactly every third period
+    idx = [i for i, r in enumerate(rows) if r[1]]
+    assert len(idx) > 100
+    runs = 0
+    for a, b in zip(idx, idx[1:]):
+        if all(rows[k][0] == "run" and rows[k][4] == rows[a][4] for k in range(a, b + 1)):
+            assert b - a == every, (a, b)
+            runs += 1
+            # between them the level found is kept, and the clock asked is one of the two
+            # table clocks around the level used (the found one, or the trusted band's edge)
+            top = len(model.clocks_mhz) - 1
+            for k in range(a + 1, b):
+                assert rows[k][2] == rows[a][2]
+                used = rows[k][5]
+                i = int(math.floor(used))
+                near = (model.clocks_mhz[min(i, top)], model.clocks_mhz[min(i + 1, top)])
+                assert rows[k][3] in near, (k, rows[k][3], near)
+    assert runs > 100
