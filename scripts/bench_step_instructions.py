@@ -46,13 +46,13 @@ if kind == "power-cap":
     spec, tick, busy_s = {"policy": "power-cap", "cap_w": 0.7 * 40 if board == "agx-orin" else 100}, False, None
 elif kind == "throughput":
     spec, tick, busy_s = {"policy": "throughput", "rate_hz": 10.0}, True, 0.05
-else:
+else:  # battery, the job ticking its work or not
     top = governor.open_device(f"sim:{board}")
     top.run_workload("compute")
     top.clock.sleep(1.0)
     top_w = top.sample().board_power_w or top.sample().power_w
     spec = {"policy": "battery", "energy_j": 0.7 * top_w * 3600.0, "duration_s": 3600.0}
-    tick, busy_s = True, None
+    tick, busy_s = kind == "battery", None
 dev = governor.open_device(f"sim:{board}")
 dev.run_workload("compute")
 with Governor(dev, spec, profile=doc, background=False) as gov:
@@ -65,7 +65,7 @@ with Governor(dev, spec, profile=doc, background=False) as gov:
         mark()
 """
 
-KINDS = ("power-cap", "throughput", "battery")
+KINDS = ("power-cap", "throughput", "battery", "battery-no-ticks")
 
 
 def step_counts(board: str, kind: str, steps: int, profile, tree: Path = REPO) -> list:
