@@ -389,13 +389,15 @@ class Device:
         table = self.supported_mem_clocks_mhz() if mem else self.supported_clocks_mhz()
         if not table:
             raise UnsupportedError(f"{self.uri} reports no supported {what}s")
+        i = bisect.bisect_left(table, value)  # the table is ascending: two neighbours
+        if i < len(table) and table[i] == value:
+            return table[i]  # a table clock (a controller's every request): nothing to check
         tol = self.CLOCK_TOLERANCE_MHZ
         lo, hi = table[0], table[-1]
         if value < lo - tol or value > hi + tol:
             raise InvalidRequestError(
                 f"{what} {value:g} MHz is outside the range {lo:g}-{hi:g} MHz of {self.identity.name}"
             )
-        i = bisect.bisect_left(table, value)  # the table is ascending: two neighbours
         below, above = table[max(i - 1, 0)], table[min(i, len(table) - 1)]
         nearest = below if abs(below - value) <= abs(above - value) else above
         if abs(nearest - value) > tol:
@@ -426,7 +428,8 @@ class Device:
         if lo > hi:
             raise InvalidRequestError(f"minimum clock {lo:g} MHz is above maximum {hi:g} MHz")
         self._change("gpu_clocks", lambda: self._write_gpu_clocks(lo, hi), [lo, hi])
-        log.info("%s: GPU clock locked to %g-%g MHz", self.uri, lo, hi)
+        if log.isEnabledFor(logging.INFO):  # (a controller locks up to ten times a second)
+            log.info("%s: GPU clock locked to %g-%g MHz", self.uri, lo, hi)
         return (lo, hi)
 
     def reset_gpu_clocks(self) -> None:

@@ -172,8 +172,9 @@ class SimDevice(Device):
         self._clock_tables: Dict[Optional[str], List[float]] = {}  # power mode -> clocks
         self._sorted_clocks: Dict[Optional[str], Tuple[float, ...]] = {}  # the same, as a tuple
         self._rate = 0.0  # units of work per second at the present operating point
-        # (workload, clock, memory clock, its rate): the last rate computed (_evaluate_point)
-        self._rate_at: Optional[Tuple[Workload, float, Optional[float], float]] = None
+        # the work rates of the load _rates_load by (clock, memory clock) (_evaluate_point)
+        self._rates: Dict[Tuple[float, Optional[float]], float] = {}
+        self._rates_load: Optional[Workload] = None
         # per rail, what a reading needs (see _plan_rails), built at the first reading
         self._rail_plan: Optional[List[Tuple[str, float, float, str, Optional[float]]]] = None
         self._best_rail_index = 0  # the GPU figure: the narrowest rail with the GPU
@@ -303,17 +304,17 @@ class SimDevice(Device):
         workload = self._workload
         if workload is None:
             self._rate = 0.0
-        else:  # the rate at a clock does not move with temperature: kept while they hold
-            mem = self._mem_clock
-            last = self._rate_at
-            if last is None or last[0] is not workload or last[1] != clock or last[2] != mem:
-                last = self._rate_at = (
-                    workload,
-                    clock,
-                    mem,
-                    1.0 / workload.time_per_unit_s(clock, mem),
-                )
-            self._rate = last[3]
+        else:  # the rate at a clock does not move with temperature: kept per clock (a
+            # controller dithers between two) for the load running, at its memory clock
+            rates = self._rates
+            if self._rates_load is not workload or len(rates) > 256:
+                rates.clear()
+                self._rates_load = workload
+            key = (clock, self._mem_clock)
+            rate = rates.get(key)
+            if rate is None:
+                rate = rates[key] = 1.0 / workload.time_per_unit_s(clock, self._mem_clock)
+            self._rate = rate
         self._clock_mhz, self._throttled = clock, throttled
         self._op_until_s = self._t_s + _OP_REUSE_S
 
