@@ -687,16 +687,25 @@ print(json.dumps({"rss_added_mb": (after - before) / 1024.0, "cpu_pct": 100.0 * 
 
 def _ticking_steps(gov, dev, steps=2000, busy_s=None, tick=True):
     """Median and 95th percentile (µs) of ``gov.update()`` over ``steps`` control periods of
-    simulated time, the app ticking one unit (a frame of ``busy_s``) before each (``tick``
-    False: a job that reports nothing)."""
+    simulated time, the app ticking before each: one frame of ``busy_s`` seconds, or (no
+    ``busy_s``) the whole units of work the simulated load had finished by the step before,
+    as a job reporting its work does (``tick`` False: a job that reports nothing). (The
+    units are read just after a step, at its simulated time: read later, the simulator
+    would integrate the period there, outside the step timed.)"""
     times = []
+    ticked = done = 0
     for _ in range(steps):
         dev.clock.sleep(gov.interval_s)
-        if tick:
+        if tick and busy_s is not None:
             gov.tick(1.0, busy_s=busy_s)
+        elif tick and done > ticked:
+            gov.tick(float(done - ticked))
+            ticked = done
         t0 = time.perf_counter()
         gov.update()
         times.append(time.perf_counter() - t0)
+        if tick and busy_s is None:
+            done = math.floor(dev.work_done())
     times.sort()
     return statistics.median(times) * 1e6, times[int(0.95 * len(times))] * 1e6
 

@@ -55,14 +55,20 @@ else:  # battery, the job ticking its work or not
     tick, busy_s = kind == "battery", None
 dev = governor.open_device(f"sim:{board}")
 dev.run_workload("compute")
+ticked = done = 0
 with Governor(dev, spec, profile=doc, background=False) as gov:
     for _ in range(steps):
         dev.clock.sleep(gov.interval_s)
-        if tick:
+        if tick and busy_s is not None:
             gov.tick(1.0, busy_s=busy_s)
+        elif tick and done > ticked:  # the units done by the step before, as _ticking_steps
+            gov.tick(float(done - ticked))
+            ticked = done
         mark()
         gov.update()
         mark()
+        if tick and busy_s is None:
+            done = int(dev.work_done())
 """
 
 KINDS = ("power-cap", "throughput", "battery", "battery-no-ticks")
