@@ -710,6 +710,26 @@ def _ticking_steps(gov, dev, steps=2000, busy_s=None, tick=True):
     return statistics.median(times) * 1e6, times[int(0.95 * len(times))] * 1e6
 
 
+OVERHEAD_KINDS = ("power-cap", "throughput", "battery", "battery-no-ticks")
+
+
+def overhead_spec(kind, board):
+    """The overhead bench's policy for one step kind (``OVERHEAD_KINDS``) on ``board``:
+    (policy spec, a frame's busy seconds or None, whether the app ticks)."""
+    if kind == "power-cap":
+        cap_w = 0.7 * 40 if board == "agx-orin" else 100
+        return {"policy": "power-cap", "cap_w": cap_w}, None, False
+    if kind == "throughput":
+        return {"policy": "throughput", "rate_hz": 10.0}, 0.05, True
+    top = governor.open_device(f"sim:{board}")
+    top.run_workload("compute")
+    top.clock.sleep(1.0)
+    top_w = top.sample().board_power_w or top.sample().power_w
+    # a budget the top clock would spend in 70 % of the mission: the plan binds
+    battery = {"policy": "battery", "energy_j": 0.7 * top_w * 3600.0, "duration_s": 3600.0}
+    return battery, None, kind == "battery"
+
+
 def bench_overhead(seconds, docs=None):
     import json
 
@@ -721,25 +741,15 @@ def bench_overhead(seconds, docs=None):
     for board in ("agx-orin", "a100-pcie", "rtx-a4000"):
         dev = governor.open_device(f"sim:{board}")
         dev.run_workload("compute")
-        gov = Governor(
-            dev,
-            {"policy": "power-cap", "cap_w": 0.7 * 40 if board == "agx-orin" else 100},
-            background=False,
-        )
-        times = []
+        gov = Governor(dev, overhead_spec("power-cap", board)[0], background=False)
         with gov:
-            for _ in range(2000):
-                dev.clock.sleep(gov.interval_s)
-                t0 = time.perf_counter()
-                gov.update()
-                times.append(time.perf_counter() - t0)
+            med, _ = _ticking_steps(gov, dev, tick=False)
             sample_t = []
             for _ in range(500):
                 dev.clock.sleep(gov.interval_s)
                 t0 = time.perf_counter()
                 dev.sample()
                 sample_t.append(time.perf_counter() - t0)
-        med = statistics.median(times) * 1e6
         dev_med = statistics.median(sample_t) * 1e6
         print(
             f"| control step, sim:{board} (median, incl. device read {dev_med:.0f} µs) | {med:.0f} µs | ≤ 100 µs |"
@@ -750,18 +760,13 @@ def bench_overhead(seconds, docs=None):
         doc = (docs or {}).get(board)
         if doc is None:
             continue
-        top = governor.open_device(f"sim:{board}")
-        top.run_workload("compute")
-        top.clock.sleep(1.0)
-        top_w = top.sample().board_power_w or top.sample().power_w
-        # a budget the top clock would spend in 70 % of the mission: the plan binds
-        battery = {"policy": "battery", "energy_j": 0.7 * top_w * 3600.0, "duration_s": 3600.0}
-        specs = (
-            ("throughput 10 Hz", {"policy": "throughput", "rate_hz": 10.0}, 0.05, True),
-            ("battery, ticks", battery, None, True),
-            ("battery, no ticks", battery, None, False),
-        )
-        for label, spec, busy_s, tick in specs:
+        labels = {
+            "throughput": "throughput 10 Hz",
+            "battery": "battery, ticks",
+            "battery-no-ticks": "battery, no ticks",
+        }
+        for kind, label in labels.items():
+            spec, busy_s, tick = overhead_spec(kind, board)
             dev = governor.open_device(f"sim:{board}")
             dev.run_workload("compute")
             with Governor(dev, spec, profile=doc, background=False) as gov:

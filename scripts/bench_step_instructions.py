@@ -6,8 +6,8 @@
 The wall-clock medians of ``bench_runtime.py --only overhead`` move with the host: on the
 2-core machine the same code's battery step measured 82 and 140 µs ten minutes apart, and
 the power-cap step 47 and 76 µs. This bench counts what the code itself does instead:
-each step kind of the overhead table (the same loops: ``_ticking_steps`` and the power-cap
-loop, the same budgets and profiles) runs under ``valgrind --tool=callgrind``, which dumps
+each step kind of the overhead table (its own loop, ``_ticking_steps``, and policies,
+``overhead_spec``, imported from bench_runtime.py; the same profiles) runs under ``valgrind --tool=callgrind``, which dumps
 its count at every ``time.perf_counter()`` call; the loop calls it just before and just
 after each ``gov.update()``, so every second part is one control step. Printed: the median
 and 95th percentile of instructions per step over all the steps, as the overhead table's
@@ -31,47 +31,25 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-# the child: one step kind on one board, perf_counter() around each update
+# the child: one step kind on one board, the overhead bench's own loop (_ticking_steps:
+# time.perf_counter() just before and just after each update)
 CHILD = r"""
-import json, sys, time
+import json, sys
 sys.path.insert(0, sys.argv[1])
 import logging
 logging.getLogger("governor.runtime").addHandler(logging.NullHandler())
 import governor
 from governor.runtime import Governor
+sys.path.insert(1, sys.argv[6])  # (governor is the tree's, imported above)
+from bench_runtime import _ticking_steps, overhead_spec
 board, kind, steps, profile_path = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 doc = json.load(open(profile_path)) if profile_path != "-" else None
-mark = time.perf_counter
-if kind == "power-cap":
-    spec, tick, busy_s = {"policy": "power-cap", "cap_w": 0.7 * 40 if board == "agx-orin" else 100}, False, None
-elif kind == "throughput":
-    spec, tick, busy_s = {"policy": "throughput", "rate_hz": 10.0}, True, 0.05
-else:  # battery, the job ticking its work or not
-    top = governor.open_device(f"sim:{board}")
-    top.run_workload("compute")
-    top.clock.sleep(1.0)
-    top_w = top.sample().board_power_w or top.sample().power_w
-    spec = {"policy": "battery", "energy_j": 0.7 * top_w * 3600.0, "duration_s": 3600.0}
-    tick, busy_s = kind == "battery", None
+spec, busy_s, tick = overhead_spec(kind, board)
 dev = governor.open_device(f"sim:{board}")
 dev.run_workload("compute")
-ticked = done = 0
 with Governor(dev, spec, profile=doc, background=False) as gov:
-    for _ in range(steps):
-        dev.clock.sleep(gov.interval_s)
-        if tick and busy_s is not None:
-            gov.tick(1.0, busy_s=busy_s)
-        elif tick and done > ticked:  # the units done by the step before, as _ticking_steps
-            gov.tick(float(done - ticked))
-            ticked = done
-        mark()
-        gov.update()
-        mark()
-        if tick and busy_s is None:
-            done = int(dev.work_done())
+    _ticking_steps(gov, dev, steps, busy_s=busy_s, tick=tick)
 """
-
-KINDS = ("power-cap", "throughput", "battery", "battery-no-ticks")
 
 
 def step_counts(board: str, kind: str, steps: int, profile, tree: Path = REPO) -> list:
@@ -99,6 +77,7 @@ def step_counts(board: str, kind: str, steps: int, profile, tree: Path = REPO) -
             kind,
             str(steps),
             prof,
+            str(REPO / "scripts"),
         ]
         env = dict(os.environ, PYTHONHASHSEED="0")
         done = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -118,6 +97,13 @@ def step_counts(board: str, kind: str, steps: int, profile, tree: Path = REPO) -
 
 
 def main() -> None:
+    # as bench_runtime.py: no stored state or profile of this machine's user is read
+    os.environ.setdefault("GOVERNOR_STATE_DIR", tempfile.mkdtemp(prefix="governor-bench-state-"))
+    os.environ.setdefault("GOVERNOR_DATA_DIR", tempfile.mkdtemp(prefix="governor-bench-data-"))
+    sys.path.insert(0, str(REPO / "scripts"))
+    from bench_runtime import OVERHEAD_KINDS as KINDS
+    from bench_runtime import calibrated
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default="agx-orin,a100-sxm")
     parser.add_argument("--steps", type=int, default=2000)
@@ -136,12 +122,6 @@ def main() -> None:
         sys.exit(f"bench_step_instructions: kinds are {', '.join(KINDS)}; steps >= 10")
     if not (args.tree / "governor" / "__init__.py").is_file():
         sys.exit(f"bench_step_instructions: {args.tree} holds no governor package")
-    # as bench_runtime.py: no stored state or profile of this machine's user is read
-    os.environ.setdefault("GOVERNOR_STATE_DIR", tempfile.mkdtemp(prefix="governor-bench-state-"))
-    os.environ.setdefault("GOVERNOR_DATA_DIR", tempfile.mkdtemp(prefix="governor-bench-data-"))
-    sys.path.insert(0, str(REPO / "scripts"))
-    from bench_runtime import calibrated
-
     print("| step | board | instructions, median | p95 | steps |")
     print("|---|---|---:|---:|---:|")
     for board in [b for b in args.boards.split(",") if b]:
