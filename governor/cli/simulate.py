@@ -38,7 +38,10 @@ def simulate_command(
     rate_hz: RateOpt = None,
     clock: ClockOpt = None,
     trace: Annotated[
-        str, typer.Option("--trace", help="steady, bursty, step or perception-30hz.")
+        str,
+        typer.Option(
+            "--trace", help="steady, bursty, step, memory, memory-compute or perception-30hz."
+        ),
     ] = "steady",
     duration_s: Annotated[
         float,

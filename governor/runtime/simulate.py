@@ -5,6 +5,10 @@ Traces (``TRACES``):
 - ``steady``: the board's compute-bound workload all the time;
 - ``bursty``: compute bursts of 2-8 s separated by 1-4 s idle (seeded);
 - ``step``: memory-bound load, a step to compute-bound for the middle third, back again;
+- ``memory``: the memory-bound load all the time;
+- ``memory-compute``: the memory-bound load for the first third, then compute-bound to the
+  end (``step`` and these two look the same to a policy until a third of the mission has
+  run, and ``step`` and ``memory-compute`` until two thirds have);
 - ``perception-30hz``: a camera frame every 1/30 s; each needs the work of 45 % of a frame
   period at the top clock (±5 % jitter, seeded); frames queue while the GPU is busy and a
   frame that finishes after the next one arrives is a missed deadline. The app reports each
@@ -30,7 +34,7 @@ from governor.runtime.governor import Governor
 
 __all__ = ["TRACES", "simulate", "trace_segments"]
 
-TRACES = ("steady", "bursty", "step", "perception-30hz")
+TRACES = ("steady", "bursty", "step", "memory", "memory-compute", "perception-30hz")
 FRAME_RATE_HZ = 30.0
 FRAME_LOAD = 0.45  # share of a frame period one frame needs at the top clock
 
@@ -43,6 +47,10 @@ def trace_segments(
         return [(0.0, "compute")]
     if trace == "step":
         return [(0.0, "memory"), (duration_s / 3.0, "compute"), (2.0 * duration_s / 3.0, "memory")]
+    if trace == "memory":
+        return [(0.0, "memory")]
+    if trace == "memory-compute":
+        return [(0.0, "memory"), (duration_s / 3.0, "compute")]
     if trace == "bursty":
         rng = random.Random(seed * 104729 + 17)
         out: List[Tuple[float, Optional[str]]] = []
