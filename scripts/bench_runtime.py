@@ -16,6 +16,9 @@ Each board is first calibrated (as a user would with ``governor calibrate``), th
   bursty trace; ``--baseline-cache FILE`` keeps the calibrated profiles and the baselines,
   which do not depend on the controllers, between runs, keyed by a hash of the simulator's,
   calibration's and profiles' sources);
+- battery on the step trace's siblings (``siblings``): the traces ``memory`` and
+  ``memory-compute``, which a policy cannot tell from ``step`` until a third (two thirds)
+  of the mission has run, on the step trace's budget: the price of forecasting the step;
 - throughput: the 30 Hz perception trace (60 s): missed deadlines (target <= 1 %) and energy
   against the cheapest constant clock that misses <= 1 % (target <= 1);
 - throughput with a battery floor: the same loop with a budget above and below what the
@@ -307,6 +310,7 @@ def baseline_code_hash(root=REPO, sources=BASELINE_SOURCES) -> str:
         _phase_points,
         _upper_hull,
         battery_baselines,  # the budget rule
+        sibling_baselines,
     ):
         digest.update(inspect.getsource(fn).encode())
     return digest.hexdigest()
@@ -415,16 +419,41 @@ def battery_baselines(board, doc, trace, duration, scope="board", seed=0):
     }
 
 
-def bench_battery(boards, docs, duration, scope="board", ticks=False, seed=0, cache=None):
+def sibling_baselines(board, doc, trace, duration, budget_j, scope="board", seed=0):
+    """The best constant clock that lasts and the oracle for one mission on a budget given
+    (the step trace's, for the traces a policy cannot tell from it at first)."""
+    clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
+    best = best_lasting_clock(board, doc, clocks, trace, duration, budget_j, scope, seed)
+    oracle_work, oracle_const = battery_oracle(board, trace, duration, budget_j, seed)
+    return {
+        "budget_j": budget_j,
+        "best_work": best["work_done"] if best else None,
+        "best_clock_mhz": best["mean_clock_mhz"] if best else None,
+        "oracle_work": oracle_work,
+        "oracle_const": oracle_const,
+    }
+
+
+# the step trace's siblings: memory-bound all along, and memory-bound then compute-bound
+# from a third on; a policy sees the same load as on the step trace until a third (two
+# thirds) of the mission has run, so they share its budget
+SIBLING_TRACES = ("memory", "memory-compute")
+
+
+def bench_battery(
+    boards, docs, duration, scope="board", ticks=False, seed=0, cache=None, siblings=False
+):
     """Budget between what the lowest and the top clock use on ``scope``: 60 % of the way.
     ``ticks``: the job reports its work with ``gov.tick`` (see :class:`_TickingApp`);
-    ``cache``: a :class:`BaselineCache` for the baselines (default: computed here)."""
+    ``cache``: a :class:`BaselineCache` for the baselines (default: computed here);
+    ``siblings``: the traces of ``SIBLING_TRACES`` on the step trace's budget instead."""
     import contextlib
 
     cache = cache if cache is not None else BaselineCache()
     print(
         f"\n## Battery ({scope} scope): budget = lowest-clock energy + 60 % of the way to "
-        f"top-clock energy, {duration:.0f} s, "
+        + ("top-clock energy on the step trace" if siblings else "top-clock energy")
+        + f", {duration:.0f} s, "
         + ("the job ticks its work (gov.tick per unit)" if ticks else "the job does not tick")
         + (f", trace seed {seed}" if seed else "")
     )
@@ -437,11 +466,22 @@ def bench_battery(boards, docs, duration, scope="board", ticks=False, seed=0, ca
     ratios, over, gains = [], [], []
     for board in boards:
         doc = docs[board]
-        for trace in BATTERY_TRACES:
-            base = cache.battery_baseline(
-                cache.battery_key(board, trace, seed, scope, duration),
-                functools.partial(battery_baselines, board, doc, trace, duration, scope, seed),
-            )
+        for trace in SIBLING_TRACES if siblings else BATTERY_TRACES:
+            if siblings:
+                step = cache.battery_baseline(
+                    cache.battery_key(board, "step", seed, scope, duration),
+                    functools.partial(battery_baselines, board, doc, "step", duration, scope, seed),
+                )
+                make = functools.partial(
+                    sibling_baselines, board, doc, trace, duration, step["budget_j"], scope, seed
+                )
+                key = cache.battery_key(board, f"{trace}@step", seed, scope, duration)
+            else:
+                make = functools.partial(
+                    battery_baselines, board, doc, trace, duration, scope, seed
+                )
+                key = cache.battery_key(board, trace, seed, scope, duration)
+            base = cache.battery_baseline(key, make)
             budget = base["budget_j"]
             with _TickingApp() if ticks else contextlib.nullcontext():
                 r = simulate(
@@ -836,8 +876,8 @@ def main() -> None:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated sections: cap, battery, throughput, floor, online, overhead "
-        "(default: all)",
+        help="comma-separated sections: cap, battery, siblings, throughput, floor, online, "
+        "overhead (default: all)",
     )
     parser.add_argument(
         "--baseline-cache",
@@ -851,6 +891,7 @@ def main() -> None:
     only = set(filter(None, args.only.split(","))) or {
         "cap",
         "battery",
+        "siblings",
         "throughput",
         "floor",
         "online",
@@ -866,6 +907,11 @@ def main() -> None:
     if "battery" in only:
         for ticks in {"no": (False,), "yes": (True,)}.get(args.battery_ticks, (False, True)):
             bench_battery(boards, docs, 600 * scale, ticks=ticks, seed=args.seed, cache=cache)
+    if "siblings" in only:
+        for ticks in {"no": (False,), "yes": (True,)}.get(args.battery_ticks, (False, True)):
+            bench_battery(
+                boards, docs, 600 * scale, ticks=ticks, seed=args.seed, cache=cache, siblings=True
+            )
     from governor.runtime import simulate as sim
 
     kept = sim.FRAME_RATE_HZ, sim.FRAME_LOAD
