@@ -413,9 +413,11 @@ class BatteryController(Controller):
             # once a phase has ended the phases' length is known: the phase now lasts its
             # rest of a typical phase, then another load runs a typical phase, and only the
             # time after that mixes the loads as so far (so a last phase is forecast to end
-            # the mission, and one that outlives the typical length to give way soon)
+            # the mission); a phase that has outlived the typical length is forecast to run
+            # as long again as it has (forecast to give way at once, a compute phase that
+            # ran on kept spending for a memory phase that never came)
             typical = self.closed_busy_s / self.closed_n
-            now_s = min(max(typical - age, 0.0), left)
+            now_s = min(typical - age if age <= typical else age, left)
             next_s = min(typical, left - now_s)
             tail_s = left - now_s - next_s
             share = age / (age + others_s)

@@ -24,3 +24,25 @@ def test_a_phase_between_two_others_holds_its_clock_and_the_last_spends_the_rest
     # mission's mix by time alone let it fall as its own weight grew)
     assert abs(mean(200, 240) / mean(140, 180) - 1.0) <= 0.02
     assert abs(left_j) <= 0.002 * budget
+
+
+def test_a_phase_that_outlives_the_typical_one_is_forecast_to_run_on(profile_of):
+    # memory-bound for a third, then compute-bound to the end: once the compute phase has
+    # run longer than the memory one did, it is forecast to run on (as long again as it
+    # has), not to give way at once to a memory phase that never comes
+    board = "agx-orin"
+    phases = [("memory", 200.0), ("compute", 400.0)]
+    budget = phase_budget_j(board, phases)
+    mission = run_mission(board, profile_of(board), budget, phases)
+    clocks, left_j = mission.clocks_mhz, mission.left_j
+
+    def mean(a_s, b_s):
+        part = clocks[int(a_s * 10) : int(b_s * 10)]
+        return sum(part) / len(part)
+
+    # the rest of the mission spent evenly from the typical length on: four stretches of
+    # 45 s alike (forecasting memory next kept the clock up, then cut it short: 983, 752,
+    # 758, 770 MHz)
+    quarters = [mean(t, t + 45.0) for t in (410.0, 457.0, 504.0, 551.0)]
+    assert max(quarters) / min(quarters) <= 1.05, quarters
+    assert abs(left_j) <= 0.002 * budget
