@@ -64,9 +64,9 @@ def _rate(hull, power_w):
     return hull[-1][1]
 
 
-def _phases(trace, duration_s):
+def _phases(trace, duration_s, seed=0):
     """[(load name or None, seconds)] of a trace, in order."""
-    seg = trace_segments(trace, duration_s)
+    seg = trace_segments(trace, duration_s, seed)
     ends = [s for s, _ in seg[1:]] + [duration_s]
     return [(name, min(end, duration_s) - start) for (start, name), end in zip(seg, ends)]
 
@@ -91,9 +91,9 @@ def _constant_runs(spec, phases):
     return out
 
 
-def budget_j(spec, trace, duration_s):
+def budget_j(spec, trace, duration_s, seed=0):
     """The bench's budget rule under steady-state physics."""
-    runs = _constant_runs(spec, _phases(trace, duration_s))
+    runs = _constant_runs(spec, _phases(trace, duration_s, seed))
     low, top = runs[0][1], runs[-1][1]
     return low + SHARE * (top - low)
 
@@ -177,12 +177,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default="", help="comma-separated boards (default: all)")
     parser.add_argument("--grid", type=int, default=240, help="grid cells per third's power")
+    parser.add_argument("--seed", type=int, default=0, help="the bursty trace's seed")
     parser.add_argument(
         "--baseline-cache",
         default=None,
         metavar="FILE",
         help="take the budgets from the battery bench's baseline cache (bench_runtime.py "
-        "--baseline-cache FILE, seed 0, 600 s): the bench's own, measured on simulated "
+        "--baseline-cache FILE, 600 s): the bench's own, measured on simulated "
         "missions (default: the bench's rule in steady state)",
     )
     args = parser.parse_args()
@@ -192,8 +193,9 @@ def main() -> None:
         cached = json.loads(Path(args.baseline_cache).read_text()).get("battery", {})
 
     def budget_of(spec, board, trace):
-        row = cached.get(f"{board}|{trace}|0|board|{DURATION_S:g}")
-        return row["budget_j"] if row else budget_j(spec, trace, DURATION_S)
+        seed = args.seed if trace == "bursty" else 0
+        row = cached.get(f"{board}|{trace}|{seed}|board|{DURATION_S:g}")
+        return row["budget_j"] if row else budget_j(spec, trace, DURATION_S, seed)
 
     print(
         "| board | step budget J | best constant MHz | oracle vs best constant | "
@@ -209,7 +211,7 @@ def main() -> None:
         mem_only = r["memory"] if r["memory"] is not None else float("nan")
         for trace in ("steady", "bursty"):
             b = budget_of(spec, board, trace)
-            work, const = battery_oracle(board, trace, DURATION_S, b)
+            work, const = battery_oracle(board, trace, DURATION_S, b, args.seed)
             ratios.append(work / const)
         ratios.append(both)
         print(
