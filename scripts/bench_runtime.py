@@ -408,20 +408,13 @@ def battery_baselines(board, doc, trace, duration, scope="board", seed=0):
     top = constant(board, doc, clocks[-1], trace, duration, scope, seed)
     low = constant(board, doc, clocks[0], trace, duration, scope, seed)
     budget = low["energy_j"] + 0.6 * (top["energy_j"] - low["energy_j"])
-    best = best_lasting_clock(board, doc, clocks, trace, duration, budget, scope, seed)
-    oracle_work, oracle_const = battery_oracle(board, trace, duration, budget, seed)
-    return {
-        "budget_j": budget,
-        "best_work": best["work_done"] if best else None,
-        "best_clock_mhz": best["mean_clock_mhz"] if best else None,
-        "oracle_work": oracle_work,
-        "oracle_const": oracle_const,
-    }
+    return sibling_baselines(board, doc, trace, duration, budget, scope, seed)
 
 
 def sibling_baselines(board, doc, trace, duration, budget_j, scope="board", seed=0):
     """The best constant clock that lasts and the oracle for one mission on a budget given
-    (the step trace's, for the traces a policy cannot tell from it at first)."""
+    (the step trace's, for the traces a policy cannot tell from it at first; the bench's
+    own rule's, for its traces)."""
     clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
     best = best_lasting_clock(board, doc, clocks, trace, duration, budget_j, scope, seed)
     oracle_work, oracle_const = battery_oracle(board, trace, duration, budget_j, seed)
