@@ -3,26 +3,19 @@ calibration code, rebuilt when stale or unreadable, a malformed entry recomputed
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from script_helpers import script_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_runtime_under_test", ROOT / "scripts" / "bench_runtime.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop(spec.name, None)
+    with script_module("bench_runtime") as mod:
+        yield mod
 
 
 ROW = {

@@ -9,6 +9,12 @@ from __future__ import annotations
 from battery_helpers import phase_budget_j, run_mission
 
 
+def _mean(clocks, a_s, b_s):
+    """The mean clock from ``a_s`` to ``b_s`` (10 control periods a second)."""
+    part = clocks[int(a_s * 10) : int(b_s * 10)]
+    return sum(part) / len(part)
+
+
 def test_a_phase_between_two_others_holds_its_clock_and_the_last_spends_the_rest(profile_of):
     board = "a100-sxm"
     phases = [("memory", 120.0), ("compute", 120.0), ("memory", 120.0)]
@@ -16,13 +22,9 @@ def test_a_phase_between_two_others_holds_its_clock_and_the_last_spends_the_rest
     mission = run_mission(board, profile_of(board), budget, phases)
     clocks, left_j = mission.clocks_mhz, mission.left_j
 
-    def mean(a_s, b_s):
-        part = clocks[int(a_s * 10) : int(b_s * 10)]
-        return sum(part) / len(part)
-
     # the compute phase (120-240 s), after its probes: its last half as its first (the
     # mission's mix by time alone let it fall as its own weight grew)
-    assert abs(mean(200, 240) / mean(140, 180) - 1.0) <= 0.02
+    assert abs(_mean(clocks, 200, 240) / _mean(clocks, 140, 180) - 1.0) <= 0.02
     assert abs(left_j) <= 0.002 * budget
 
 
@@ -36,13 +38,9 @@ def test_a_phase_that_outlives_the_typical_one_is_forecast_to_run_on(profile_of)
     mission = run_mission(board, profile_of(board), budget, phases)
     clocks, left_j = mission.clocks_mhz, mission.left_j
 
-    def mean(a_s, b_s):
-        part = clocks[int(a_s * 10) : int(b_s * 10)]
-        return sum(part) / len(part)
-
     # the rest of the mission spent evenly from the typical length on: four stretches of
     # 45 s alike (forecasting memory next kept the clock up, then cut it short: 983, 752,
     # 758, 770 MHz)
-    quarters = [mean(t, t + 45.0) for t in (410.0, 457.0, 504.0, 551.0)]
+    quarters = [_mean(clocks, t, t + 45.0) for t in (410.0, 457.0, 504.0, 551.0)]
     assert max(quarters) / min(quarters) <= 1.05, quarters
     assert abs(left_j) <= 0.002 * budget

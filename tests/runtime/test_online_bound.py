@@ -3,25 +3,14 @@ while keeping the best constant clock's work on the traces it cannot tell from i
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from script_helpers import script_module
 
 
 @pytest.fixture(scope="module")
 def bound():
-    spec = importlib.util.spec_from_file_location(
-        "bench_online_bound_under_test", ROOT / "scripts" / "bench_online_bound.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop(spec.name, None)
+    with script_module("bench_online_bound") as mod:
+        yield mod
 
 
 @pytest.mark.parametrize("board", ["agx-orin", "titan-x"])
