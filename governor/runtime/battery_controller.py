@@ -425,9 +425,30 @@ class BatteryController(Controller):
             others_scale = (next_s + tail_s * (1.0 - share)) / others_s
         mix = [(now_w, phase_neg, None, None)]
         mix += [(secs * others_scale, neg, pp, band) for secs, neg, pp, band in others]
+        if others_scale <= 0.0 or not others:
+            # the phase now is forecast to end the mission: its level is where its own power
+            # line draws the plan (by the multiplier, a compute-bound load on a table of equal
+            # power steps, whose gaps are flat but for rounding, landed anywhere on the flat:
+            # H100 PCIe 1275 MHz where the plan was 990)
+            want = self.want = self._own_level(line, gpu_w)
+            return self._hold(want, level)
         lam = self.last_lam = self._mix_lambda(mix, gpu_w, line)
         want = self.want = _level_neg(phase_neg, lam)
         return self._hold(want, level)
+
+    def _own_level(self, line: Tuple[float, float], gpu_w: float) -> float:
+        """The fractional level below the cap where the phase's power line ``(a, b)``
+        (``a + b·(P_model − P_idle)``) draws ``gpu_w``; the table's ends beyond it."""
+        a, b = line
+        dyn = self._dyn_end
+        want = (gpu_w - a) / b if b > 0 else dyn[-1]
+        k = bisect.bisect_right(dyn, want)
+        if k <= 0:
+            return 0.0
+        if k >= len(dyn):
+            return float(len(dyn) - 1)
+        d0, d1 = dyn[k - 1], dyn[k]
+        return k - 1 + ((want - d0) / (d1 - d0) if d1 > d0 else 0.0)
 
     def _hold(self, want: float, level: float) -> float:
         """The clock for the phase's level ``want`` (the mix's answer), the plan's ``level``

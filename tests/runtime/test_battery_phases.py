@@ -6,6 +6,7 @@ instead of drifting as its own age weighs more and more in the mix."""
 
 from __future__ import annotations
 
+import pytest
 from battery_helpers import phase_budget_j, run_mission
 
 
@@ -28,11 +29,13 @@ def test_a_phase_between_two_others_holds_its_clock_and_the_last_spends_the_rest
     assert abs(left_j) <= 0.002 * budget
 
 
-def test_a_phase_that_outlives_the_typical_one_is_forecast_to_run_on(profile_of):
+@pytest.mark.parametrize("board", ["agx-orin", "h100-pcie"])
+def test_a_phase_that_outlives_the_typical_one_is_forecast_to_run_on(profile_of, board):
     # memory-bound for a third, then compute-bound to the end: once the compute phase has
     # run longer than the memory one did, it is forecast to run on (as long again as it
-    # has), not to give way at once to a memory phase that never comes
-    board = "agx-orin"
+    # has), not to give way at once to a memory phase that never comes; the H100 PCIe's
+    # table has equal power steps, where a compute-bound load's marginal rates are flat
+    # and its level is the one its power line puts at the plan
     phases = [("memory", 200.0), ("compute", 400.0)]
     budget = phase_budget_j(board, phases)
     mission = run_mission(board, profile_of(board), budget, phases)
@@ -44,3 +47,31 @@ def test_a_phase_that_outlives_the_typical_one_is_forecast_to_run_on(profile_of)
     quarters = [_mean(clocks, t, t + 45.0) for t in (410.0, 457.0, 504.0, 551.0)]
     assert max(quarters) / min(quarters) <= 1.05, quarters
     assert abs(left_j) <= 0.002 * budget
+
+
+def test_a_last_compute_phase_on_a_table_of_equal_steps_spends_its_plan(profile_of):
+    # the bench's memory-compute mission on the H100 PCIe (board scope, the step trace's
+    # budget, a job that ticks): the compute phase, forecast to end the mission, draws the
+    # plan at its own level; by the multiplier over its flat marginal rates it jumped to
+    # 1275 MHz in bursts while the plan was 990, and the budget ran out 3 s early
+    from script_helpers import script_module
+
+    from governor.runtime.simulate import simulate
+
+    board, duration = "h100-pcie", 600.0
+    doc = profile_of(board)
+    with script_module("bench_runtime") as bench:
+        clocks = bench.governor.open_device(f"sim:{board}").supported_clocks_mhz()
+        top = bench.constant(board, doc, clocks[-1], "step", duration, "board")
+        low = bench.constant(board, doc, clocks[0], "step", duration, "board")
+        budget = low["energy_j"] + 0.6 * (top["energy_j"] - low["energy_j"])
+        with bench._TickingApp():
+            r = simulate(
+                board,
+                {"policy": "battery", "energy_j": budget, "duration_s": duration},
+                "memory-compute",
+                duration,
+                profile=doc,
+            )
+    assert r["lasted_s"] >= duration - 0.1
+    assert r["board_energy_j"] <= budget * 1.0005
