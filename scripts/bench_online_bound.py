@@ -188,9 +188,17 @@ def main() -> None:
     )
     args = parser.parse_args()
     boards = [b for b in args.boards.split(",") if b] or list(board_names())
+    unknown = sorted(set(boards) - set(board_names()))
+    if unknown:
+        parser.error(f"unknown board {unknown[0]!r}; known: {', '.join(board_names())}")
+    if args.grid < 2:
+        parser.error(f"--grid must be 2 or more, not {args.grid}")
     cached = {}
     if args.baseline_cache:
-        cached = json.loads(Path(args.baseline_cache).read_text()).get("battery", {})
+        try:
+            cached = json.loads(Path(args.baseline_cache).read_text()).get("battery", {})
+        except (OSError, ValueError, AttributeError) as err:
+            parser.error(f"--baseline-cache {args.baseline_cache}: not readable ({err})")
 
     def budget_of(spec, board, trace):
         seed = args.seed if trace == "bursty" else 0
