@@ -426,10 +426,11 @@ class BatteryController(Controller):
         mix = [(now_w, phase_neg, None, None)]
         mix += [(secs * others_scale, neg, pp, band) for secs, neg, pp, band in others]
         if others_scale <= 0.0 or not others:
-            # the phase now is forecast to end the mission: its level is where its own power
-            # line draws the plan (by the multiplier, a compute-bound load on a table of equal
-            # power steps, whose gaps are flat but for rounding, landed anywhere on the flat:
-            # H100 PCIe 1275 MHz where the plan was 990)
+            # the phase now is all the forecast holds (it is forecast to end the mission, or
+            # no other load can be weighed): its level is where its own power line draws the
+            # plan (by the multiplier, a compute-bound load on a table of equal power steps,
+            # whose gaps are flat but for rounding, landed anywhere on the flat: H100 PCIe
+            # 1275 MHz where the plan was 990)
             want = self.want = self._own_level(line, gpu_w)
             return self._hold(want, level)
         lam = self.last_lam = self._mix_lambda(mix, gpu_w, line)
