@@ -223,16 +223,8 @@ class BatteryController(Controller):
     def _level(self, gpu_w: float, ratio: Optional[float] = None) -> float:
         """Fractional index into the clock table whose corrected power is ``gpu_w``
         (``ratio``: :meth:`_ratio`, when the caller has it)."""
-        model_w = self.model.power_w
         want = gpu_w / max(self._ratio() if ratio is None else ratio, 1e-9)
-        top = len(model_w) - 1
-        i = bisect.bisect_right(model_w, want) - 1
-        if i < 0:
-            return 0.0
-        if i >= top:
-            return float(top)
-        lo, hi = model_w[i], model_w[i + 1]
-        return i + ((want - lo) / (hi - lo) if hi > lo else 0.0)
+        return _fractional_index(self.model.power_w, want)
 
     def _pick(self, level: float) -> float:
         """One clock of the two around ``level``, the upper one as often as its fraction
@@ -442,14 +434,7 @@ class BatteryController(Controller):
         (``a + b·(P_model − P_idle)``) draws ``gpu_w``; the table's ends beyond it."""
         a, b = line
         dyn = self._dyn_end
-        want = (gpu_w - a) / b if b > 0 else dyn[-1]
-        k = bisect.bisect_right(dyn, want)
-        if k <= 0:
-            return 0.0
-        if k >= len(dyn):
-            return float(len(dyn) - 1)
-        d0, d1 = dyn[k - 1], dyn[k]
-        return k - 1 + ((want - d0) / (d1 - d0) if d1 > d0 else 0.0)
+        return _fractional_index(dyn, (gpu_w - a) / b if b > 0 else dyn[-1])
 
     def _hold(self, want: float, level: float) -> float:
         """The clock for the phase's level ``want`` (the mix's answer), the plan's ``level``
@@ -890,6 +875,19 @@ class BatteryController(Controller):
             "battery_read_error": self.read_error,
             "model_correction": self.tracker.r,
         }
+
+
+def _fractional_index(rising: Sequence[float], value: float) -> float:
+    """Where ``value`` falls in the rising table, interpolated between its two entries
+    around it; the table's ends beyond it (the level of a power, a clock time-sharing two)."""
+    top = len(rising) - 1
+    i = bisect.bisect_right(rising, value) - 1
+    if i < 0:
+        return 0.0
+    if i >= top:
+        return float(top)
+    lo, hi = rising[i], rising[i + 1]
+    return i + ((value - lo) / (hi - lo) if hi > lo else 0.0)
 
 
 def _level_neg(neg: Sequence[float], lam: float) -> float:
