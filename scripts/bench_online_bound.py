@@ -169,7 +169,6 @@ def step_bound(board, duration_s=DURATION_S, grid=240, budget=None):
         "grid_oracle": best["none"][0] / const_work,
         "memory": best["memory"][0] / const_work if best["memory"][1] else None,
         "both": best["both"][0] / const_work if best["both"][1] else None,
-        "points": {k: v[1] for k, v in best.items()},
     }
 
 

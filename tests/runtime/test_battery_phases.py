@@ -56,12 +56,13 @@ def test_a_last_compute_phase_on_a_table_of_equal_steps_spends_its_plan(profile_
     # 1275 MHz in bursts while the plan was 990, and the budget ran out 3 s early
     from script_helpers import script_module
 
+    import governor
     from governor.runtime.simulate import simulate
 
     board, duration = "h100-pcie", 600.0
     doc = profile_of(board)
     with script_module("bench_runtime") as bench:
-        clocks = bench.governor.open_device(f"sim:{board}").supported_clocks_mhz()
+        clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
         top = bench.constant(board, doc, clocks[-1], "step", duration, "board")
         low = bench.constant(board, doc, clocks[0], "step", duration, "board")
         budget = low["energy_j"] + 0.6 * (top["energy_j"] - low["energy_j"])
