@@ -40,7 +40,9 @@ def simulate_command(
     trace: Annotated[
         str,
         typer.Option(
-            "--trace", help="steady, bursty, step, memory, memory-compute or perception-30hz."
+            "--trace",
+            help="steady, bursty, step, memory, memory-compute, perception-30hz, or a phase "
+            "list load:weight,... (loads compute, memory, idle; e.g. compute:1,memory:1).",
         ),
     ] = "steady",
     duration_s: Annotated[

@@ -9,6 +9,10 @@ Traces (``TRACES``):
 - ``memory-compute``: the memory-bound load for the first third, then compute-bound to the
   end (``step`` and these two look the same to a policy until a third of the mission has
   run, and ``step`` and ``memory-compute`` until two thirds have);
+- a phase list, ``load:weight,load:weight,...`` (loads ``compute``, ``memory`` and
+  ``idle``): the loads in that order, each for its weight's share of the run
+  (``compute:1,memory:1``: compute-bound for the first half, memory-bound for the second;
+  the patterns of a job the named traces do not cover);
 - ``perception-30hz``: a camera frame every 1/30 s; each needs the work of 45 % of a frame
   period at the top clock (±5 % jitter, seeded); frames queue while the GPU is busy and a
   frame that finishes after the next one arrives is a missed deadline. The app reports each
@@ -25,6 +29,7 @@ periods whose own mean power does (dithering between two clocks puts half of the
 from __future__ import annotations
 
 import collections
+import math
 import random
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -32,17 +37,61 @@ from governor.errors import InvalidRequestError
 from governor.runtime import policies as _policies
 from governor.runtime.governor import Governor
 
-__all__ = ["TRACES", "simulate", "trace_segments"]
+__all__ = ["TRACES", "phase_list", "simulate", "trace_segments"]
 
 TRACES = ("steady", "bursty", "step", "memory", "memory-compute", "perception-30hz")
 FRAME_RATE_HZ = 30.0
 FRAME_LOAD = 0.45  # share of a frame period one frame needs at the top clock
 
 
+PHASE_LOADS = {"compute": "compute", "memory": "memory", "idle": None}
+MAX_PHASES = 1000
+
+
+def phase_list(trace: str) -> List[Tuple[Optional[str], float]]:
+    """``[(workload or None, share of the run), ...]`` for a phase-list trace
+    (``load:weight,...``; see the module's docstring).
+
+    Raises:
+        InvalidRequestError: not a phase list of known loads and positive finite weights.
+    """
+    parts = trace.split(",")
+    if len(parts) > MAX_PHASES:
+        raise InvalidRequestError(f"a phase-list trace has at most {MAX_PHASES} phases")
+    phases: List[Tuple[Optional[str], float]] = []
+    for part in parts:
+        load, sep, weight = part.strip().partition(":")
+        if not sep or load not in PHASE_LOADS:
+            raise InvalidRequestError(
+                f"bad phase {part.strip()!r} in trace {trace!r}: write load:weight with load "
+                f"one of {', '.join(PHASE_LOADS)} (e.g. compute:1,memory:2)"
+            )
+        try:
+            w = float(weight)
+        except ValueError:
+            w = math.nan
+        if not (0.0 < w < math.inf):
+            raise InvalidRequestError(
+                f"bad weight {weight!r} in trace {trace!r}: a finite number > 0"
+            )
+        phases.append((PHASE_LOADS[load], w))
+    total = sum(w for _, w in phases)
+    if not total < math.inf:
+        raise InvalidRequestError(f"the weights of trace {trace!r} add up past a float's range")
+    return [(load, w / total) for load, w in phases]
+
+
 def trace_segments(
     trace: str, duration_s: float, seed: int = 0
 ) -> List[Tuple[float, Optional[str]]]:
     """``[(start_s, workload or None), ...]`` for the load traces (not perception)."""
+    if ":" in trace:
+        out: List[Tuple[float, Optional[str]]] = []
+        start = 0.0
+        for load, share in phase_list(trace):
+            out.append((start * duration_s, load))
+            start += share
+        return out
     if trace == "steady":
         return [(0.0, "compute")]
     if trace == "step":
@@ -53,7 +102,7 @@ def trace_segments(
         return [(0.0, "memory"), (duration_s / 3.0, "compute")]
     if trace == "bursty":
         rng = random.Random(seed * 104729 + 17)
-        out: List[Tuple[float, Optional[str]]] = []
+        out = []
         t = 0.0
         while t < duration_s:
             out.append((t, "compute"))
@@ -190,8 +239,13 @@ def simulate(
     from governor.devices.registry import open_device
 
     pol = _policies.from_spec(policy)
-    if trace not in TRACES:
-        raise InvalidRequestError(f"unknown trace {trace!r}; choose one of {', '.join(TRACES)}")
+    if ":" in trace:
+        phase_list(trace)  # a bad phase list is refused before the device opens
+    elif trace not in TRACES:
+        raise InvalidRequestError(
+            f"unknown trace {trace!r}; choose one of {', '.join(TRACES)} or a phase list "
+            "(load:weight,...)"
+        )
     if not (0 < float(duration_s) <= 7 * 86400):
         raise InvalidRequestError(f"duration_s must be within 0..604800 s, not {duration_s!r}")
     uri = f"sim:{board}?seed={int(seed)}" + ("" if noise else "&noise=0")
