@@ -405,11 +405,20 @@ class BatteryController(Controller):
             # once a phase has ended the phases' length is known: the phase now lasts its
             # rest of a typical phase, then another load runs a typical phase, and only the
             # time after that mixes the loads as so far (so a last phase is forecast to end
-            # the mission); a phase that has outlived the typical length is forecast to run
-            # as long again as it has (forecast to give way at once, a compute phase that
-            # ran on kept spending for a memory phase that never came)
+            # the mission). Whether the phases go on changing at that length is not known
+            # from a few: the phase now may run on to the end instead, at odds of one in
+            # the number of phases seen (its rest is the two lengths weighed by those odds).
+            # Forecast to give way at the typical length for certain, a compute phase after
+            # one memory phase spent for a memory phase that never came (memory-compute,
+            # Titan X: 1128 MHz, then 663 once it had outlived the memory phase). A phase
+            # that has outlived the typical length is forecast to run as long again as it
+            # has.
             typical = self.closed_busy_s / self.closed_n
-            now_s = min(typical - age if age <= typical else age, left)
+            if age <= typical:
+                runs_on = 1.0 / (self.closed_n + 1)
+                now_s = min(typical - age + runs_on * max(left - typical + age, 0.0), left)
+            else:
+                now_s = min(age, left)
             next_s = min(typical, left - now_s)
             tail_s = left - now_s - next_s
             share = age / (age + others_s)
