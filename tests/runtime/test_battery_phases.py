@@ -31,13 +31,15 @@ def test_a_phase_between_two_others_holds_its_clock_and_the_last_spends_the_rest
     assert abs(left_j) <= 0.002 * budget
 
 
-@pytest.mark.parametrize("board", ["agx-orin", "h100-pcie"])
+@pytest.mark.parametrize("board", ["agx-orin", "h100-pcie", "a100-sxm"])
 def test_a_phase_that_outlives_the_typical_one_is_forecast_to_run_on(profile_of, board):
     # memory-bound for a third, then compute-bound to the end: once the compute phase has
     # run longer than the memory one did, it is forecast to run on (as long again as it
     # has), not to give way at once to a memory phase that never comes; the H100 PCIe's
     # table has equal power steps, where a compute-bound load's marginal rates are flat
-    # and its level is the one its power line puts at the plan
+    # and its level is the one its power line puts at the plan. Before that, it may give
+    # way to memory again (the step trace) or run on (this trace): after one phase, even
+    # odds
     phases = [("memory", 200.0), ("compute", 400.0)]
     budget = phase_budget_j(board, phases)
     mission = run_mission(board, profile_of(board), budget, phases)
@@ -48,6 +50,11 @@ def test_a_phase_that_outlives_the_typical_one_is_forecast_to_run_on(profile_of,
     # 758, 770 MHz)
     quarters = [_mean(clocks, t, t + 45.0) for t in (410.0, 457.0, 504.0, 551.0)]
     assert max(quarters) / min(quarters) <= 1.05, quarters
+    # and before it, a hedge: forecast to give way for certain, the phase spent for the
+    # memory phase, then fell once it outlived it (its 230-390 s ran 1.20 times its
+    # 410-590 s on the AGX Orin, 1.30 on the A100 SXM)
+    first, last = _mean(clocks, 230.0, 390.0), _mean(clocks, 410.0, 590.0)
+    assert last <= first <= 1.15 * last, (first, last)
     assert abs(left_j) <= 0.002 * budget
 
 
@@ -78,21 +85,3 @@ def test_a_last_compute_phase_on_a_table_of_equal_steps_spends_its_plan(profile_
             )
     assert r["lasted_s"] >= duration - 0.1
     assert r["board_energy_j"] <= budget * 1.0005
-
-
-@pytest.mark.parametrize("board", ["agx-orin", "a100-sxm"])
-def test_a_phase_after_one_other_hedges_that_it_may_run_to_the_end(profile_of, board):
-    # memory-bound for a third, then compute-bound to the end. While the compute phase is
-    # younger than the memory one, it may give way to memory again (the step trace) or run
-    # on (this trace): after one phase, even odds. Forecast to give way for certain, it
-    # spent for the memory phase, then fell once it outlived it: its first stretch ran
-    # 1.20 (AGX Orin) and 1.30 (A100 SXM) times its last
-    phases = [("memory", 200.0), ("compute", 400.0)]
-    budget = phase_budget_j(board, phases)
-    mission = run_mission(board, profile_of(board), budget, phases)
-    clocks, left_j = mission.clocks_mhz, mission.left_j
-
-    first, last = _mean(clocks, 230.0, 390.0), _mean(clocks, 410.0, 590.0)
-    assert first / last <= 1.15, (first, last)
-    assert first >= last  # still a hedge: it did spend more while memory might come
-    assert abs(left_j) <= 0.002 * budget
