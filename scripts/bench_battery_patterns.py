@@ -109,15 +109,16 @@ def main(argv=None) -> None:
                 over.append(used)
                 cells.append(f"{ratio:.4f}")
         print(f"| {board} | " + " | ".join(cells) + " |", flush=True)
+    print()
     for (p, t), v in cols.items():
         below = sum(1 for x in v if x < 1.0)
         print(
-            f"{p} ({'ticks' if t else 'no ticks'}): min {min(v):.4f}, mean "
+            f"- {p} ({'ticks' if t else 'no ticks'}): min {min(v):.4f}, mean "
             f"{sum(v) / len(v):.4f}, below 1 on {below} of {len(v)} boards"
         )
     every = [x for v in cols.values() for x in v]
     print(
-        f"all: min {min(every):.4f}, mean {sum(every) / len(every):.4f}; "
+        f"- all: min {min(every):.4f}, mean {sum(every) / len(every):.4f}; "
         f"board energy / budget: max {max(over):.4f}"
     )
 
