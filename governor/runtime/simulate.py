@@ -60,7 +60,8 @@ def phase_list(trace: str) -> List[Tuple[Optional[str], float]]:
         raise InvalidRequestError(f"a phase-list trace has at most {MAX_PHASES} phases")
     phases: List[Tuple[Optional[str], float]] = []
     for part in parts:
-        load, sep, weight = part.strip().partition(":")
+        load, sep, weight = part.partition(":")
+        load = load.strip()
         if not sep or load not in PHASE_LOADS:
             raise InvalidRequestError(
                 f"bad phase {part.strip()!r} in trace {trace!r}: write load:weight with load "

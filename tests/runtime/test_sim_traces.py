@@ -27,6 +27,7 @@ def test_a_phase_list_runs_its_loads_for_their_shares():
     # memory-compute trace written as a phase list is that trace
     assert _work("memory:2,compute:1,idle:1") == pytest.approx(compute / 4 + memory / 2, rel=2e-3)
     assert _work("memory:1,compute:2") == pytest.approx(_work("memory-compute"), rel=1e-9)
+    assert _work(" memory : 1 , compute: 2") == pytest.approx(_work("memory-compute"), rel=1e-9)
     # (work at a fixed clock does not tell the order: the segments do)
     assert trace_segments("compute:1,idle:1,memory:2", 600.0) == [
         (0.0, "compute"),
