@@ -52,9 +52,10 @@ def test_a_phase_that_outlives_the_typical_one_is_forecast_to_run_on(profile_of,
     assert max(quarters) / min(quarters) <= 1.05, quarters
     # and before it, a hedge: forecast to give way for certain, the phase spent for the
     # memory phase, then fell once it outlived it (its 230-390 s ran 1.20 times its
-    # 410-590 s on the AGX Orin, 1.30 on the A100 SXM)
+    # 410-590 s on the AGX Orin, 1.30 on the A100 SXM); at even odds 1.084-1.089 on the
+    # three boards, at odds of a third 1.11-1.13
     first, last = _mean(clocks, 230.0, 390.0), _mean(clocks, 410.0, 590.0)
-    assert last <= first <= 1.15 * last, (first, last)
+    assert last <= first <= 1.10 * last, (first, last)
     assert abs(left_j) <= 0.002 * budget
 
 
