@@ -46,11 +46,18 @@ FRAME_LOAD = 0.45  # share of a frame period one frame needs at the top clock
 
 PHASE_LOADS = {"compute": "compute", "memory": "memory", "idle": None}
 MAX_PHASES = 1000
+# the named load traces but ``bursty``, as phase lists
+NAMED_PHASES = {
+    "steady": "compute:1",
+    "step": "memory:1,compute:1,memory:1",
+    "memory": "memory:1",
+    "memory-compute": "memory:1,compute:2",
+}
 
 
 def phase_list(trace: str) -> List[Tuple[Optional[str], float]]:
-    """``[(workload or None, share of the run), ...]`` for a phase-list trace
-    (``load:weight,...``; see the module's docstring).
+    """``[(workload or None, weight), ...]`` for a phase-list trace (``load:weight,...``;
+    see the module's docstring): each phase runs for its weight's share of the run.
 
     Raises:
         InvalidRequestError: not a phase list of known loads and positive finite weights.
@@ -76,34 +83,18 @@ def phase_list(trace: str) -> List[Tuple[Optional[str], float]]:
                 f"bad weight {weight!r} in trace {trace!r}: a finite number > 0"
             )
         phases.append((PHASE_LOADS[load], w))
-    total = sum(w for _, w in phases)
-    if not total < math.inf:
+    if not sum(w for _, w in phases) < math.inf:
         raise InvalidRequestError(f"the weights of trace {trace!r} add up past a float's range")
-    return [(load, w / total) for load, w in phases]
+    return phases
 
 
 def trace_segments(
     trace: str, duration_s: float, seed: int = 0
 ) -> List[Tuple[float, Optional[str]]]:
     """``[(start_s, workload or None), ...]`` for the load traces (not perception)."""
-    if ":" in trace:
-        out: List[Tuple[float, Optional[str]]] = []
-        start = 0.0
-        for load, share in phase_list(trace):
-            out.append((start * duration_s, load))
-            start += share
-        return out
-    if trace == "steady":
-        return [(0.0, "compute")]
-    if trace == "step":
-        return [(0.0, "memory"), (duration_s / 3.0, "compute"), (2.0 * duration_s / 3.0, "memory")]
-    if trace == "memory":
-        return [(0.0, "memory")]
-    if trace == "memory-compute":
-        return [(0.0, "memory"), (duration_s / 3.0, "compute")]
     if trace == "bursty":
         rng = random.Random(seed * 104729 + 17)
-        out = []
+        out: List[Tuple[float, Optional[str]]] = []
         t = 0.0
         while t < duration_s:
             out.append((t, "compute"))
@@ -113,7 +104,20 @@ def trace_segments(
             out.append((t, None))
             t += rng.uniform(1.0, 4.0)
         return out
-    raise InvalidRequestError(f"unknown trace {trace!r}; choose one of {', '.join(TRACES)}")
+    spec = NAMED_PHASES.get(trace, trace if ":" in trace else None)
+    if spec is None:
+        raise InvalidRequestError(
+            f"unknown trace {trace!r}; choose one of {', '.join(TRACES)} or a phase list "
+            "(load:weight,...)"
+        )
+    phases = phase_list(spec)
+    total = sum(w for _, w in phases)
+    out = []
+    done = 0.0  # the weights before this phase: it starts at duration · done / total
+    for load, weight in phases:
+        out.append((duration_s * done / total, load))
+        done += weight
+    return out
 
 
 class _Recorder:
@@ -240,13 +244,8 @@ def simulate(
     from governor.devices.registry import open_device
 
     pol = _policies.from_spec(policy)
-    if ":" in trace:
-        phase_list(trace)  # a bad phase list is refused before the device opens
-    elif trace not in TRACES:
-        raise InvalidRequestError(
-            f"unknown trace {trace!r}; choose one of {', '.join(TRACES)} or a phase list "
-            "(load:weight,...)"
-        )
+    if trace != "perception-30hz":
+        trace_segments(trace, 1.0)  # a bad trace is refused before the device opens
     if not (0 < float(duration_s) <= 7 * 86400):
         raise InvalidRequestError(f"duration_s must be within 0..604800 s, not {duration_s!r}")
     uri = f"sim:{board}?seed={int(seed)}" + ("" if noise else "&noise=0")
