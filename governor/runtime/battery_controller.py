@@ -416,7 +416,7 @@ class BatteryController(Controller):
             typical = self.closed_busy_s / self.closed_n
             if age <= typical:
                 runs_on = 1.0 / (self.closed_n + 1)
-                now_s = min(typical - age + runs_on * max(left - typical + age, 0.0), left)
+                now_s = min(typical - age + runs_on * (left - typical + age), left)
             else:
                 now_s = min(age, left)
             next_s = min(typical, left - now_s)
