@@ -97,7 +97,12 @@ def from_policy(policy: Any) -> Dict[str, Any]:
         policy = "none"
     if isinstance(policy, str):
         policy = {"policy": policy}
-    spec = dict(policy.to_spec() if isinstance(policy, policies.Policy) else policy)
+    # a policy's defaults need no parameter; any other option the node cannot carry is an
+    # error below, never dropped (the node would run another policy)
+    if isinstance(policy, policies.Policy):
+        spec = policy.to_spec(defaults=False)
+    else:
+        spec = dict(policy)
     values["policy"] = spec.pop("policy", DEFAULTS["policy"])
     for key, value in spec.items():
         if value is None:

@@ -11,28 +11,34 @@
                    (optionally while a battery budget lasts a mission: a battery floor)
 =================  ==========================================================================
 
-:func:`from_spec` builds one from the plain dictionary the CLI, the daemon and config files
-use; every constructor validates and raises :class:`~governor.errors.InvalidRequestError`
-with a one-line message.
+:data:`POLICIES` is the one table of policies: each name with its dataclass and the
+controller factory that governs it. The spec keys a policy takes are its dataclass's fields
+(a field without a default is required), so :meth:`Policy.to_spec` and :func:`from_spec`
+round-trip every field. :func:`from_spec` builds a policy from the plain dictionary the CLI,
+the daemon and config files use; every constructor validates and raises
+:class:`~governor.errors.InvalidRequestError` with a one-line message.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Type, Union
 
 from governor.errors import InvalidRequestError
 
 __all__ = [
     "LIMITS",
     "NAMES",
+    "POLICIES",
     "SCOPES",
     "Battery",
     "FixedClock",
     "MaxEfficiency",
     "Performance",
     "Policy",
+    "PolicyKind",
     "PowerCap",
     "Throughput",
     "check_number",
@@ -42,25 +48,6 @@ __all__ = [
 
 #: where a battery budget is metered: the board's input rail, or the device's GPU figure
 SCOPES = ("board", "gpu")
-
-#: policy names accepted by :func:`from_spec` (and ``--policy``)
-NAMES = ("ppw", "max", "power-cap", "battery", "throughput", "clock")
-
-_SPEC_KEYS = {
-    "policy",
-    "cap_w",
-    "battery_wh",
-    "energy_j",
-    "hours",
-    "duration_s",
-    "rate_hz",
-    "clock_mhz",
-    "workload",
-    "margin",
-    "scope",
-    "until",
-}
-
 
 #: Each positive number a policy takes: its unit and the largest plausible value. The CLI
 #: checks the options that carry these quantities against this table (governor.cli.values).
@@ -116,17 +103,25 @@ def _budget_j(energy_j: Optional[float], battery_wh: Optional[float]) -> Optiona
     return float(battery_wh) * 3600.0 if battery_wh is not None else None
 
 
+@dataclass(frozen=True)
 class Policy:
-    """Base of every policy. ``name`` is the ``--policy`` spelling."""
+    """Base of every policy (a frozen dataclass). ``name`` is the ``--policy`` spelling."""
 
     name = "policy"
 
-    def to_spec(self) -> Dict[str, Any]:
-        """The dictionary :func:`from_spec` turns back into this policy."""
+    def to_spec(self, *, defaults: bool = True) -> Dict[str, Any]:
+        """The dictionary :func:`from_spec` turns back into this policy: every field that is
+        not None; with ``defaults=False``, only those that differ from their default (what
+        a shorter form, such as the ROS 2 node's parameters, must carry)."""
         out: Dict[str, Any] = {"policy": self.name}
-        for key, value in vars(self).items():
-            if value is not None and key in _SPEC_KEYS:
-                out[key] = value
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is None or not field.init:
+                continue
+            if not defaults and field.default is not dataclasses.MISSING:
+                if value == field.default and type(value) is type(field.default):
+                    continue
+            out[field.name] = value
         return out
 
     def describe(self) -> str:
@@ -163,7 +158,7 @@ class Performance(Policy):
 class FixedClock(Policy):
     """One GPU clock (MHz), snapped to the nearest supported clock."""
 
-    clock_mhz: float = 0.0
+    clock_mhz: float
     name = "clock"
 
     def __post_init__(self) -> None:
@@ -183,7 +178,7 @@ class PowerCap(Policy):
     the cap on coarse clock tables (turn it off to keep every control period under the cap).
     """
 
-    cap_w: float = 0.0
+    cap_w: float
     margin: float = 0.03
     window_s: float = 1.0
     dither: bool = True
@@ -193,6 +188,8 @@ class PowerCap(Policy):
         object.__setattr__(self, "cap_w", check_number("cap_w", self.cap_w))
         object.__setattr__(self, "margin", _fraction(self.margin, "margin", 0.0, 0.5))
         object.__setattr__(self, "window_s", check_number("window_s", self.window_s))
+        if not isinstance(self.dither, bool):
+            raise InvalidRequestError(f"dither must be true or false, not {self.dither!r}")
 
     def describe(self) -> str:
         return f"power-cap {self.cap_w:g} W"
@@ -250,7 +247,9 @@ class Battery(Policy):
     @property
     def target_s(self) -> float:
         """The mission length in s."""
-        return self.duration_s if self.duration_s is not None else float(self.hours) * 3600.0  # type: ignore[arg-type]
+        if self.duration_s is not None:
+            return self.duration_s
+        return float(self.hours or 0.0) * 3600.0  # __post_init__ saw one of the two
 
     def describe(self) -> str:
         budget = self.budget_j
@@ -305,7 +304,7 @@ class Throughput(Policy):
     The budget is metered on ``scope`` (``board`` by default, as for :class:`Battery`).
     """
 
-    rate_hz: float = 0.0
+    rate_hz: float
     margin: Optional[float] = None
     battery_wh: Optional[float] = None
     energy_j: Optional[float] = None
@@ -364,10 +363,9 @@ class Throughput(Policy):
 
     def describe(self) -> str:
         text = f"throughput {self.rate_hz:g} Hz"
-        if self.budget_j is not None:
-            end = (
-                f"until {self.until}" if self.until else f"for {self.floor().target_s / 3600.0:g} h"
-            )  # type: ignore[union-attr]
+        floor = self.floor() if self.budget_j is not None else None
+        if self.budget_j is not None and floor is not None:
+            end = f"until {self.until}" if self.until else f"for {floor.target_s / 3600.0:g} h"
             text += f" while {self.budget_j / 3600.0:g} Wh last {end}"
         return text
 
@@ -375,14 +373,75 @@ class Throughput(Policy):
 AnyPolicy = Union[MaxEfficiency, Performance, FixedClock, PowerCap, Battery, Throughput]
 
 
+def spec_keys(cls: Type[Policy]) -> Tuple[str, ...]:
+    """The spec keys ``cls`` takes: its dataclass fields, in declaration order."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+def required_keys(cls: Type[Policy]) -> Tuple[str, ...]:
+    """The spec keys ``cls`` cannot do without: its fields that have no default."""
+    missing = dataclasses.MISSING
+    return tuple(
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.init and f.default is missing and f.default_factory is missing
+    )
+
+
+@dataclass(frozen=True)
+class PolicyKind:
+    """One row of :data:`POLICIES`: a policy's dataclass and its controller factory.
+
+    ``controller`` names the factory as ``"module:function"``; it is imported when a
+    controller is first made (:func:`governor.runtime.controllers.make_controller`), so the
+    policies stay importable without the controllers, as the device backends' table does.
+    The factory is called as ``factory(policy, model, context)`` and returns a
+    :class:`~governor.runtime.controller_base.Controller`.
+    """
+
+    policy: Type[Policy]
+    controller: str
+
+    @property
+    def keys(self) -> Tuple[str, ...]:
+        return spec_keys(self.policy)
+
+    @property
+    def required(self) -> Tuple[str, ...]:
+        return required_keys(self.policy)
+
+
+_FACTORIES = "governor.runtime.controllers"
+
+#: Every policy: ``--policy`` name -> its dataclass and controller factory. The one place a
+#: policy is registered; :data:`NAMES`, the spec keys and the controllers follow from it.
+POLICIES: Dict[str, PolicyKind] = {
+    kind.policy.name: kind
+    for kind in (
+        PolicyKind(MaxEfficiency, f"{_FACTORIES}:ppw_controller"),
+        PolicyKind(Performance, f"{_FACTORIES}:top_clock_controller"),
+        PolicyKind(PowerCap, f"{_FACTORIES}:power_cap_controller"),
+        PolicyKind(Battery, f"{_FACTORIES}:battery_controller"),
+        PolicyKind(Throughput, f"{_FACTORIES}:throughput_controller"),
+        PolicyKind(FixedClock, f"{_FACTORIES}:fixed_clock_controller"),
+    )
+}
+
+#: policy names accepted by :func:`from_spec` (and ``--policy``)
+NAMES: Tuple[str, ...] = tuple(POLICIES)
+
+_ALL_KEYS = frozenset(key for kind in POLICIES.values() for key in kind.keys) | {"policy"}
+
+
 def from_spec(spec: Union[Mapping[str, Any], Policy]) -> Policy:
     """A policy from ``{"policy": NAME, ...options}`` (a Policy is returned as is).
 
-    Options: ``cap_w`` (power-cap), ``battery_wh`` or ``energy_j`` with ``hours`` or
-    ``duration_s`` (battery), ``rate_hz`` (throughput; with a battery floor: ``battery_wh``
-    or ``energy_j`` and ``hours``, ``duration_s`` or ``until``), ``clock_mhz`` (clock), ``workload``
-    (ppw), ``margin`` (power-cap, throughput). Options that are None are ignored; options
-    that do not belong to the policy are refused.
+    The options are the policy's dataclass fields: ``cap_w``, ``margin``, ``window_s``,
+    ``dither`` (power-cap); ``battery_wh`` or ``energy_j`` with ``hours`` or ``duration_s``,
+    ``reserve``, ``scope`` (battery); ``rate_hz``, ``margin`` and an optional battery floor:
+    ``battery_wh`` or ``energy_j`` and ``hours``, ``duration_s`` or ``until``, ``scope``
+    (throughput); ``clock_mhz`` (clock); ``workload`` (ppw). Options that are None are ignored;
+    options that do not belong to the policy are refused.
 
     Raises:
         InvalidRequestError: unknown policy, unknown or missing option, bad value.
@@ -392,43 +451,17 @@ def from_spec(spec: Union[Mapping[str, Any], Policy]) -> Policy:
     if not isinstance(spec, Mapping):
         raise InvalidRequestError(f"a policy spec must be a mapping, not {type(spec).__name__}")
     given = {k: v for k, v in spec.items() if v is not None}
-    unknown = sorted(set(given) - _SPEC_KEYS)
+    unknown = sorted(str(k) for k in set(given) - _ALL_KEYS)
     if unknown:
         raise InvalidRequestError(f"unknown policy option(s) {', '.join(unknown)}")
     name = given.pop("policy", None)
-    if name not in NAMES:
+    kind = POLICIES.get(name) if isinstance(name, str) else None
+    if kind is None:
         raise InvalidRequestError(f"unknown policy {name!r}; choose one of {', '.join(NAMES)}")
-    allowed = {
-        "ppw": {"workload"},
-        "max": set(),
-        "clock": {"clock_mhz"},
-        "power-cap": {"cap_w", "margin"},
-        "battery": {"battery_wh", "energy_j", "hours", "duration_s", "scope"},
-        "throughput": {
-            "rate_hz",
-            "margin",
-            "battery_wh",
-            "energy_j",
-            "hours",
-            "duration_s",
-            "until",
-            "scope",
-        },
-    }[name]
-    extra = sorted(set(given) - allowed)
+    extra = sorted(set(given) - set(kind.keys))
     if extra:
         raise InvalidRequestError(f"option(s) {', '.join(extra)} do not apply to the {name} policy")
-    required = {"clock": "clock_mhz", "power-cap": "cap_w", "throughput": "rate_hz"}.get(name)
-    if required and required not in given:
-        raise InvalidRequestError(f"the {name} policy needs {required}")
-    if name == "ppw":
-        return MaxEfficiency(**given)
-    if name == "max":
-        return Performance()
-    if name == "clock":
-        return FixedClock(**given)
-    if name == "power-cap":
-        return PowerCap(**given)
-    if name == "battery":
-        return Battery(**given)
-    return Throughput(**given)
+    for key in kind.required:
+        if key not in given:
+            raise InvalidRequestError(f"the {name} policy needs {key}")
+    return kind.policy(**given)
