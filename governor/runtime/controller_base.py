@@ -16,11 +16,18 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.model import ClockModel
 
-__all__ = ["Controller", "Observation", "PowerTracker", "StaticController", "Tick"]
+__all__ = [
+    "ControlContext",
+    "Controller",
+    "Observation",
+    "PowerTracker",
+    "StaticController",
+    "Tick",
+]
 
 
 @dataclass(frozen=True)
@@ -56,11 +63,44 @@ class Tick:
     applied_mhz: float
 
 
+@dataclass(frozen=True)
+class ControlContext:
+    """What a controller is made with besides its policy and the clock model.
+
+    ``energy_counter``: the device meters energy, so a period's mean power is exact and a
+    probe settles in ``settle_s`` = 0.3 s (else 1.3 s: NVML's and the INA3221's readings
+    average over about a second); it also lets the throughput policy search clocks by
+    measurement. ``battery``: a reader of the remaining energy (J) for a battery budget.
+    """
+
+    interval_s: float
+    energy_counter: bool = False
+    battery: Optional[Callable[[], float]] = None
+
+    @property
+    def settle_s(self) -> float:
+        return 0.3 if self.energy_counter else 1.3
+
+
 class Controller:
-    """Interface. ``initial_mhz`` before the first observation, ``decide`` every period."""
+    """What the governor may ask of a controller; every member has a default.
+
+    ``initial_mhz`` before the first observation, ``decide`` every period, ``safe_mhz``
+    while telemetry fails, ``status`` for ``Governor.status()``. ``eager``: take a control
+    step as soon as the app reports a measured frame. ``admit``: whether the app should take
+    the next frame (``gov.admit()``). ``result``: a finding the governor keeps for the next
+    run (the online PPW clock), None until there is one.
+    """
+
+    #: a finding to keep (see the class docstring); set by the controllers that find one
+    result: Optional[Dict[str, Any]] = None
 
     def __init__(self, model: ClockModel) -> None:
         self.model = model
+
+    @property
+    def eager(self) -> bool:
+        return False
 
     def initial_mhz(self) -> float:  # pragma: no cover - interface
         raise NotImplementedError
@@ -68,11 +108,16 @@ class Controller:
     def decide(
         self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
     ) -> Tuple[float, bool]:
+        """The clock for the next period and whether the change is urgent."""
         return current_mhz, False
 
     def safe_mhz(self, current_mhz: float) -> float:
         """The clock to hold while telemetry fails."""
         return current_mhz
+
+    def admit(self) -> bool:
+        """Whether the app should take the next frame; every frame unless rationed."""
+        return True
 
     def status(self) -> Dict[str, Any]:
         return {}
@@ -88,7 +133,9 @@ class StaticController(Controller):
     def initial_mhz(self) -> float:
         return self.clock_mhz
 
-    def decide(self, obs, ticks, current_mhz):
+    def decide(
+        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
+    ) -> Tuple[float, bool]:
         return self.clock_mhz, False
 
     def safe_mhz(self, current_mhz: float) -> float:

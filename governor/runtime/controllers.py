@@ -15,11 +15,13 @@ in :mod:`governor.runtime.battery_controller`, the throughput controller in
 from __future__ import annotations
 
 import collections
+import importlib
 import math
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
 from governor.runtime.battery_controller import BatteryController
 from governor.runtime.controller_base import (
+    ControlContext,
     Controller,
     Observation,
     PowerTracker,
@@ -28,6 +30,7 @@ from governor.runtime.controller_base import (
 )
 from governor.runtime.model import ClockModel
 from governor.runtime.policies import (
+    POLICIES,
     Battery,
     FixedClock,
     MaxEfficiency,
@@ -40,6 +43,7 @@ from governor.runtime.throughput_controller import ThroughputController
 
 __all__ = [
     "BatteryController",
+    "ControlContext",
     "Controller",
     "Observation",
     "PowerTracker",
@@ -63,7 +67,7 @@ class PowerCapController(Controller):
         self.window: Deque[Tuple[float, float]] = collections.deque()  # (dt_s, power_w)
         self._span_s = 0.0  # running sums over the window: its length and energy
         self._energy_j = 0.0
-        self.fit_clocks: set = set()
+        self.fit_clocks: Set[float] = set()
         self.target_w = policy.cap_w * (1.0 - policy.margin)
         self.limit_w = policy.cap_w * (1.0 - policy.margin / 3.0)
         self.last_power_w: Optional[float] = None
@@ -75,7 +79,9 @@ class PowerCapController(Controller):
             return self.model.clocks_mhz[0]
         return self.tracker.clock_for(self.target_w, carry=False)
 
-    def decide(self, obs, ticks, current_mhz):
+    def decide(
+        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
+    ) -> Tuple[float, bool]:
         if obs.power_w is None:
             return current_mhz, False
         self.last_power_w = obs.power_w
@@ -269,7 +275,9 @@ class FloorThroughputController(Controller):
             return None
         return icept, icept + slope
 
-    def decide(self, obs, ticks, current_mhz):
+    def decide(
+        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
+    ) -> Tuple[float, bool]:
         want, urgent = self.rate.decide(obs, ticks, current_mhz)
         if self.degraded and self.rate.base_mhz is not None:
             # the rate's dither below its floor spends late frames for energy; a degraded
@@ -311,7 +319,9 @@ class FloorThroughputController(Controller):
             return want, want > current_mhz
         return clocks[0], False
 
-    def _admission(self, obs: Observation, target_w: float, want: float, urgent: bool):
+    def _admission(
+        self, obs: Observation, target_w: float, want: float, urgent: bool
+    ) -> Tuple[float, bool]:
         """The app skips frames: the share of the rate the plan affords, the rate's clock."""
         fit = self._solve()
         if fit is None:
@@ -405,7 +415,9 @@ class OnlinePpwController(Controller):
     def initial_mhz(self) -> float:
         return self.model.clocks_mhz[self.probe if self.probe is not None else -1]
 
-    def decide(self, obs, ticks, current_mhz):
+    def decide(
+        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
+    ) -> Tuple[float, bool]:
         self.elapsed_s = obs.elapsed_s + obs.dt_s
         clocks = self.model.clocks_mhz
         if self.probe is None:
@@ -443,29 +455,67 @@ class OnlinePpwController(Controller):
         return {"online_ppw": self.result, "probes_done": len(self.costs)}
 
 
+# -- the controller factories :data:`governor.runtime.policies.POLICIES` names -------------
+
+
+def ppw_controller(policy: MaxEfficiency, model: ClockModel, context: ControlContext) -> Controller:
+    """The calibrated PPW clock; searched online when the model has none."""
+    if not model.fitted:
+        return OnlinePpwController(model, settle_s=context.settle_s)
+    return StaticController(model, model.ppw_clock_mhz)
+
+
+def top_clock_controller(
+    policy: Performance, model: ClockModel, context: ControlContext
+) -> Controller:
+    return StaticController(model, model.top_mhz)
+
+
+def fixed_clock_controller(
+    policy: FixedClock, model: ClockModel, context: ControlContext
+) -> Controller:
+    return StaticController(model, policy.clock_mhz)
+
+
+def power_cap_controller(
+    policy: PowerCap, model: ClockModel, context: ControlContext
+) -> Controller:
+    return PowerCapController(model, policy, context.interval_s)
+
+
+def battery_controller(policy: Battery, model: ClockModel, context: ControlContext) -> Controller:
+    return BatteryController(model, policy, context.battery)
+
+
+def throughput_controller(
+    policy: Throughput, model: ClockModel, context: ControlContext
+) -> Controller:
+    """The rate's controller; with a battery floor, the rate as long as the budget lasts.
+    Clocks are searched by measurement where the device meters energy."""
+    search = context.energy_counter
+    floor = policy.floor()
+    if floor is not None:
+        return FloorThroughputController(model, policy, floor, context.battery, search=search)
+    return ThroughputController(model, policy, search=search)
+
+
 def make_controller(
     policy: Policy,
     model: ClockModel,
     *,
     interval_s: float,
     battery: Optional[Callable[[], float]] = None,
-    settle_s: float = 1.3,
+    energy_counter: bool = False,
 ) -> Controller:
-    if isinstance(policy, MaxEfficiency):
-        if not model.fitted:
-            return OnlinePpwController(model, settle_s=settle_s)
-        return StaticController(model, model.ppw_clock_mhz)
-    if isinstance(policy, Performance):
-        return StaticController(model, model.top_mhz)
-    if isinstance(policy, FixedClock):
-        return StaticController(model, policy.clock_mhz)
-    if isinstance(policy, PowerCap):
-        return PowerCapController(model, policy, interval_s)
-    if isinstance(policy, Battery):
-        return BatteryController(model, policy, battery)
-    if isinstance(policy, Throughput):
-        floor = policy.floor()
-        if floor is not None:
-            return FloorThroughputController(model, policy, floor, battery, search=settle_s < 1.0)
-        return ThroughputController(model, policy, search=settle_s < 1.0)
-    raise TypeError(f"no controller for {policy!r}")
+    """The controller of ``policy``, made by the factory its row of
+    :data:`~governor.runtime.policies.POLICIES` names. ``energy_counter``: whether the device
+    meters energy (see :class:`ControlContext`)."""
+    kind = POLICIES.get(policy.name)
+    if kind is None or not isinstance(policy, kind.policy):
+        raise TypeError(f"no controller for {policy!r}")
+    module_name, function = kind.controller.split(":")
+    factory: Callable[[Any, ClockModel, ControlContext], Controller] = getattr(
+        importlib.import_module(module_name), function
+    )
+    context = ControlContext(interval_s=interval_s, energy_counter=energy_counter, battery=battery)
+    return factory(policy, model, context)

@@ -30,6 +30,7 @@ from governor.devices.base import Device, board_power_w, frozen_record
 from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 from governor.runtime import policies as _policies
 from governor.runtime.controllers import (
+    Controller,
     Observation,
     OnlinePpwController,
     StaticController,
@@ -268,9 +269,13 @@ class Governor:
         elif isinstance(profile, (str, Path)):
             doc = check_profile_for(read_profile_file(Path(profile)), self.device, profile)
             self.profile_path = str(profile)
-        else:
+        elif isinstance(profile, Mapping):
             doc = check_profile_for(dict(profile), self.device)
             self.profile_path = None
+        else:
+            raise InvalidRequestError(
+                f"profile must be a path, a mapping, None or False, not {profile!r}"
+            )
         workload = getattr(self.policy, "workload", None)
         if doc is not None:
             source = f"profile {self.profile_path}" if self.profile_path else "profile (given)"
@@ -284,7 +289,7 @@ class Governor:
         self._note(model.source)
         return model
 
-    def _make_controller(self) -> Any:
+    def _make_controller(self) -> Controller:
         """The controller of ``self.policy`` on ``self.model`` (an online PPW clock an
         earlier run found is held at once, not searched again)."""
         known = None
@@ -304,7 +309,7 @@ class Governor:
             self.model,
             interval_s=self.interval_s,
             battery=self._battery,
-            settle_s=0.3 if self.device.capabilities.energy_counter else 1.3,
+            energy_counter=self.device.capabilities.energy_counter,
         )
         if isinstance(controller, OnlinePpwController):
             self._note("finding the PPW clock online: a few probes of the running load")
@@ -527,7 +532,7 @@ class Governor:
                 self._set_clock(target, urgent=urgent)
             except GovernorError as err:
                 self._error(f"setting {target:g} MHz failed: {err}")
-            result = getattr(self.controller, "result", None)
+            result = self.controller.result
             if result is not None and not self._online_saved:
                 self._online_saved = True
                 self._keep_online_ppw(result)
@@ -690,7 +695,7 @@ class Governor:
         if busy_s is not None and self._duty is not None and self._running:
             self._duty_active = True
             self._busy_reading(applied)
-        if busy_s is not None and self._running and getattr(self.controller, "eager", False):
+        if busy_s is not None and self._running and self.controller.eager:
             self.update()  # the first frame measured: leave the start clock now (a guess)
 
     def admit(self) -> bool:
@@ -702,11 +707,10 @@ class Governor:
         governor is not running. An app that never calls it keeps every frame and the
         governor degrades by clock instead (frames late). ``status()["admitted_rate_hz"]``
         is the rate admitted now."""
-        admit = getattr(self.controller, "admit", None)
-        if admit is None or not self._running:
+        if not self._running:
             return True
         with self._tick_lock:  # apps calling from several threads share one credit
-            return bool(admit())
+            return bool(self.controller.admit())
 
     def _busy_reading(self, applied_mhz: float) -> None:
         """One extra power reading per period, as a frame ends (no energy counter): the
