@@ -211,8 +211,9 @@ def reset_command(
     Every field is tried; those that fail are reported (exit 1) and stay journaled. A corrupt
     journal is set aside and the device put back to its driver defaults.
     """
-    from governor.devices.ownership import reset_all, reset_device
+    from governor.devices.ownership import reset_device
     from governor.devices.registry import open_device, resolve_uris
+    from governor.devices.reset import reset_all
 
     if all_devices:
         reports = reset_all()

@@ -46,7 +46,9 @@ __all__ = [
     "Identity",
     "PowerLimitRange",
     "Rail",
+    "RecordedDevice",
     "Sample",
+    "WorkloadDevice",
 ]
 
 log = logging.getLogger("governor.devices")
@@ -678,6 +680,17 @@ class Device:
             if table and not (min(table) - 1 <= value[0] and value[1] <= max(table) + 1):
                 raise ValueError(f"clocks {value[0]:g}-{value[1]:g} MHz are outside the table")
 
+    def put_back(self, name: str, original: Any) -> None:
+        """Write a journaled original back (``name`` is a journal field: ``gpu_clocks``,
+        ``mem_clock``, ``power_limit``, ``power_mode``; None is the driver's default where
+        there is one). The hook :mod:`~governor.devices.ownership` restores through: it
+        writes the device and leaves the journal to its caller.
+
+        Raises:
+            GovernorError or OSError: the backend's write failed.
+        """
+        self._apply_original(name, original)
+
     def _apply_original(self, name: str, original: Any) -> None:
         if name == "gpu_clocks":
             if original is None:
@@ -730,3 +743,38 @@ class Device:
 
     def _close(self) -> None:
         pass
+
+
+class WorkloadDevice(Device):
+    """A device that runs named workloads itself: the simulated boards. Calibration's and
+    ``governor run``'s built-in loads on it are its workloads, not a CUDA kernel."""
+
+    def workloads(self) -> Tuple[str, ...]:  # pragma: no cover - the simulator overrides
+        """Names of the workloads it can run."""
+        raise NotImplementedError
+
+    def run_workload(self, workload: Any) -> Any:  # pragma: no cover
+        """Start running ``workload`` (a name from :meth:`workloads`) until stopped."""
+        raise NotImplementedError
+
+    def stop_workload(self) -> None:  # pragma: no cover
+        """Go idle."""
+        raise NotImplementedError
+
+    def work_done(self) -> float:  # pragma: no cover
+        """Units of work completed since the device was opened."""
+        raise NotImplementedError
+
+
+class RecordedDevice(Device):
+    """A device that answers calibration probes from a recorded sweep (replay): nothing
+    runs, and each distinct clock asked for counts as one probe."""
+
+    @property
+    def probe_count(self) -> int:  # pragma: no cover - the replay device overrides
+        """Distinct clocks probed so far."""
+        raise NotImplementedError
+
+    def probe(self, clock_mhz: float) -> Dict[str, object]:  # pragma: no cover
+        """The recorded row at ``clock_mhz`` (snapped to a recorded clock)."""
+        raise NotImplementedError

@@ -21,11 +21,13 @@ memory and takes no lock, so simulations never collide with each other or with h
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 from governor.devices.journal import (
     Journal,
@@ -36,7 +38,7 @@ from governor.devices.journal import (
     read_journal,
     write_journal,
 )
-from governor.devices.lock import DeviceLock, ensure_state_dir, key_slug
+from governor.devices.lock import DeviceLock, key_slug
 from governor.errors import GovernorError
 from governor.paths import state_dir
 
@@ -48,8 +50,9 @@ __all__ = [
     "ResetReport",
     "RestoreError",
     "journal_path",
+    "journal_in_hand",
     "journals_on_disk",
-    "reset_all",
+    "read_own_journal",
     "reset_device",
     "restore_layers_down_to",
 ]
@@ -124,17 +127,14 @@ class Ownership:
     def _adopt(self) -> None:
         if self.path is None:
             return
-        try:
-            found = read_journal(self.path)
-        except JournalCorruptError as err:
-            aside = _set_aside(self.path)
-            self._note(f"{err}; moved to {aside.name}; restoring the driver defaults")
+        found = read_own_journal(self)
+        if found.set_aside is not None:
+            self._note(f"{found.set_aside}; restoring the driver defaults")
             restore_defaults(self.device)
             return
-        if found is None:
+        if found.journal is None:
             return
-        _check_identity(found, self.key, self.path)
-        self.journal.layers = found.layers
+        self.journal.layers = found.journal.layers
         while self.journal.top is not None and not self.journal.top.persistent:
             dead = self.journal.top
             self._note(
@@ -232,7 +232,7 @@ class Ownership:
         for name in layer.fields():
             original = layer.original[name]
             try:
-                self.device._apply_original(name, original)
+                self.device.put_back(name, original)
             except Exception as err:  # every field gets its turn
                 failed[name] = str(err) or type(err).__name__
                 log.error(
@@ -249,11 +249,63 @@ class Ownership:
         return restored
 
 
-def _check_identity(found: Journal, key: str, path: Path) -> None:
-    if found.key != key:
+@dataclass
+class JournalRead:
+    """What :func:`read_own_journal` found: the device's journal (None: there is none), or,
+    for a corrupt one, ``set_aside``: the one line saying where it was moved."""
+
+    journal: Optional[Journal]
+    set_aside: Optional[str] = None
+
+
+def read_own_journal(own: Ownership, *, set_aside: bool = True) -> JournalRead:
+    """Read the journal of ``own``'s device and check that it is this device's.
+
+    A corrupt journal is moved aside with a timestamp (``set_aside``) and reported, or, with
+    ``set_aside=False``, raised.
+
+    Raises:
+        JournalCorruptError: corrupt, and ``set_aside`` is False.
+        GovernorError: the journal belongs to another device.
+    """
+    if own.path is None:
+        return JournalRead(None)
+    try:
+        found = read_journal(own.path)
+    except JournalCorruptError as err:
+        if not set_aside:
+            raise
+        aside = _set_aside(own.path)
+        return JournalRead(None, f"{err}; moved to {aside.name}")
+    if found is not None and found.key != own.key:
         raise GovernorError(
-            f"journal {path} belongs to {found.key}, not to this device ({key}); not applied"
+            f"journal {own.path} belongs to {found.key}, not to this device ({own.key}); "
+            "not applied"
         )
+    return JournalRead(found)
+
+
+@contextlib.contextmanager
+def journal_in_hand(
+    device: Device, command: Optional[str], *, doing: str, set_aside: bool = True
+) -> Iterator[Tuple[Ownership, JournalRead]]:
+    """Lock ``device`` (a device with state on disk, released first by its owner), read its
+    journal and check its identity (:func:`read_own_journal`); the lock is held for the
+    block and let go after it. The steps ``reset`` and the epilog's restore share.
+
+    Raises:
+        GovernorError: this process still owns the device; DeviceBusyError: another live
+            owner holds it; and what :func:`read_own_journal` raises.
+    """
+    if device.owned:
+        raise GovernorError(f"{device.uri}: release the device before {doing} it")
+    own = Ownership(device, command)
+    if own.lock is not None:
+        own.lock.acquire()
+    try:
+        yield own, read_own_journal(own, set_aside=set_aside)
+    finally:
+        own.let_go()
 
 
 def restore_defaults(device: Device) -> Dict[str, Any]:
@@ -266,7 +318,7 @@ def restore_defaults(device: Device) -> Dict[str, Any]:
     failed: Dict[str, str] = {}
     for name, value in device.default_originals().items():
         try:
-            device._apply_original(name, value)
+            device.put_back(name, value)
             restored[name] = value
         except Exception as err:
             failed[name] = str(err) or type(err).__name__
@@ -319,32 +371,20 @@ def reset_device(device: Device, *, command: Optional[str] = None) -> ResetRepor
             report["restored"].update(err.restored)
             report["failed"].update(err.failed)
         return report
-    if device._ownership is not None:
-        raise GovernorError(f"{device.uri}: release the device before resetting it")
-    own = Ownership(device, command)
-    if own.lock is not None:
-        own.lock.acquire()
-    try:
-        assert own.path is not None
-        try:
-            found = read_journal(own.path)
-        except JournalCorruptError as err:
-            aside = _set_aside(own.path)
-            report["notes"].append(f"{err}; moved to {aside.name}; restored the driver defaults")
+    with journal_in_hand(device, command, doing="resetting") as (own, found):
+        if found.set_aside is not None:
+            report["notes"].append(f"{found.set_aside}; restored the driver defaults")
             try:
                 report["restored"].update(restore_defaults(device))
             except RestoreError as failure:
                 report["restored"].update(failure.restored)
                 report["failed"].update(failure.failed)
             return report
-        if found is None:
+        if found.journal is None:
             return report
-        _check_identity(found, own.key, own.path)
-        own.journal.layers = found.layers
+        own.journal.layers = found.journal.layers
         _unwind(own, report, depth=0)
-        return report
-    finally:
-        own.let_go()
+    return report
 
 
 def restore_layers_down_to(
@@ -362,19 +402,17 @@ def restore_layers_down_to(
         DeviceBusyError: a live process owns the device.
         GovernorError: the journal belongs to another device, or cannot be read.
     """
-    if device._ownership is not None:
-        raise GovernorError(f"{device.uri}: release the device before restoring it")
-    own = Ownership(device, command)
-    if own.path is None:
+    if not device.persistent_state:
+        if device.owned:
+            raise GovernorError(f"{device.uri}: release the device before restoring it")
         return None
-    if own.lock is not None:
-        own.lock.acquire()
-    try:
-        found = read_journal(own.path)
-        if found is None:
+    with journal_in_hand(device, command, doing="restoring", set_aside=False) as (
+        own,
+        found,
+    ):
+        if found.journal is None:
             return None
-        _check_identity(found, own.key, own.path)
-        layers = found.layers
+        layers = found.journal.layers
         depth = None
         for i in range(len(layers) - 1, -1, -1):
             if marker in str(layers[i].owner.get("command", "")):
@@ -385,9 +423,7 @@ def restore_layers_down_to(
         report = ResetReport(device=device.uri, restored={}, failed={}, notes=[])
         own.journal.layers = layers
         _unwind(own, report, depth=depth)
-        return report
-    finally:
-        own.let_go()
+    return report
 
 
 def journals_on_disk(directory: Optional[Path] = None) -> List[Tuple[Path, Optional[Journal], str]]:
@@ -407,56 +443,3 @@ def reopen_uri(journal: Journal) -> str:
     if journal.kind == "nvml" and journal.key.startswith("nvml:"):
         return journal.key
     return journal.uri
-
-
-def reset_all(opener: Any = None) -> List[ResetReport]:
-    """``reset`` every device that has a journal in the state directory.
-
-    A journal that cannot be read is reported, not guessed at: its device is unknown, so
-    ``reset --device URI`` (which sets it aside and restores the defaults) is the way out.
-    """
-    if opener is None:
-        from governor.devices.registry import open_device as opener
-    ensure_state_dir()
-    reports: List[ResetReport] = []
-    for path, journal, problem in journals_on_disk():
-        if journal is None:
-            reports.append(
-                ResetReport(
-                    device=path.name,
-                    restored={},
-                    failed={"journal": problem + "; reset its device with --device URI"},
-                    notes=[],
-                )
-            )
-            continue
-        uri = reopen_uri(journal)
-        try:
-            device = opener(uri)
-        except GovernorError as err:
-            reports.append(
-                ResetReport(device=uri, restored={}, failed={"open": str(err)}, notes=[])
-            )
-            continue
-        try:
-            if device_key(device) != journal.key:
-                reports.append(
-                    ResetReport(
-                        device=uri,
-                        restored={},
-                        failed={
-                            "identity": f"{uri} is now {device_key(device)}, but the journal "
-                            f"belongs to {journal.key}; not applied"
-                        },
-                        notes=[],
-                    )
-                )
-                continue
-            reports.append(reset_device(device))
-        except GovernorError as err:
-            reports.append(
-                ResetReport(device=uri, restored={}, failed={"reset": str(err)}, notes=[])
-            )
-        finally:
-            device.close()
-    return reports
