@@ -23,7 +23,7 @@ import os
 import re
 from typing import Any, Optional, Tuple
 
-from governor.calibrate.loads import Load, LoadFailed, ThreadedLoad
+from governor.calibrate.load_base import Load, LoadFailed, ThreadedLoad
 from governor.devices.base import Device
 from governor.errors import InvalidRequestError, UnsupportedError
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from governor.calibrate.loads import Load
-from governor.devices.base import Device
+from governor.devices.base import Device, RecordedDevice
 from governor.errors import CalibrationError, InvalidRequestError
 from governor.measure.window import measure_window, wait_steady
 
@@ -240,12 +240,12 @@ class ReplayProber(Prober):
     """Probes a replay device: each probe returns the measured row."""
 
     def __init__(self, device: Device) -> None:
-        if not hasattr(device, "probe"):
+        if not isinstance(device, RecordedDevice):
             raise InvalidRequestError(f"{device.uri} is not a replay device")
-        self.device = device
+        self.device: RecordedDevice = device
 
     def probe(self, clock_mhz: float) -> Probe:
-        row = self.device.probe(clock_mhz)  # type: ignore[attr-defined]
+        row = self.device.probe(clock_mhz)
         return Probe(
             requested_mhz=float(
                 clock_mhz

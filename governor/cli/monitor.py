@@ -56,6 +56,7 @@ def monitor(
     """
     import contextlib
 
+    from governor.devices.base import WorkloadDevice
     from governor.devices.registry import last_auto_note, open_device, resolve_uris
     from governor.errors import InvalidRequestError
 
@@ -70,7 +71,7 @@ def monitor(
             typer.echo(f"governor: {last_auto_note()}", err=True)
         if workload is not None:
             for dev in devs:
-                if not hasattr(dev, "run_workload"):
+                if not isinstance(dev, WorkloadDevice):
                     raise InvalidRequestError("--workload applies to simulated boards only")
                 dev.run_workload(workload)
         record = None

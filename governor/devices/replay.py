@@ -12,7 +12,14 @@ import re
 from pathlib import Path
 from typing import Dict, Optional, Set, Tuple
 
-from governor.devices.base import Capabilities, Device, DeviceState, Identity, Rail, Sample
+from governor.devices.base import (
+    Capabilities,
+    DeviceState,
+    Identity,
+    Rail,
+    RecordedDevice,
+    Sample,
+)
 from governor.devices.replay_files import Sweep, read_sweep
 from governor.errors import InvalidRequestError
 from governor.timebase import Clock, VirtualClock
@@ -24,7 +31,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "replay"
 
 
-class ReplayDevice(Device):
+class ReplayDevice(RecordedDevice):
     """A device whose every reading comes from a measured sweep."""
 
     persistent_state = False  # lives in this process: journal in memory, no device lock

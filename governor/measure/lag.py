@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
+from governor.devices.base import WorkloadDevice
 from governor.errors import CalibrationError, InvalidRequestError, UnsupportedError
 
 __all__ = [
@@ -174,7 +175,7 @@ def step_response(
         UnsupportedError: the device cannot produce a step by itself.
         CalibrationError: the step was not visible.
     """
-    if not (hasattr(device, "run_workload") and hasattr(device, "stop_workload")):
+    if not isinstance(device, WorkloadDevice):
         raise UnsupportedError(
             f"{device.uri} cannot produce a power step by itself; fit C from recorded samples"
         )

@@ -28,12 +28,12 @@ from urllib.parse import parse_qsl
 from governor._version import __version__
 from governor.devices.base import (
     Capabilities,
-    Device,
     DeviceState,
     Identity,
     PowerLimitRange,
     Rail,
     Sample,
+    WorkloadDevice,
     frozen_record,
 )
 from governor.devices.sim.catalog import get_board
@@ -77,7 +77,7 @@ def _float_option(options: Dict[str, str], key: str, default: float, lo: float, 
     return value
 
 
-class SimDevice(Device):
+class SimDevice(WorkloadDevice):
     """A simulated board (see module docstring). Also offers ``run_workload``/``stop_workload``
     and ``work_done``, which the calibration and runtime layers use as the device's load."""
 
