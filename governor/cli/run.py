@@ -12,7 +12,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 
@@ -179,18 +179,53 @@ def run_command(
     The job's stdout and stderr pass through untouched; the report goes to stderr, to a
     file (--json-out FILE), or to stdout (--json) when the job's stdout goes to a file
     (--stdout FILE): never mixed with the job's output."""
-    import contextlib
-
-    from governor.devices.registry import last_auto_note, open_device, resolve_uris
-    from governor.errors import InvalidRequestError
-    from governor.runtime import Governor, policies
-    from governor.timebase import WallClock
-
     quiet_runtime_log()
-
-    pol = policies.from_spec(
-        policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope, until)
+    plan = _validate(
+        command,
+        policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope, until),
+        json_out=json_out,
+        json_file=json_file,
+        job_stdout=job_stdout,
     )
+    code, docs = _govern_job(plan, device, interval_s)
+    _report(plan, code, docs)
+    raise typer.Exit(code)
+
+
+class _RunPlan:
+    """What ``run`` was asked, checked before any device is opened."""
+
+    def __init__(
+        self,
+        command: List[str],
+        policy: Any,
+        battery: Any,
+        json_out: bool,
+        json_file: Optional[str],
+        out_stream: Any,
+    ) -> None:
+        self.command = command
+        self.policy = policy
+        self.battery = battery
+        self.json_out = json_out
+        self.json_file = json_file
+        self.out_stream = out_stream
+
+
+def _validate(
+    command: List[str],
+    spec: Dict[str, Any],
+    *,
+    json_out: bool,
+    json_file: Optional[str],
+    job_stdout: Optional[str],
+) -> _RunPlan:
+    """The policy, the battery it reads and the output streams, or a usage error, before
+    anything runs or any device is touched."""
+    from governor.errors import InvalidRequestError
+    from governor.runtime import policies
+
+    pol = policies.from_spec(spec)
     battery = None
     if isinstance(pol, policies.Battery):
         from governor.runtime.battery import find_battery
@@ -221,6 +256,19 @@ def run_command(
     out_stream = _open_output(job_stdout, "--stdout") if job_stdout is not None else None
     if json_file is not None:  # writable? the report is written there once the job ends
         _open_output(json_file, "--json-out").close()
+    return _RunPlan(command, pol, battery, json_out, json_file, out_stream)
+
+
+def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, List[Dict[str, Any]]]:
+    """Open the devices, govern each while the job runs, restore them. Returns the job's
+    exit code and one report per device."""
+    import contextlib
+
+    from governor.devices.base import WorkloadDevice
+    from governor.devices.registry import last_auto_note, open_device, resolve_uris
+    from governor.runtime import Governor
+    from governor.timebase import WallClock
+
     uris = resolve_uris(device)
     with contextlib.ExitStack() as stack:
         devs = []
@@ -233,21 +281,23 @@ def run_command(
             sys.stderr.write(f"governor: {note}; its compute load runs in real time\n")
         govs = []
         for dev in devs:
-            gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False, battery=battery)
+            gov = Governor(
+                dev, plan.policy, interval_s=interval_s, handle_signals=False, battery=plan.battery
+            )
             for text in gov.notes:
                 typer.echo(f"governor: {text}", err=True)
             govs.append((gov, len(gov.notes)))
         for dev in devs:
-            if dev.identity.kind == "sim":
-                dev.run_workload("compute")  # type: ignore[attr-defined]
-                stack.callback(dev.stop_workload)  # type: ignore[attr-defined]
+            if isinstance(dev, WorkloadDevice):  # a simulated board runs its compute load
+                dev.run_workload("compute")
+                stack.callback(dev.stop_workload)
         for gov, printed in govs:
             stack.enter_context(gov)  # each takes its device; all are restored on the way out
             for text in gov.notes[printed:]:  # found when it took the device
                 typer.echo(f"governor: {text}", err=True)
-        if out_stream is not None:
-            stack.callback(out_stream.close)
-        code = _run_child(command, stdout=out_stream)
+        if plan.out_stream is not None:
+            stack.callback(plan.out_stream.close)
+        code = _run_child(plan.command, stdout=plan.out_stream)
         for gov, _ in govs:  # close the last interval at the job's exit: a job shorter than
             gov.stop()  # one control period is metered from start to exit, not reported as 0 J
         reports = [(gov.device, gov.report()) for gov, _ in govs]
@@ -257,7 +307,7 @@ def run_command(
             "duration_s": report["duration_s"],
             "energy_j": report["energy_j"],
             "mean_power_w": report["mean_power_w"],
-            "policy": pol.name,
+            "policy": plan.policy.name,
             "mean_clock_mhz": report["mean_clock_mhz"],
             "max_power_w": report["max_power_w"],
             "board_energy_j": report["board_energy_j"],
@@ -267,6 +317,11 @@ def run_command(
         }
         for (dev, report), (gov, _) in zip(reports, govs)
     ]
+    return code, docs
+
+
+def _report(plan: _RunPlan, code: int, docs: List[Dict[str, Any]]) -> None:
+    """The energy report: on stderr, to ``--json-out FILE``, or on stdout (``--json``)."""
     if len(docs) == 1:
         doc = docs[0]
     else:
@@ -278,7 +333,7 @@ def run_command(
             "duration_s": duration,
             "energy_j": total,
             "mean_power_w": total / duration if total is not None and duration > 0 else None,
-            "policy": pol.name,
+            "policy": plan.policy.name,
             "mean_clock_mhz": None,
             "max_power_w": None,
             "board_energy_j": None,
@@ -287,27 +342,27 @@ def run_command(
             "notes": [n for d in docs for n in d["notes"]],
             "devices": docs,
         }
-    if json_file is not None:
+    if plan.json_file is not None:
         import json
 
         from governor.cli.common import to_jsonable
 
-        with open(json_file, "w", encoding="utf-8") as f:
+        with open(plan.json_file, "w", encoding="utf-8") as f:
             f.write(json.dumps(to_jsonable(doc)) + "\n")
-    if json_out:
+    if plan.json_out:
         emit_json(doc)
-    if not json_out and json_file is None:
+    if not plan.json_out and plan.json_file is None:
 
         def show(value: Any, unit: str, spec: str) -> str:
             return "-" if value is None else f"{value:{spec}} {unit}"
 
         for d in docs:
             sys.stderr.write(
-                f"governor: {pol.describe()} on {d['device']}: {show(d['duration_s'], 's', '.2f')}, "
+                f"governor: {plan.policy.describe()} on {d['device']}: "
+                f"{show(d['duration_s'], 's', '.2f')}, "
                 f"{show(d['energy_j'], 'J', '.1f')}, mean {show(d['mean_power_w'], 'W', '.1f')} at "
                 f"{show(d['mean_clock_mhz'], 'MHz', '.0f')}; exit code {code}\n"
             )
-    raise typer.Exit(code)
 
 
 def quiet_runtime_log() -> None:
