@@ -1,7 +1,8 @@
 """The layers of DESIGN.md import one way: each only from the layers below it.
 
 devices → measure → models → profiles → calibrate | tuning → runtime → fleet → cli, with errors,
-timebase, paths and _compat below them all. Imports inside functions (the lazy ones) count.
+timebase, paths and _compat below them all. Imports inside functions (the lazy ones) count,
+both for the layers and for import cycles, which no two modules may form.
 """
 
 from __future__ import annotations
@@ -66,3 +67,98 @@ def test_no_layer_imports_from_a_layer_above_it():
             if RANK[there] > RANK[here] and here not in ("__init__", "__main__"):
                 wrong.append(f"{rel}:{line} ({here}) imports {module} ({there})")
     assert not wrong, "\n".join(wrong)
+
+
+def _module_name(path: Path, package: Path) -> str:
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _type_checking_only(tree: ast.AST) -> set:
+    """The nodes under ``if TYPE_CHECKING:``: imports for the type checker, never run."""
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+            for stmt in node.body:
+                skipped.update(id(sub) for sub in ast.walk(stmt))
+    return skipped
+
+
+def import_graph(package: Path = PACKAGE) -> dict:
+    """Module -> the governor modules it imports, at the top or inside a function (an import
+    under ``if TYPE_CHECKING:`` never runs and does not count). ``from pkg import name``
+    imports the submodule ``pkg.name`` when there is one, else ``pkg``."""
+    modules = {_module_name(p, package): p for p in package.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _type_checking_only(tree)
+        found = set()
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    found.add(sub if sub in modules else node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+        graph[name] = sorted(m for m in found if m in modules and m != name)
+    return graph
+
+
+def import_cycles(graph: dict) -> list:
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict = {}
+    low: dict = {}
+    stack: list = []
+    on_stack: set = set()
+    groups: list = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def test_no_import_cycles_lazy_imports_included():
+    cycles = import_cycles(import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_lazy_import(tmp_path):
+    pkg = tmp_path / "governor"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a" / "__init__.py").write_text("")
+    (pkg / "a" / "one.py").write_text("from governor.a import two\n")
+    (pkg / "a" / "two.py").write_text("def f():\n    from governor.a.one import x\n")
+    (pkg / "a" / "three.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from governor.a import one\n"
+    )
+    graph = import_graph(pkg)
+    assert import_cycles(graph) == [["governor.a.one", "governor.a.two"]]
+    assert graph["governor.a.three"] == []
