@@ -289,6 +289,8 @@ BASELINE_SOURCES = (
     "governor/profiles",
     "governor/runtime/simulate.py",
     "governor/runtime/governor.py",
+    "governor/runtime/telemetry.py",
+    "governor/runtime/model.py",
 )
 
 

@@ -15,13 +15,21 @@ for everything).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from governor.errors import ProfileError
+from governor.devices.base import Device
+from governor.errors import InvalidRequestError, ProfileError
 from governor.models import formulas
 
-__all__ = ["ClockModel", "fallback_model", "model_from_profile"]
+__all__ = [
+    "ClockModel",
+    "LoadedModel",
+    "fallback_model",
+    "model_for_device",
+    "model_from_profile",
+]
 
 #: the model-free guess of the ridge (and PPW-optimal) clock, as a share of the top clock:
 #: calibrated boards put it at 0.62-0.77 (RTX A4000 .. AGX Orin)
@@ -239,3 +247,67 @@ def fallback_model(clocks_mhz: Sequence[float], reason: str) -> ClockModel:
         source=f"no calibrated model ({reason}): generic shape, PPW clock guessed at "
         f"{RIDGE_GUESS_SHARE:.0%} of the top clock",
     )
+
+
+@dataclass
+class LoadedModel:
+    """What :func:`model_for_device` found: the model, the profile's path (None: given as a
+    mapping, or none used), the lookup's notes, and the notes to say (and log)."""
+
+    model: ClockModel
+    profile_path: Optional[str] = None
+    found_notes: List[str] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+
+
+def _profile_doc(
+    device: Device, profile: Union[None, bool, Mapping[str, Any], str, Path]
+) -> Tuple[Optional[Mapping[str, Any]], Optional[str], List[str], str]:
+    """(profile document or None, its path, the lookup's notes, why there is none)."""
+    from governor.profiles.profile import check_profile_for, lookup_profile_for
+    from governor.profiles.store import read_profile_file
+
+    if profile is False:  # asked to use none (to find the PPW clock online, say)
+        return None, None, [], "profile not used"
+    if profile is None:
+        path, doc, found_notes = lookup_profile_for(device)
+        if doc is None:
+            return None, None, [], found_notes[0]
+        return doc, str(path), list(found_notes), ""
+    if isinstance(profile, (str, Path)):
+        doc = check_profile_for(read_profile_file(Path(profile)), device, profile)
+        return doc, str(profile), [], ""
+    if isinstance(profile, Mapping):
+        return check_profile_for(dict(profile), device), None, [], ""
+    raise InvalidRequestError(f"profile must be a path, a mapping, None or False, not {profile!r}")
+
+
+def model_for_device(
+    device: Device,
+    profile: Union[None, bool, Mapping[str, Any], str, Path],
+    workload: Optional[str],
+) -> LoadedModel:
+    """The clock model of ``device`` for ``workload``: from the profile given (a path or a
+    mapping), found for the board (None), or none (False); the generic model when there is
+    none for this board (or it is another board's), said in the notes.
+
+    Raises:
+        InvalidRequestError: no clocks to govern, or ``profile`` of another type.
+        ProfileError: the profile is malformed or its clocks are outside the device's.
+    """
+    clocks = device.supported_clocks_mhz()
+    if not clocks:
+        raise InvalidRequestError(f"{device.uri} reports no supported GPU clocks to govern")
+    doc, path, found_notes, reason = _profile_doc(device, profile)
+    if doc is None:
+        model = fallback_model(clocks, reason)
+        return LoadedModel(model, path, found_notes, [model.source])
+    warnings: List[str] = []
+    source = f"profile {path}" if path else "profile (given)"
+    if workload is not None and workload not in (doc.get("workloads") or {}):
+        warnings.append(
+            f"the profile has no calibration of workload {workload!r}; using its built-in load"
+        )
+        workload = None
+    model = model_from_profile(clocks, doc, workload=workload, source=source)
+    return LoadedModel(model, path, found_notes, warnings)
