@@ -217,7 +217,7 @@ def frozen_record(cls: Type[_R], fields: Dict[str, Any]) -> _R:
     """
     known = _RECORD_FIELDS.get(cls)
     if known is None:  # first use of cls: its field names, once it is known not to validate
-        names = cls.__dataclass_fields__.keys()  # type: ignore[attr-defined]
+        names = getattr(cls, "__dataclass_fields__").keys()  # noqa: B009 - a dataclass type
         if hasattr(cls, "__post_init__"):
             raise TypeError(
                 f"{cls.__name__} validates in __post_init__: build it as {cls.__name__}(...)"

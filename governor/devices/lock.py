@@ -23,16 +23,18 @@ import re
 import stat
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Dict, Optional
 
 from governor._compat import json_loads
 from governor.errors import DeviceBusyError, GovernorError
 from governor.paths import state_dir
 
+fcntl: Optional[ModuleType]
 try:  # pragma: no cover - always present on Linux
     import fcntl
 except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None
 
 __all__ = ["DeviceLock", "ensure_state_dir", "key_slug", "lock_path"]
 

@@ -324,7 +324,8 @@ class NvmlDevice(Device):
             wanted = float(current) if current is not None else None
         if wanted is None:
             return mems[-1]
-        return min(mems, key=lambda m: abs(m - wanted))  # type: ignore[operator]
+        target: float = wanted
+        return min(mems, key=lambda m: abs(m - target))
 
     def power_limit_range(self) -> Optional[PowerLimitRange]:
         return self._limits

@@ -53,8 +53,10 @@ _auto_note: List[str] = []
 def _resolve(scheme: str, which: int) -> Callable[..., Any]:
     module_name, opener, discover = BACKENDS[scheme]
     name = opener if which == 0 else discover
+    if name is None:
+        raise GovernorError(f"{scheme}: devices of this kind are not discovered, only opened")
     module = importlib.import_module(module_name)
-    return getattr(module, name)  # type: ignore[arg-type]
+    return getattr(module, name)
 
 
 def simulated_boards() -> Tuple[str, ...]:

@@ -18,7 +18,7 @@ import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from governor._compat import json_loads
 from governor.errors import InvalidRequestError
@@ -67,9 +67,9 @@ def _bad(path: Path, message: str) -> InvalidRequestError:
     return InvalidRequestError(f"{path}: {message}")
 
 
-def _number(path: Path, where: str, text: object, positive: bool = True) -> float:
+def _number(path: Path, where: str, text: Any, positive: bool = True) -> float:
     try:
-        value = float(text)  # type: ignore[arg-type]
+        value = float(text)
     except (TypeError, ValueError):
         raise _bad(path, f"{where}: {text!r} is not a number") from None
     if not math.isfinite(value):
@@ -107,7 +107,7 @@ def read_sweep(path: Union[str, Path]) -> Sweep:
 
 def _read_csv(path: Path, text: str) -> Sweep:
     meta: Dict[str, str] = {}
-    rows: List[Tuple[int, List[str]]] = []
+    rows: List[Tuple[int, str]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -116,7 +116,7 @@ def _read_csv(path: Path, text: str) -> Sweep:
             if sep:
                 meta[key.strip().lower()] = value.strip()
             continue
-        rows.append((number, line))  # type: ignore[arg-type]
+        rows.append((number, line))
     if not rows:
         raise _bad(path, "no header or rows (expected 'clock_mhz,power_w,time_s')")
     header_line, header = rows[0][0], [h.strip() for h in next(csv.reader([rows[0][1]]))]
@@ -130,7 +130,7 @@ def _read_csv(path: Path, text: str) -> Sweep:
     index = [header.index(c) for c in needed]
     points = []
     for number, line in rows[1:]:
-        cells = next(csv.reader([line]))  # type: ignore[list-item]
+        cells = next(csv.reader([line]))
         if len(cells) < len(header):
             raise _bad(path, f"line {number}: expected {len(header)} columns, found {len(cells)}")
         clock, power, time = (

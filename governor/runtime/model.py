@@ -48,6 +48,8 @@ class ClockModel:
     ppw_clock_mhz: float
     fitted: bool
     source: str
+    #: table clock -> its index (the first of equal clocks); set in __post_init__
+    index_of: Dict[float, int] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         # a table clock's index, built once per model: a control step looks up the clock it
@@ -59,7 +61,7 @@ class ClockModel:
 
     def index(self, clock_mhz: float) -> int:
         """Index of the table clock nearest ``clock_mhz``."""
-        i = self.index_of.get(clock_mhz)  # type: ignore[attr-defined]
+        i = self.index_of.get(clock_mhz)
         if i is not None:
             return i
         clocks = self.clocks_mhz

@@ -64,7 +64,7 @@ def _error_for(reply: Dict[str, Any]) -> GovernorError:
     code = str(reply.get("code", "failed"))
     message = f"governor daemon: {reply.get('error', 'request failed')}"
     err = _ERRORS.get(code, GovernorError)(message)
-    err.code = code  # type: ignore[attr-defined]
+    setattr(err, "code", code)  # noqa: B010 - the daemon's error code, for callers that branch on it
     return err
 
 
@@ -236,8 +236,10 @@ class DaemonDevice(Device):
         """The daemon owns the device (its lock and journal): nothing to take here."""
         return self
 
-    def release(self, *, keep: bool = False) -> Dict[str, Any]:
-        """Ask the daemon to undo this client's changes, or (``keep``) leave them with it."""
+    def release(self, *, keep: bool = False, merge: bool = True) -> Dict[str, Any]:
+        """Ask the daemon to undo this client's changes, or (``keep``) leave them with it.
+        ``merge`` has no effect here: the daemon keeps its clients' changes in its own
+        journal."""
         if keep:
             self._asked = False  # the daemon keeps the change until someone resets it
             return {}

@@ -121,7 +121,9 @@ class RailSource:
 
 
 def _usable(name: Optional[str]) -> bool:
-    return bool(name) and name.upper() not in ("NC", "N/A", "") and "SUM" not in name.upper()
+    if not name:
+        return False
+    return name.upper() not in ("NC", "N/A", "") and "SUM" not in name.upper()
 
 
 def _iio_devices(fs: SysfsRoot) -> List[Path]:
@@ -144,7 +146,7 @@ def _iio_channels(fs: SysfsRoot) -> List[_Channel]:
         for c in range(3):
             name = fs.read_optional(dev / f"rail_name_{c}")
             power = dev / f"in_power{c}_input"
-            if _usable(name) and power.exists():
+            if name is not None and _usable(name) and power.exists():
                 out.append(
                     _Channel(
                         name.strip(),
@@ -152,7 +154,7 @@ def _iio_channels(fs: SysfsRoot) -> List[_Channel]:
                         dev / f"in_voltage{c}_input",
                         dev / f"in_current{c}_input",
                     )
-                )  # type: ignore[union-attr]
+                )
     return out
 
 
@@ -163,8 +165,8 @@ def _hwmon_channels(fs: SysfsRoot) -> List[_Channel]:
         for c in (1, 2, 3):  # in7 is the shunt-voltage sum, not a rail
             name = fs.read_optional(dev / f"in{c}_label")
             volts, amps = dev / f"in{c}_input", dev / f"curr{c}_input"
-            if _usable(name) and volts.exists() and amps.exists():
-                out.append(_Channel(name.strip(), None, volts, amps))  # type: ignore[union-attr]
+            if name is not None and _usable(name) and volts.exists() and amps.exists():
+                out.append(_Channel(name.strip(), None, volts, amps))
     return out
 
 

@@ -75,6 +75,8 @@ def fit_time(f, t) -> Tuple[float, float, float]:
             err = float(np.abs(sol.fun).max())
             if best is None or err < best[0]:
                 best = (err, k, *np.exp(sol.x))
+    if best is None:  # _KS is never empty
+        raise ValueError("no time model was fitted")
     return best[1], float(best[2]), float(best[3])
 
 
@@ -101,6 +103,8 @@ def fit_power(f, p, t, k: float, tm: float, c: float):
                 score += 1.0
             if best is None or score < best[0]:
                 best = (score, float(ridge), float(beta), x)
+    if best is None:  # the grids are never empty
+        raise ValueError("no power model was fitted")
     _, ridge, beta, x = best
     return ridge, beta, [float(v) for v in x]
 
@@ -318,6 +322,8 @@ def fit_twin(f, p, t, smooth: bool = True) -> TwinFit:
         bic = n * math.log(sse / n + 1e-12) + (6 + (1 if m else 0)) * math.log(n)
         if best is None or bic < best[0]:
             best = (bic, fit)
+    if best is None:  # candidates always holds 0
+        raise ValueError("no twin was fitted")
     fit = best[1]
     if smooth:
         used = n - fit.capped_rows  # capped rows ran at another clock than the one asked
@@ -395,7 +401,8 @@ def read_twin_sweeps(path: Union[str, Path]) -> TwinSweeps:
         raise InvalidRequestError(
             f"{path}: only {len(main)} distinct clock(s) at the main memory clock; a twin needs at least {MIN_CLOCKS}"
         )
-    return TwinSweeps(main, main_key, groups)  # type: ignore[arg-type]
+    others = {mem: sweep for mem, sweep in groups.items() if mem is not None}
+    return TwinSweeps(main, main_key, others)
 
 
 #: The core-voltage floor at a lower memory clock, relative to the floor at the main one. A
@@ -513,7 +520,7 @@ def _noise_at(clocks, f_meas, noise, reach_mhz: float):
     return out
 
 
-def _factor_knots(table, f_meas, measured, base, res, reach_steps: float, spread=None):
+def _factor_knots(table, f_meas, measured, base, res, reach_steps: Optional[float], spread=None):
     """(clock_mhz, factor) knots at the table's and the measured clocks that make the twin
     answer the measured value at every measured clock: the smoothed residual
     (:class:`Residuals`, relative to the fit) plus each row's own remainder (its noise, as

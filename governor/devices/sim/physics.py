@@ -254,7 +254,7 @@ class BoardSpec:
     def mem_background_w(self, mem_clock_mhz: Optional[float]) -> float:
         if not self.mem_static_w:
             return 0.0
-        if mem_clock_mhz in self.mem_static_w:
+        if mem_clock_mhz is not None and mem_clock_mhz in self.mem_static_w:
             return float(self.mem_static_w[mem_clock_mhz])
         known = sorted(self.mem_static_w)
         if mem_clock_mhz is None or len(known) < 2:  # nearest known memory clock

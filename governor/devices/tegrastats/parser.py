@@ -35,7 +35,7 @@ import datetime as _dt
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 __all__ = [
     "OFFLINE_SENSOR_C",
@@ -301,7 +301,7 @@ def _parse(line: str) -> Optional[TegrastatsSample]:
     if not ram:
         return None
     timestamp, time_only = _stamp_from(line[: ram.start()])
-    fields: Dict[str, object] = {
+    fields: Dict[str, Any] = {
         "timestamp": timestamp,
         "time_only": time_only,
         "ram_used_mb": _mb(ram.group(1), ram.group(3)),
@@ -357,7 +357,7 @@ def _parse(line: str) -> Optional[TegrastatsSample]:
         i += 1
     if not (rails or "cpu_load_pct" in fields or "gpu_load_pct" in fields):
         return None  # a line cut short after RAM/SWAP: nothing to measure
-    return TegrastatsSample(temperatures_c=temps, rails=rails, **fields)  # type: ignore[arg-type]
+    return TegrastatsSample(temperatures_c=temps, rails=rails, **fields)
 
 
 def parse_line(line: str) -> Optional[TegrastatsSample]:
