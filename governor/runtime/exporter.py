@@ -19,7 +19,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from governor.devices.base import Device
+from governor.devices.base import Device, Sample
 from governor.errors import GovernorError
 
 __all__ = ["DeviceCollector", "MetricsServer", "import_prometheus", "parse_listen", "serve_metrics"]
@@ -86,83 +86,113 @@ class DeviceCollector:
         return []  # no reading of the devices when the collector is registered
 
     def collect(self) -> Iterator[Any]:
+        families = _Families(list(self.BASE))
+        with self._lock:
+            for device in self.devices:
+                self._read(device, families)
+        yield from families.all()
+
+    def _read(self, device: Device, families: _Families) -> None:
+        """Add ``device``'s series to ``families``: its sample (or ``up`` 0 when it cannot be
+        read) and the policy in force."""
+        labels = _labels(device)
+        try:
+            sample = device.sample()
+        except GovernorError as err:
+            log.warning("%s: not read for this scrape: %s", device.uri, err)
+            families.up.add_metric(labels, 0.0)
+            return
+        families.up.add_metric(labels, 1.0)
+        families.add_sample(labels, sample)
+        info: Mapping[str, Any] = {}
+        if self.policy_of is not None:
+            try:
+                info = self.policy_of(device) or {}
+            except Exception as err:  # a provider's bug must not break the scrape
+                log.warning("%s: policy unknown: %s", device.uri, err)
+        families.policy.add_metric(
+            labels + [str(info.get("policy") or "none"), str(info.get("source") or "")],
+            1.0,
+        )
+        left = info.get("budget_remaining_j")
+        if left is not None:
+            families.budget.add_metric(labels, float(left))
+
+
+class _Families:
+    """The metric families of one scrape (``base``: the labels every series carries), filled
+    device by device."""
+
+    def __init__(self, base: List[str]) -> None:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-        base = list(self.BASE)
-        up = GaugeMetricFamily(
+        self.up = GaugeMetricFamily(
             "governor_device_up", "1 when the device answered this scrape, 0 when not.", labels=base
         )
-        power = GaugeMetricFamily(
+        self.power = GaugeMetricFamily(
             "governor_power_watts",
             "Power now, per rail; scope says what the rail covers (gpu, gpu+soc, board input...).",
             labels=base + ["rail", "scope"],
         )
-        energy = CounterMetricFamily(
+        self.energy = CounterMetricFamily(
             "governor_energy_joules",
             "The device's energy counter (J since an arbitrary origin, e.g. the driver load).",
             labels=base,
         )
-        clock = GaugeMetricFamily(
+        self.clock = GaugeMetricFamily(
             "governor_clock_hertz",
             "Clock now, by domain (graphics, memory).",
             labels=base + ["domain"],
         )
-        temperature = GaugeMetricFamily(
+        self.temperature = GaugeMetricFamily(
             "governor_temperature_celsius", "GPU temperature.", labels=base
         )
-        utilisation = GaugeMetricFamily(
+        self.utilisation = GaugeMetricFamily(
             "governor_utilisation_ratio", "GPU utilisation (0-1).", labels=base
         )
-        policy = GaugeMetricFamily(
+        self.policy = GaugeMetricFamily(
             "governor_policy_info",
             "The policy in force on the device (1), with who set it (a Slurm job, the daemon).",
             labels=base + ["policy", "source"],
         )
-        budget = GaugeMetricFamily(
+        self.budget = GaugeMetricFamily(
             "governor_budget_remaining_joules",
             "Energy left of the budget an energy/battery policy enforces.",
             labels=base,
         )
-        with self._lock:
-            for device in self.devices:
-                labels = _labels(device)
-                try:
-                    sample = device.sample()
-                except GovernorError as err:
-                    log.warning("%s: not read for this scrape: %s", device.uri, err)
-                    up.add_metric(labels, 0.0)
-                    continue
-                up.add_metric(labels, 1.0)
-                if sample.rails:
-                    for rail in sample.rails:
-                        power.add_metric(labels + [rail.name, rail.scope], rail.power_w)
-                elif sample.power_w is not None:
-                    scope = sample.power_scope or "gpu"
-                    power.add_metric(labels + [scope, scope], sample.power_w)
-                if sample.energy_j is not None:
-                    energy.add_metric(labels, sample.energy_j)
-                if sample.gpu_clock_mhz is not None:
-                    clock.add_metric(labels + ["graphics"], sample.gpu_clock_mhz * 1e6)
-                if sample.mem_clock_mhz is not None:
-                    clock.add_metric(labels + ["memory"], sample.mem_clock_mhz * 1e6)
-                if sample.temperature_c is not None:
-                    temperature.add_metric(labels, sample.temperature_c)
-                if sample.utilisation_pct is not None:
-                    utilisation.add_metric(labels, sample.utilisation_pct / 100.0)
-                info: Mapping[str, Any] = {}
-                if self.policy_of is not None:
-                    try:
-                        info = self.policy_of(device) or {}
-                    except Exception as err:  # a provider's bug must not break the scrape
-                        log.warning("%s: policy unknown: %s", device.uri, err)
-                policy.add_metric(
-                    labels + [str(info.get("policy") or "none"), str(info.get("source") or "")],
-                    1.0,
-                )
-                left = info.get("budget_remaining_j")
-                if left is not None:
-                    budget.add_metric(labels, float(left))
-        yield from (up, power, energy, clock, temperature, utilisation, policy, budget)
+
+    def add_sample(self, labels: List[str], sample: Sample) -> None:
+        """The readings of one sample: power per rail (or the device's one figure), energy,
+        clocks in Hz, temperature and utilisation as a ratio; a missing reading adds nothing."""
+        if sample.rails:
+            for rail in sample.rails:
+                self.power.add_metric(labels + [rail.name, rail.scope], rail.power_w)
+        elif sample.power_w is not None:
+            scope = sample.power_scope or "gpu"
+            self.power.add_metric(labels + [scope, scope], sample.power_w)
+        if sample.energy_j is not None:
+            self.energy.add_metric(labels, sample.energy_j)
+        if sample.gpu_clock_mhz is not None:
+            self.clock.add_metric(labels + ["graphics"], sample.gpu_clock_mhz * 1e6)
+        if sample.mem_clock_mhz is not None:
+            self.clock.add_metric(labels + ["memory"], sample.mem_clock_mhz * 1e6)
+        if sample.temperature_c is not None:
+            self.temperature.add_metric(labels, sample.temperature_c)
+        if sample.utilisation_pct is not None:
+            self.utilisation.add_metric(labels, sample.utilisation_pct / 100.0)
+
+    def all(self) -> Tuple[Any, ...]:
+        """Every family, in the order a scrape lists them."""
+        return (
+            self.up,
+            self.power,
+            self.energy,
+            self.clock,
+            self.temperature,
+            self.utilisation,
+            self.policy,
+            self.budget,
+        )
 
 
 class MetricsServer:
@@ -174,7 +204,7 @@ class MetricsServer:
 
         self.collector = collector
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(collector)  # type: ignore[arg-type]
+        self.registry.register(collector)
         started = prom.start_http_server(port, addr=addr, registry=self.registry)
         self._httpd = started[0] if isinstance(started, tuple) else None
         self.addr = addr

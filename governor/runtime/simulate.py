@@ -31,11 +31,27 @@ from __future__ import annotations
 import collections
 import math
 import random
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Deque,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Tuple,
+    Union,
+    cast,
+)
 
 from governor.errors import InvalidRequestError
 from governor.runtime import policies as _policies
 from governor.runtime.governor import Governor
+
+if TYPE_CHECKING:
+    from governor.devices.sim.device import SimDevice
+    from governor.timebase import Clock
 
 __all__ = ["TRACES", "phase_list", "simulate", "trace_segments"]
 
@@ -125,7 +141,7 @@ class _Recorder:
 
     def __init__(
         self,
-        dev: Any,
+        dev: SimDevice,
         cap_w: Optional[float],
         window_s: float,
         budget_j: Optional[float],
@@ -249,16 +265,8 @@ def simulate(
     if not (0 < float(duration_s) <= 7 * 86400):
         raise InvalidRequestError(f"duration_s must be within 0..604800 s, not {duration_s!r}")
     uri = f"sim:{board}?seed={int(seed)}" + ("" if noise else "&noise=0")
-    dev = open_device(uri)
-    cap = pol.cap_w if isinstance(pol, _policies.PowerCap) else None
-    window = pol.window_s if isinstance(pol, _policies.PowerCap) else 1.0
-    budget = getattr(pol, "budget_j", None)  # a battery's, or a throughput's floor's
-    if scope is None:
-        scope = getattr(pol, "scope", None) or ("board" if budget is not None else "gpu")
-    if scope not in _policies.SCOPES:
-        raise InvalidRequestError(
-            f"scope must be one of {', '.join(_policies.SCOPES)}, not {scope!r}"
-        )
+    dev = cast("SimDevice", open_device(uri))  # a sim: URI opens a simulated board
+    meter = _Metering.of(pol, scope)
     gov = Governor(
         dev,
         pol,
@@ -268,25 +276,95 @@ def simulate(
         battery=battery,
         handle_signals=False,
     )
-    misses = frames = skipped = 0
+    run = _run(dev, gov, meter, trace, duration_s, seed, admit)
+    return _results(board, pol, trace, meter, run)
+
+
+class _Metering:
+    """What a run records for ``pol``: the cap (W) and its window (s), the energy budget (J)
+    and the scope its energy is given on (``"board"`` or ``"gpu"``)."""
+
+    def __init__(
+        self, cap_w: Optional[float], window_s: float, budget_j: Optional[float], scope: str
+    ) -> None:
+        self.cap_w = cap_w
+        self.window_s = window_s
+        self.budget_j = budget_j
+        self.scope = scope
+
+    @classmethod
+    def of(cls, pol: _policies.Policy, scope: Optional[str]) -> _Metering:
+        """Raises InvalidRequestError: ``scope`` is not one of ``policies.SCOPES``."""
+        cap = pol.cap_w if isinstance(pol, _policies.PowerCap) else None
+        window = pol.window_s if isinstance(pol, _policies.PowerCap) else 1.0
+        budget = getattr(pol, "budget_j", None)  # a battery's, or a throughput's floor's
+        if scope is None:
+            scope = getattr(pol, "scope", None) or ("board" if budget is not None else "gpu")
+        if scope not in _policies.SCOPES:
+            raise InvalidRequestError(
+                f"scope must be one of {', '.join(_policies.SCOPES)}, not {scope!r}"
+            )
+        return cls(cap, window, budget, str(scope))
+
+
+class _Run:
+    """What one simulated run leaves: the recorder's truth, the governor's status and report,
+    the work done and the perception trace's frame counts."""
+
+    def __init__(
+        self,
+        rec: _Recorder,
+        status: Dict[str, Any],
+        measured: Any,
+        work: float,
+        frames: Tuple[int, int, int],
+    ) -> None:
+        self.rec = rec
+        self.status = status
+        self.measured = measured
+        self.work = work
+        self.frames, self.misses, self.skipped = frames
+
+
+def _run(
+    dev: SimDevice,
+    gov: Governor,
+    meter: _Metering,
+    trace: str,
+    duration_s: float,
+    seed: int,
+    admit: bool,
+) -> _Run:
+    """Drive ``gov`` on ``dev`` over ``trace``, recording the truth of every period."""
+    frames = (0, 0, 0)
     with dev:
-        rec = _Recorder(dev, cap, window, budget, board_scope=scope == "board")
+        rec = _Recorder(
+            dev, meter.cap_w, meter.window_s, meter.budget_j, board_scope=meter.scope == "board"
+        )
         with gov:
             if trace == "perception-30hz":
-                frames, misses, skipped = _run_frames(dev, gov, rec, duration_s, seed, admit)
+                frames = _run_frames(dev, gov, rec, duration_s, seed, admit)
             else:
                 _run_segments(dev, gov, rec, trace_segments(trace, duration_s, seed), duration_s)
             status = gov.status()
             measured = gov.report()
         work = dev.work_done()
         dev.stop_workload()
+    return _Run(rec, status, measured, work, frames)
+
+
+def _results(
+    board: str, pol: _policies.Policy, trace: str, meter: _Metering, run: _Run
+) -> Dict[str, Any]:
+    """The keys of ``governor simulate --json`` from a finished run."""
+    rec, status = run.rec, run.status
     d = rec.t_last - rec.t0
     out: Dict[str, Any] = {
         "board": board,
         "policy": pol.name,
         "policy_spec": pol.to_spec(),
         "trace": trace,
-        "scope": "board input" if scope == "board" else rec.scope,
+        "scope": "board input" if meter.scope == "board" else rec.scope,
         "duration_s": d,
         "energy_j": rec.energy_j,
         "board_energy_j": rec.board_energy_j,
@@ -298,10 +376,10 @@ def simulate(
         "mean_clock_mhz": rec.clock_s / d if d > 0 else None,
         "time_above_cap_s": rec.above_s,
         "time_above_cap_instant_s": rec.above_instant_s,
-        "work_done": work,
-        "deadline_misses": misses,
-        "frames": frames,
-        "frames_skipped": skipped,
+        "work_done": run.work,
+        "deadline_misses": run.misses,
+        "frames": run.frames,
+        "frames_skipped": run.skipped,
         "admitted_rate_hz": status.get("admitted_rate_hz"),
         "clock_changes": status["clock_changes"],
         "safe_hold": status["safe_hold"],
@@ -309,8 +387,9 @@ def simulate(
         "online_ppw": status.get("online_ppw"),
         "rate_degraded_s": status.get("rate_degraded_s"),
         "notes": status["notes"],
-        "measured": measured,
+        "measured": run.measured,
     }
+    cap, budget = meter.cap_w, meter.budget_j
     if cap is not None:
         out["cap_w"] = cap
         out["demand_s"] = rec.demand_s
@@ -319,14 +398,18 @@ def simulate(
         )
     if budget is not None:
         out["budget_j"] = budget
-        out["target_s"] = pol.target_s  # type: ignore[attr-defined]
+        # the policies that meter a budget (a battery, a throughput's floor) have a mission
+        if isinstance(pol, (_policies.Battery, _policies.Throughput)):
+            out["target_s"] = pol.target_s
+        else:
+            out["target_s"] = None
         out["lasted_s"] = rec.lasted_s if rec.lasted_s is not None else d
         out["energy_left_j"] = budget - rec.energy_j
     return out
 
 
 def _run_segments(
-    dev: Any,
+    dev: SimDevice,
     gov: Governor,
     rec: _Recorder,
     segments: List[Tuple[float, Optional[str]]],
@@ -353,8 +436,30 @@ def _run_segments(
         gov.step(advance_s=0)
 
 
+class _ControlSteps:
+    """The governor's control steps between frames: one every ``interval_s`` from
+    ``first_s``, each recorded, run in order up to a time."""
+
+    def __init__(self, gov: Governor, rec: _Recorder, clock: Clock, first_s: float) -> None:
+        self.gov = gov
+        self.rec = rec
+        self.clock = clock
+        self.next_s = first_s
+
+    def until(self, t_end: float) -> None:
+        """Run every step due by ``t_end``, sleeping the virtual clock up to each."""
+        gov, clock = self.gov, self.clock
+        while self.next_s <= t_end + 1e-12:
+            wait = self.next_s - clock.now_s()
+            if wait > 0:
+                clock.sleep(wait)
+            self.rec.record(gov.applied_clock_mhz or 0.0)
+            gov.step(advance_s=0)
+            self.next_s += gov.interval_s
+
+
 def _run_frames(
-    dev: Any, gov: Governor, rec: _Recorder, duration_s: float, seed: int, admit: bool = True
+    dev: SimDevice, gov: Governor, rec: _Recorder, duration_s: float, seed: int, admit: bool = True
 ) -> Tuple[int, int, int]:
     """(frames, missed, skipped): the camera's frames, those late or dropped as stale, and
     those the app skipped because ``gov.admit()`` said so (an app that does not ask,
@@ -367,21 +472,10 @@ def _run_frames(
     units_per_frame = FRAME_LOAD * period / workload.time_per_unit_s(top, mem)
     clock = dev.clock
     t0 = clock.now_s()
-    next_control = t0 + gov.interval_s
+    control_until = _ControlSteps(gov, rec, clock, t0 + gov.interval_s).until
     arrival = t0
     frames = misses = skipped = 0
     running = False
-
-    def control_until(t_end: float) -> None:
-        nonlocal next_control
-        while next_control <= t_end + 1e-12:
-            wait = next_control - clock.now_s()
-            if wait > 0:
-                clock.sleep(wait)
-            rec.record(gov.applied_clock_mhz or 0.0)
-            gov.step(advance_s=0)
-            next_control += gov.interval_s
-
     while arrival < t0 + duration_s - 1e-9:
         now = clock.now_s()
         if now < arrival:  # idle until the frame arrives

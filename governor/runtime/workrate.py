@@ -29,6 +29,10 @@ from governor.runtime.model import ClockModel
 
 __all__ = ["PhaseFit"]
 
+#: one run as a fit sees it: (seconds, relative time, seconds per unit, model dynamic power W,
+#: measured power W, units)
+_Point = Tuple[float, float, float, float, float, float]
+
 
 class PhaseFit:
     """Seconds per unit and power against the clock for the load running now.
@@ -126,12 +130,29 @@ class PhaseFit:
             return self._fit
         self._dirty = False
         self._fit = None
+        points = self._points()
+        if points is None:
+            return None
+        pts, sw, swx, swy, spx, spy = points
+        mean_x, mean_y = swx / sw, swy / sw
+        px, py = spx / sw, spy / sw
+        A, B = _time_line(pts, sw, mean_x, mean_y)
+        a, b = _power_line(pts, px, py)
+        self._fit = (A, B, a, b)
+        return self._fit
+
+    def _points(
+        self,
+    ) -> Optional[Tuple[List[_Point], float, float, float, float, float]]:
+        """The runs that count, as points, with their weighted sums ``(pts, Σw, Σw·x, Σw·y,
+        Σw·m, Σw·p)``; None when fewer than two count or their relative times are too close.
+
+        Per run: w (seconds), x (relative time), y (seconds per unit), m (the model's dynamic
+        power), p (the power measured), and its units; each sum over the runs in one pass (the
+        same sums, in the same order, as one pass per sum)."""
         min_units, min_s = self.MIN_UNITS, self.MIN_S
-        # per run that counts: w (seconds), x (relative time), y (seconds per unit), m (the
-        # model's dynamic power), p (the power measured), and its units; each sum over the
-        # runs in one pass (the same sums, in the same order, as one pass per sum)
         idle = self.model.idle_w
-        pts = []
+        pts: List[_Point] = []
         sw = sx = swx = swy = spx = spy = 0.0
         x_lo = x_hi = 0.0
         for r in self.runs.values():
@@ -160,49 +181,7 @@ class PhaseFit:
             return None
         if x_hi - x_lo < self.MIN_SPREAD * sx / n:
             return None
-        mean_x, mean_y = swx / sw, swy / sw
-        px, py = spx / sw, spy / sw
-        sxx = sxy = pxx = pxy = 0.0
-        for w, x, y, m, p, _ in pts:
-            d = x - mean_x
-            sxx += w * d * d
-            sxy += w * d * (y - mean_y)
-            d = m - px
-            pxx += w * d * d
-            pxy += w * d * (p - py)
-        if sxx > 0:  # (the runs are spread)
-            A = sxy / sxx
-            B = mean_y - A * mean_x
-        else:
-            A, B = 0.0, mean_y
-        if A <= 0:  # no gain from the clock at all: nearly all memory time
-            A = 1e-3 * mean_y / mean_x
-            B = mean_y - A * mean_x
-        elif B < 0:  # past a physical bound: all of it scales with the clock
-            A, B = mean_y / mean_x, 0.0
-        # whole units counted: each run's time per unit can be off by one unit in its
-        # count, and two runs 20 % apart extrapolate that into B many times over (about
-        # ±18 % of the time per unit after 40 units). A share of memory time within that
-        # error is not measured: the load is taken as compute-bound (the line kept through
-        # the runs' mean), so noise does not read a compute-bound load as memory-bound
-        if B > 0:
-            # each run's y off by y/units; its weight in B is w·(1/Σw − x̄·(x − x̄)/Sxx)
-            var = 0.0
-            for w, x, y, _, _, units in pts:
-                e = w * (1.0 / sw - mean_x * (x - mean_x) / sxx) * y / units
-                var += e * e
-            if B * B <= var:
-                A, B = mean_y / mean_x, 0.0
-        if pxx > 0:
-            b = pxy / pxx
-            a = py - b * px
-        else:  # every run at one model power: a flat line
-            b, a = 0.0, py
-        if not b > 0:  # power that does not rise with the clock: take it as barely rising
-            b = 1e-3
-            a = py - b * px
-        self._fit = (A, B, a, b)
-        return self._fit
+        return pts, sw, swx, swy, spx, spy
 
     def curves(self) -> Optional[Tuple[List[float], List[float]]]:
         """Work rate (units/s) and power (W) at every table clock, from the fit."""
@@ -271,3 +250,56 @@ class PhaseFit:
             while lo > 0 and rel[lo] < 1.2 * rel[hi]:
                 lo -= 1
         return lo, hi
+
+
+def _time_line(pts: List[_Point], sw: float, mean_x: float, mean_y: float) -> Tuple[float, float]:
+    """``(A, B)`` of seconds per unit ``A · t_rel + B``, weighted by seconds, kept physical
+    (``A > 0``, ``B >= 0``) and with a memory share ``B`` inside the counting error taken as 0."""
+    sxx = sxy = 0.0
+    for w, x, y, _, _, _ in pts:
+        d = x - mean_x
+        sxx += w * d * d
+        sxy += w * d * (y - mean_y)
+    if sxx > 0:  # (the runs are spread)
+        A = sxy / sxx
+        B = mean_y - A * mean_x
+    else:
+        A, B = 0.0, mean_y
+    if A <= 0:  # no gain from the clock at all: nearly all memory time
+        A = 1e-3 * mean_y / mean_x
+        B = mean_y - A * mean_x
+    elif B < 0:  # past a physical bound: all of it scales with the clock
+        A, B = mean_y / mean_x, 0.0
+    # whole units counted: each run's time per unit can be off by one unit in its
+    # count, and two runs 20 % apart extrapolate that into B many times over (about
+    # ±18 % of the time per unit after 40 units). A share of memory time within that
+    # error is not measured: the load is taken as compute-bound (the line kept through
+    # the runs' mean), so noise does not read a compute-bound load as memory-bound
+    if B > 0:
+        # each run's y off by y/units; its weight in B is w·(1/Σw − x̄·(x − x̄)/Sxx)
+        var = 0.0
+        for w, x, y, _, _, units in pts:
+            e = w * (1.0 / sw - mean_x * (x - mean_x) / sxx) * y / units
+            var += e * e
+        if B * B <= var:
+            A, B = mean_y / mean_x, 0.0
+    return A, B
+
+
+def _power_line(pts: List[_Point], px: float, py: float) -> Tuple[float, float]:
+    """``(a, b)`` of power ``a + b · (model dynamic power)``, weighted by seconds, with a
+    slope kept above 0."""
+    pxx = pxy = 0.0
+    for w, _, _, m, p, _ in pts:
+        d = m - px
+        pxx += w * d * d
+        pxy += w * d * (p - py)
+    if pxx > 0:
+        b = pxy / pxx
+        a = py - b * px
+    else:  # every run at one model power: a flat line
+        b, a = 0.0, py
+    if not b > 0:  # power that does not rise with the clock: take it as barely rising
+        b = 1e-3
+        a = py - b * px
+    return a, b

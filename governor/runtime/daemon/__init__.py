@@ -9,7 +9,9 @@ validated against a hand-written schema before the daemon touches a device.
 Modules (imported on demand, so ``import governor`` loads none of them):
 
 - :mod:`~governor.runtime.daemon.config`   the TOML config file, validated to one-line errors
-- :mod:`~governor.runtime.daemon.server`   the daemon: devices, actions, the socket, signals
+- :mod:`~governor.runtime.daemon.server`   the daemon: its life, client requests, signals
+- :mod:`~governor.runtime.daemon.slots`    each served device: limits, its policy, status
+- :mod:`~governor.runtime.daemon.listen`   the Unix socket, created and removed safely
 - :mod:`~governor.runtime.daemon.connections`  one selector thread for every client, deadlines,
   a fixed pool of workers
 - :mod:`~governor.runtime.daemon.peers`    who is connecting (SO_PEERCRED/SO_PEERGROUPS) and

@@ -284,8 +284,30 @@ def _under_temp_dir(path: Path) -> bool:
 
 
 # -- parsing -----------------------------------------------------------------------------------
+_DAEMON_KEYS = (
+    "socket",
+    "socket_group",
+    "socket_mode",
+    "allow",
+    "allow_policies",
+    "interval_s",
+    "max_request_bytes",
+    "max_connections",
+    "request_timeout_s",
+    "idle_timeout_s",
+    "workers",
+    "test_mode",
+    "metrics_listen",
+    *_RENAMED,
+)
+_DEVICE_KEYS = ("uri", "min_mhz", "max_mhz", "policy")
+
+
 def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
     """Validate TOML ``text`` (from file ``source``) into a :class:`DaemonConfig`.
+
+    Keys are checked in a fixed order (the daemon table, the policy, the devices, then the
+    remaining daemon keys), so a file with several mistakes always reports the same first one.
 
     Raises:
         ConfigError: invalid TOML or values; the message names ``source`` and the key.
@@ -298,101 +320,20 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
     unknown = sorted(set(doc) - {"daemon", "policy", "device"})
     if unknown:
         raise check.fail(unknown[0], "unknown section; known: daemon, policy, device")
-    daemon = check.table(
-        doc,
-        "daemon",
-        "daemon",
-        (
-            "socket",
-            "socket_group",
-            "socket_mode",
-            "allow",
-            "allow_policies",
-            "interval_s",
-            "max_request_bytes",
-            "max_connections",
-            "request_timeout_s",
-            "idle_timeout_s",
-            "workers",
-            "test_mode",
-            "metrics_listen",
-            *_RENAMED,
-        ),
-    )
-    spelled = {new: new for new in _RENAMED.values()}  # new name -> the name the file uses
-    for old, new in _RENAMED.items():
-        if old in daemon:
-            if new in daemon:
-                raise check.fail(f"daemon.{old}", f"is the old name of {new}; give only {new}")
-            spelled[new] = old
-    socket_text = check.string(daemon, "socket", "daemon", _DEFAULT_SOCKET)
-    socket = Path(str(socket_text))
-    if not socket.is_absolute():
-        raise check.fail("daemon.socket", f"must be an absolute path, not {socket_text!r}")
-    if len(os.fsencode(str(socket))) > 100:
-        raise check.fail("daemon.socket", "path is too long for a Unix socket (100 bytes at most)")
-    mode = daemon.get("socket_mode", "0660")
-    try:
-        socket_mode = int(mode, 8) if isinstance(mode, str) else -1
-    except ValueError:
-        socket_mode = -1
-    if socket_mode < 0 or socket_mode & ~0o660:
-        raise check.fail(
-            "daemon.socket_mode", f"must be an octal string granting at most 0660, not {mode!r}"
-        )
-    max_bytes = daemon.get("max_request_bytes", 4096)
-    if (
-        isinstance(max_bytes, bool)
-        or not isinstance(max_bytes, int)
-        or not (_MAX_REQUEST_BYTES[0] <= max_bytes <= _MAX_REQUEST_BYTES[1])
-    ):
-        raise check.fail(
-            "daemon.max_request_bytes",
-            f"must be an integer from {_MAX_REQUEST_BYTES[0]} to {_MAX_REQUEST_BYTES[1]}, not {max_bytes!r}",
-        )
+    daemon = check.table(doc, "daemon", "daemon", _DAEMON_KEYS)
+    spelled = _spelled_names(check, daemon)
+    socket = _socket_path(check, daemon)
+    socket_mode = _socket_mode(check, daemon)
+    max_bytes = _max_request_bytes(check, daemon)
     request_timeout_s = float(
         check.number(daemon, "request_timeout_s", "daemon", 2.0, 0.0, 60.0) or 2.0
     )
     idle_timeout_s = float(
         check.number(daemon, spelled["idle_timeout_s"], "daemon", 10.0, 0.0, 3600.0) or 10.0
     )
-
     site_policy = check.policy(doc.get("policy", {"policy": "none"}), "policy")
-    raw_devices = doc.get("device", [])
-    if not isinstance(raw_devices, list) or not raw_devices:
-        raise check.fail("device", "at least one [[device]] table with a uri is required")
-    devices: List[DeviceConfig] = []
-    for i, raw in enumerate(raw_devices):
-        where = f"device[{i}]"
-        if not isinstance(raw, dict):
-            raise check.fail(where, "must be a table")
-        unknown = sorted(set(raw) - {"uri", "min_mhz", "max_mhz", "policy"})
-        if unknown:
-            raise check.fail(
-                f"{where}.{unknown[0]}", "unknown key; known keys are uri, min_mhz, max_mhz, policy"
-            )
-        uri = check.string(raw, "uri", where, None)
-        if uri is None:
-            raise check.fail(f"{where}.uri", "is required (e.g. nvml:0, jetson, sim:agx-orin)")
-        if uri == "auto":
-            raise check.fail(f"{where}.uri", "must name a device, not auto")
-        if any(d.uri == uri for d in devices):
-            raise check.fail(f"{where}.uri", f"{uri!r} is listed twice")
-        lo = check.number(raw, "min_mhz", where, None)
-        hi = check.number(raw, "max_mhz", where, None)
-        if lo is not None and hi is not None and lo > hi:
-            raise check.fail(f"{where}.min_mhz", f"{lo:g} is above max_mhz {hi:g}")
-        policy = check.policy(raw["policy"], f"{where}.policy") if "policy" in raw else site_policy
-        devices.append(DeviceConfig(uri=uri, min_mhz=lo, max_mhz=hi, policy=policy))
-
-    metrics_listen = check.string(daemon, "metrics_listen", "daemon", None)
-    if metrics_listen is not None:
-        from governor.runtime.exporter import parse_listen
-
-        try:
-            parse_listen(metrics_listen)
-        except ValueError as err:
-            raise check.fail("daemon.metrics_listen", str(err)) from None
+    devices = _devices(check, doc.get("device", []), site_policy)
+    metrics_listen = _metrics_listen(check, daemon)
     test_mode = check.boolean(daemon, "test_mode", "daemon", False)
     if test_mode and not _under_temp_dir(socket):
         raise check.fail(
@@ -420,6 +361,113 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
         source=source,
         metrics_listen=metrics_listen,
     )
+
+
+def _spelled_names(check: _Checker, daemon: Dict[str, Any]) -> Dict[str, str]:
+    """New key name -> the name the file uses for it (an old name is still read; giving both
+    is an error)."""
+    spelled = {new: new for new in _RENAMED.values()}
+    for old, new in _RENAMED.items():
+        if old in daemon:
+            if new in daemon:
+                raise check.fail(f"daemon.{old}", f"is the old name of {new}; give only {new}")
+            spelled[new] = old
+    return spelled
+
+
+def _socket_path(check: _Checker, daemon: Dict[str, Any]) -> Path:
+    """``daemon.socket``: an absolute path short enough for a Unix socket address."""
+    socket_text = check.string(daemon, "socket", "daemon", _DEFAULT_SOCKET)
+    socket = Path(str(socket_text))
+    if not socket.is_absolute():
+        raise check.fail("daemon.socket", f"must be an absolute path, not {socket_text!r}")
+    if len(os.fsencode(str(socket))) > 100:
+        raise check.fail("daemon.socket", "path is too long for a Unix socket (100 bytes at most)")
+    return socket
+
+
+def _socket_mode(check: _Checker, daemon: Dict[str, Any]) -> int:
+    """``daemon.socket_mode``: an octal string granting at most 0660."""
+    mode = daemon.get("socket_mode", "0660")
+    try:
+        socket_mode = int(mode, 8) if isinstance(mode, str) else -1
+    except ValueError:
+        socket_mode = -1
+    if socket_mode < 0 or socket_mode & ~0o660:
+        raise check.fail(
+            "daemon.socket_mode", f"must be an octal string granting at most 0660, not {mode!r}"
+        )
+    return socket_mode
+
+
+def _max_request_bytes(check: _Checker, daemon: Dict[str, Any]) -> int:
+    """``daemon.max_request_bytes``: an integer within ``_MAX_REQUEST_BYTES``."""
+    max_bytes = daemon.get("max_request_bytes", 4096)
+    if (
+        isinstance(max_bytes, bool)
+        or not isinstance(max_bytes, int)
+        or not (_MAX_REQUEST_BYTES[0] <= max_bytes <= _MAX_REQUEST_BYTES[1])
+    ):
+        raise check.fail(
+            "daemon.max_request_bytes",
+            f"must be an integer from {_MAX_REQUEST_BYTES[0]} to {_MAX_REQUEST_BYTES[1]}, not {max_bytes!r}",
+        )
+    return max_bytes
+
+
+def _devices(check: _Checker, raw_devices: Any, site_policy: Dict[str, Any]) -> List[DeviceConfig]:
+    """The ``[[device]]`` tables, at least one; a device without its own policy gets the
+    site's."""
+    if not isinstance(raw_devices, list) or not raw_devices:
+        raise check.fail("device", "at least one [[device]] table with a uri is required")
+    devices: List[DeviceConfig] = []
+    for i, raw in enumerate(raw_devices):
+        devices.append(_device(check, raw, f"device[{i}]", devices, site_policy))
+    return devices
+
+
+def _device(
+    check: _Checker,
+    raw: Any,
+    where: str,
+    before: List[DeviceConfig],
+    site_policy: Dict[str, Any],
+) -> DeviceConfig:
+    """One ``[[device]]`` table (``where`` names it in errors); ``before`` are the devices
+    listed above it, whose URIs it must not repeat."""
+    if not isinstance(raw, dict):
+        raise check.fail(where, "must be a table")
+    unknown = sorted(set(raw) - set(_DEVICE_KEYS))
+    if unknown:
+        raise check.fail(
+            f"{where}.{unknown[0]}", "unknown key; known keys are uri, min_mhz, max_mhz, policy"
+        )
+    uri = check.string(raw, "uri", where, None)
+    if uri is None:
+        raise check.fail(f"{where}.uri", "is required (e.g. nvml:0, jetson, sim:agx-orin)")
+    if uri == "auto":
+        raise check.fail(f"{where}.uri", "must name a device, not auto")
+    if any(d.uri == uri for d in before):
+        raise check.fail(f"{where}.uri", f"{uri!r} is listed twice")
+    lo = check.number(raw, "min_mhz", where, None)
+    hi = check.number(raw, "max_mhz", where, None)
+    if lo is not None and hi is not None and lo > hi:
+        raise check.fail(f"{where}.min_mhz", f"{lo:g} is above max_mhz {hi:g}")
+    policy = check.policy(raw["policy"], f"{where}.policy") if "policy" in raw else site_policy
+    return DeviceConfig(uri=uri, min_mhz=lo, max_mhz=hi, policy=policy)
+
+
+def _metrics_listen(check: _Checker, daemon: Dict[str, Any]) -> Optional[str]:
+    """``daemon.metrics_listen``: None, or an address the exporter can parse."""
+    metrics_listen = check.string(daemon, "metrics_listen", "daemon", None)
+    if metrics_listen is not None:
+        from governor.runtime.exporter import parse_listen
+
+        try:
+            parse_listen(metrics_listen)
+        except ValueError as err:
+            raise check.fail("daemon.metrics_listen", str(err)) from None
+    return metrics_listen
 
 
 def load_config(path: Any) -> DaemonConfig:

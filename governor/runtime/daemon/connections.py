@@ -7,8 +7,8 @@ waits for a client:
 - one thread (the caller of :meth:`ConnectionLoop.run`) owns the listening socket and every
   connection, all non-blocking, through :mod:`selectors`. It accepts, checks the peer, reads
   and assembles request lines, enforces the size limit and the deadlines, and writes replies;
-- a complete request line goes to a fixed pool of ``workers`` threads, which call the handler
-  and hand the reply line back. A connection has at most one request with the workers and is
+- a complete request line goes to a fixed pool of ``workers`` threads (:mod:`.workers`),
+  which call the handler and hand the reply line back. A connection has at most one request with the workers and is
   not read meanwhile, so requests on one connection are answered in order;
 - deadlines are per request, not per ``recv``: the whole line must arrive within
   ``request_timeout_s`` of the daemon starting to wait for it (the accept, or the first byte
@@ -30,15 +30,15 @@ import collections
 import errno
 import logging
 import math
-import queue
 import selectors
 import socket
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional
 
 from governor.devices.daemon.protocol import encode, error_reply
 from governor.runtime.daemon.peers import PeerCredentials, peer_credentials
+from governor.runtime.daemon.workers import Handler, WorkerPool
 
 __all__ = ["ConnectionLoop"]
 
@@ -53,8 +53,6 @@ _WORKER_JOIN_S = 2.0
 _READING, _WORKING, _WRITING = "reading", "working", "writing"
 _LISTENER, _WAKE = "listener", "wake"
 
-#: the reply to one request line, for a peer; must not raise
-Handler = Callable[[bytes, PeerCredentials], Dict[str, Any]]
 #: None to admit a peer, else the one-line reason it is refused
 Admission = Callable[[socket.socket, PeerCredentials], Optional[str]]
 
@@ -92,6 +90,95 @@ class _Conn:
         self.closed = False
 
 
+class _Table:
+    """The open connections, what the selector watches on each, and their deadlines: the
+    bookkeeping of the selector thread, apart from what it does with the bytes."""
+
+    def __init__(self, selector: selectors.BaseSelector) -> None:
+        self._selector = selector
+        self._conns: Dict[_Conn, None] = {}  # insertion-ordered set
+        #: the earliest deadline of any connection (a lower bound: see check_deadlines)
+        self.next_check = math.inf
+
+    def __len__(self) -> int:
+        return len(self._conns)
+
+    def __iter__(self) -> Iterator[_Conn]:
+        return iter(list(self._conns))
+
+    def add(self, conn: _Conn) -> None:
+        self._conns[conn] = None
+
+    def forget(self, conn: _Conn) -> None:
+        """Drop ``conn`` without touching the selector (whose state is in doubt)."""
+        conn.closed = True
+        self._conns.pop(conn, None)
+
+    def victim(self) -> Optional[_Conn]:
+        """The connection to drop for a new one: the oldest idle, else the longest waiting."""
+        reading = [c for c in self._conns if c.state == _READING]
+        idle = [c for c in reading if c.idle]
+        pool = idle or reading
+        return min(pool, key=lambda c: c.since) if pool else None
+
+    def set_deadline(self, conn: _Conn, at: float) -> None:
+        conn.deadline = at
+        if at < self.next_check:
+            self.next_check = at
+
+    def check_deadlines(self, now: float, expire: Callable[[_Conn, float], None]) -> None:
+        """Call ``expire(conn, now)`` for each connection past its deadline, in the order they
+        were opened, and keep the earliest deadline still to come."""
+        upcoming = math.inf
+        for conn in list(self._conns):
+            deadline = conn.deadline
+            if deadline is None:
+                continue
+            if deadline <= now:
+                expire(conn, now)
+            else:
+                upcoming = min(upcoming, deadline)
+        self.next_check = upcoming
+
+    def watch(self, conn: _Conn, events: int) -> None:
+        if conn.closed or events == conn.events:
+            return
+        if conn.events == 0:
+            self._selector.register(conn.sock, events, conn)
+        elif events == 0:
+            self._selector.unregister(conn.sock)
+        else:
+            self._selector.modify(conn.sock, events, conn)
+        conn.events = events
+
+    def abort(self, conn: _Conn, reply: Dict[str, Any]) -> None:
+        """Best effort: one non-blocking send of ``reply``, then close."""
+        try:
+            conn.sock.send(encode(reply))
+        except OSError:
+            pass
+        self.close(conn)
+
+    def close(self, conn: _Conn) -> None:
+        if conn.closed:
+            return
+        self.watch(conn, 0)
+        conn.closed = True
+        self._conns.pop(conn, None)
+        try:
+            conn.sock.close()
+        except OSError:  # pragma: no cover - defensive
+            pass
+
+
+def _send_and_close(sock: socket.socket, reply: Dict[str, Any]) -> None:
+    try:
+        sock.send(encode(reply))
+    except OSError:
+        pass
+    sock.close()
+
+
 class ConnectionLoop:
     """Serves request lines on ``listener`` until ``stop_event`` is set (see the module doc).
 
@@ -113,23 +200,15 @@ class ConnectionLoop:
         stop_event: Optional[threading.Event] = None,
     ) -> None:
         self._listener = listener
-        self._handler = handler
         self._admission = admission
         self._max_bytes = max_request_bytes
         self._max_connections = max_connections
         self._request_timeout_s = request_timeout_s
         self._idle_timeout_s = idle_timeout_s
-        self._worker_count = workers
         self._stop = stop_event if stop_event is not None else threading.Event()
         self._selector = selectors.DefaultSelector()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self._conns: Dict[_Conn, None] = {}  # insertion-ordered set
-        self._jobs: queue.Queue = queue.Queue()  # (connection, line), or None: stop
-        self._done: Deque[Tuple[_Conn, bytes]] = collections.deque()
-        self._workers: List[threading.Thread] = []
-        self._next_check = math.inf
+        self._pool = WorkerPool(handler, workers)
+        self._conns = _Table(self._selector)
         self._accept_paused_until: Optional[float] = None
         #: what happened to connections, by kind (for logs, tests and the stress script)
         self.counters: collections.Counter = collections.Counter()
@@ -142,19 +221,14 @@ class ConnectionLoop:
     def stop(self) -> None:
         """Ask the loop to end (any thread; safe from a signal handler)."""
         self._stop.set()
-        self._wake()
+        self._pool.wake()
 
     def run(self) -> None:
         """Serve until stopped; then close every connection and end the workers."""
         self._listener.setblocking(False)
         self._selector.register(self._listener, selectors.EVENT_READ, _LISTENER)
-        self._selector.register(self._wake_r, selectors.EVENT_READ, _WAKE)
-        for i in range(self._worker_count):
-            thread = threading.Thread(
-                target=self._work, name=f"governor-daemon-worker-{i}", daemon=True
-            )
-            thread.start()
-            self._workers.append(thread)
+        self._selector.register(self._pool.wake_r, selectors.EVENT_READ, _WAKE)
+        self._pool.start()
         try:
             while not self._stop.is_set():
                 self._turn()
@@ -163,7 +237,7 @@ class ConnectionLoop:
 
     def _turn(self) -> None:
         now = time.monotonic()
-        timeout = min(_POLL_S, max(0.0, self._next_check - now))
+        timeout = min(_POLL_S, max(0.0, self._conns.next_check - now))
         if self._accept_paused_until is not None:
             timeout = min(timeout, max(0.0, self._accept_paused_until - now))
         for key, mask in self._selector.select(timeout):
@@ -171,7 +245,7 @@ class ConnectionLoop:
             if tag is _LISTENER:
                 self._accept()
             elif tag is _WAKE:
-                self._drain_wake()
+                self._pool.drain_wake()
             elif not tag.closed:
                 try:
                     if mask & selectors.EVENT_READ and tag.state == _READING:
@@ -182,59 +256,25 @@ class ConnectionLoop:
                     self._crashed(tag)
         self._take_replies()
         now = time.monotonic()
-        if now >= self._next_check:
-            self._check_deadlines(now)
+        if now >= self._conns.next_check:
+            self._conns.check_deadlines(now, self._expire)
         if self._accept_paused_until is not None and now >= self._accept_paused_until:
             self._accept_paused_until = None
             self._selector.register(self._listener, selectors.EVENT_READ, _LISTENER)
 
     def _shutdown(self) -> None:
-        for conn in list(self._conns):
-            self._close(conn)
-        for _ in self._workers:
-            self._jobs.put(None)
-        end = time.monotonic() + _WORKER_JOIN_S
-        for thread in self._workers:
-            thread.join(max(0.0, end - time.monotonic()))
+        for conn in self._conns:
+            self._conns.close(conn)
+        self._pool.stop(_WORKER_JOIN_S)
         try:
             self._selector.unregister(self._listener)
         except (KeyError, ValueError):
             pass
         self._selector.close()
-        self._wake_r.close()
-        self._wake_w.close()
-
-    # -- workers -------------------------------------------------------------------------------
-    def _work(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            conn, line = job
-            try:
-                reply = self._handler(line, conn.peer)
-            except Exception as err:  # pragma: no cover - the handler never raises
-                log.exception("internal error while handling %r", line[:200])
-                reply = error_reply("internal", f"internal error: {type(err).__name__}: {err}")
-            self._done.append((conn, encode(reply)))
-            self._wake()
-
-    def _wake(self) -> None:
-        try:
-            self._wake_w.send(b"\0")
-        except OSError:  # full (a wake-up is pending anyway) or closed (stopping)
-            pass
-
-    def _drain_wake(self) -> None:
-        try:
-            while self._wake_r.recv(4096):
-                pass
-        except OSError:
-            pass
+        self._pool.close()
 
     def _take_replies(self) -> None:
-        while self._done:
-            conn, data = self._done.popleft()
+        for conn, data in self._pool.replies():
             if not conn.closed:
                 try:
                     self._reply(conn, data, close_after=False)
@@ -246,10 +286,9 @@ class ConnectionLoop:
         self.counters["internal"] += 1
         log.exception("uid=%s pid=%s: internal error on the connection; closing it", uid, pid)
         try:
-            self._close(conn)
+            self._conns.close(conn)
         except Exception:  # pragma: no cover - the selector itself is broken
-            conn.closed = True
-            self._conns.pop(conn, None)
+            self._conns.forget(conn)
 
     # -- accepting -----------------------------------------------------------------------------
     def _accept(self) -> None:
@@ -285,16 +324,16 @@ class ConnectionLoop:
             if refusal is not None:
                 self.counters["forbidden"] += 1
                 log.warning("refused uid=%s gid=%s pid=%s: %s", uid, gid, pid, refusal)
-                self._send_and_close(sock, error_reply("forbidden", refusal))
+                _send_and_close(sock, error_reply("forbidden", refusal))
                 return
         if len(self._conns) >= self._max_connections:
-            victim = self._victim()
+            victim = self._conns.victim()
             if victim is None:
                 self.counters["refused_busy"] += 1
                 log.info(
                     "uid=%s pid=%s refused: every connection has a request in progress", uid, pid
                 )
-                self._send_and_close(
+                _send_and_close(
                     sock,
                     error_reply(
                         "busy",
@@ -305,23 +344,16 @@ class ConnectionLoop:
             self._evict(victim)
         now = time.monotonic()
         conn = _Conn(sock, peer, now)
-        self._conns[conn] = None
-        self._set_deadline(conn, now + self._request_timeout_s)
-        self._watch(conn, selectors.EVENT_READ)
-
-    def _victim(self) -> Optional[_Conn]:
-        """The connection to drop for a new one: the oldest idle, else the longest waiting."""
-        reading = [c for c in self._conns if c.state == _READING]
-        idle = [c for c in reading if c.idle]
-        pool = idle or reading
-        return min(pool, key=lambda c: c.since) if pool else None
+        self._conns.add(conn)
+        self._conns.set_deadline(conn, now + self._request_timeout_s)
+        self._conns.watch(conn, selectors.EVENT_READ)
 
     def _evict(self, conn: _Conn) -> None:
         pid, uid, _ = conn.peer
         self.counters["evicted"] += 1
         if conn.idle:
             log.debug("uid=%s pid=%s: idle connection closed to make room", uid, pid)
-            self._close(conn)
+            self._conns.close(conn)
             return
         log.info(
             "uid=%s pid=%s: connection closed to make room after waiting %.1f s for a request",
@@ -329,7 +361,7 @@ class ConnectionLoop:
             pid,
             time.monotonic() - conn.since,
         )
-        self._abort(
+        self._conns.abort(
             conn,
             error_reply(
                 "busy",
@@ -346,7 +378,7 @@ class ConnectionLoop:
             return
         except OSError as err:
             log.debug("client connection ended: %s", err)
-            self._close(conn)
+            self._conns.close(conn)
             return
         if not chunk:
             conn.eof = True
@@ -355,7 +387,7 @@ class ConnectionLoop:
                 now = time.monotonic()
                 conn.idle = False
                 conn.since = now
-                self._set_deadline(conn, now + self._request_timeout_s)
+                self._conns.set_deadline(conn, now + self._request_timeout_s)
             conn.inbuf += chunk
         self._next_line(conn)
 
@@ -383,9 +415,9 @@ class ConnectionLoop:
                 conn.inbuf.clear()
                 self._dispatch(conn, line)
             else:
-                self._close(conn)
+                self._conns.close(conn)
             return
-        self._watch(conn, selectors.EVENT_READ)
+        self._conns.watch(conn, selectors.EVENT_READ)
 
     def _too_large(self, conn: _Conn) -> None:
         pid, uid, _ = conn.peer
@@ -399,8 +431,8 @@ class ConnectionLoop:
         conn.state = _WORKING
         conn.idle = False
         conn.deadline = None  # the daemon's own time: no client deadline
-        self._watch(conn, 0)
-        self._jobs.put((conn, line))
+        self._conns.watch(conn, 0)
+        self._pool.submit(conn, line)
 
     # -- writing -------------------------------------------------------------------------------
     def _reply(self, conn: _Conn, data: bytes, *, close_after: bool) -> None:
@@ -418,49 +450,32 @@ class ConnectionLoop:
                 sent = 0
             except OSError as err:
                 log.debug("client connection ended: %s", err)
-                self._close(conn)
+                self._conns.close(conn)
                 return
             del conn.outbuf[:sent]
         if conn.outbuf:  # the client is not reading: it has request_timeout_s to start
             if conn.deadline is None:
-                self._set_deadline(conn, time.monotonic() + self._request_timeout_s)
-            self._watch(conn, selectors.EVENT_WRITE)
+                self._conns.set_deadline(conn, time.monotonic() + self._request_timeout_s)
+            self._conns.watch(conn, selectors.EVENT_WRITE)
             return
         if conn.close_after:
-            self._close(conn)
+            self._conns.close(conn)
             return
         now = time.monotonic()
         conn.state = _READING
         conn.since = now
         conn.idle = not conn.inbuf
         wait_s = self._idle_timeout_s if conn.idle else self._request_timeout_s
-        self._set_deadline(conn, now + wait_s)
+        self._conns.set_deadline(conn, now + wait_s)
         self._next_line(conn)
 
-    # -- deadlines and closing -----------------------------------------------------------------
-    def _set_deadline(self, conn: _Conn, at: float) -> None:
-        conn.deadline = at
-        if at < self._next_check:
-            self._next_check = at
-
-    def _check_deadlines(self, now: float) -> None:
-        upcoming = math.inf
-        for conn in list(self._conns):
-            deadline = conn.deadline
-            if deadline is None:
-                continue
-            if deadline <= now:
-                self._expire(conn, now)
-            else:
-                upcoming = min(upcoming, deadline)
-        self._next_check = upcoming
-
+    # -- deadlines -----------------------------------------------------------------------------
     def _expire(self, conn: _Conn, now: float) -> None:
         pid, uid, _ = conn.peer
         if conn.state == _READING and conn.idle:
             self.counters["idle_closed"] += 1
             log.debug("uid=%s pid=%s: idle for %g s; closed", uid, pid, self._idle_timeout_s)
-            self._close(conn)
+            self._conns.close(conn)
         elif conn.state == _READING:
             self.counters["timed_out"] += 1
             log.info(
@@ -470,7 +485,7 @@ class ConnectionLoop:
                 self._request_timeout_s,
                 len(conn.inbuf),
             )
-            self._abort(
+            self._conns.abort(
                 conn,
                 error_reply(
                     "timeout",
@@ -486,42 +501,4 @@ class ConnectionLoop:
                 pid,
                 self._request_timeout_s,
             )
-            self._close(conn)
-
-    def _watch(self, conn: _Conn, events: int) -> None:
-        if conn.closed or events == conn.events:
-            return
-        if conn.events == 0:
-            self._selector.register(conn.sock, events, conn)
-        elif events == 0:
-            self._selector.unregister(conn.sock)
-        else:
-            self._selector.modify(conn.sock, events, conn)
-        conn.events = events
-
-    def _abort(self, conn: _Conn, reply: Dict[str, Any]) -> None:
-        """Best effort: one non-blocking send of ``reply``, then close."""
-        try:
-            conn.sock.send(encode(reply))
-        except OSError:
-            pass
-        self._close(conn)
-
-    @staticmethod
-    def _send_and_close(sock: socket.socket, reply: Dict[str, Any]) -> None:
-        try:
-            sock.send(encode(reply))
-        except OSError:
-            pass
-        sock.close()
-
-    def _close(self, conn: _Conn) -> None:
-        if conn.closed:
-            return
-        self._watch(conn, 0)
-        conn.closed = True
-        self._conns.pop(conn, None)
-        try:
-            conn.sock.close()
-        except OSError:  # pragma: no cover - defensive
-            pass
+            self._conns.close(conn)

@@ -1,12 +1,13 @@
 """The daemon: owns the configured devices, enforces the site policy, serves the socket.
 
-One thread reads every connection without blocking (:mod:`.connections`): it refuses peers
-outside the allowed users and group (:mod:`.peers`), holds each request line to a deadline
-and a size limit, and hands complete lines to a few worker threads. A worker validates the
-line (:mod:`~governor.devices.daemon.protocol`), checks the allow-list and the clock limits
-(:mod:`.config`), and acts on the device through the Device API only: nothing a client sends
-is passed to a shell or a subprocess. Every request is logged with the caller's uid and pid
-from ``SO_PEERCRED``.
+The socket is created and removed by :mod:`.listen`. One thread reads every connection
+without blocking (:mod:`.connections`): it refuses peers outside the allowed users and group
+(:mod:`.peers`), holds each request line to a deadline and a size limit, and hands complete
+lines to a few worker threads. A worker validates the line
+(:mod:`~governor.devices.daemon.protocol`), checks the allow-list and the clock limits
+(:mod:`.config`), and acts on the device (a :class:`~.slots.Slot`) through the Device API
+only: nothing a client sends is passed to a shell or a subprocess. Every request is logged
+with the caller's uid and pid from ``SO_PEERCRED``.
 
 Actions:
 
@@ -34,11 +35,10 @@ import logging
 import os
 import signal
 import socket
-import stat
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 from governor._version import __version__
 from governor.devices.base import Device
@@ -49,10 +49,12 @@ from governor.devices.daemon.protocol import (
     error_reply,
     ok_reply,
 )
-from governor.errors import DeviceBusyError, GovernorError, InvalidRequestError
-from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
+from governor.errors import GovernorError, InvalidRequestError
+from governor.runtime.daemon.config import DaemonConfig, DeviceConfig
 from governor.runtime.daemon.connections import ConnectionLoop
+from governor.runtime.daemon.listen import bind_socket, group_id, remove_socket
 from governor.runtime.daemon.peers import PeerCredentials, PeerPolicy, peer_credentials
+from governor.runtime.daemon.slots import Slot
 
 __all__ = [
     "DaemonServer",
@@ -68,185 +70,11 @@ log = logging.getLogger("governor.daemon")
 _TOLERANCE_MHZ = Device.CLOCK_TOLERANCE_MHZ
 
 
-# -- the socket --------------------------------------------------------------------------------
-def _group_id(name: Optional[str], source: str) -> Optional[int]:
-    if name is None:
-        return None
-    if name.isdigit():
-        return int(name)
-    import grp
-
-    try:
-        return grp.getgrnam(name).gr_gid
-    except KeyError:
-        raise ConfigError(
-            f"{source}: daemon.socket_group: no group named {name!r} "
-            f"(create it with 'groupadd --system {name}')"
-        ) from None
-
-
-def _unsafe_dir(st: os.stat_result, euid: int, *, sticky_ok: bool) -> Optional[str]:
-    """Why a directory others could tamper with is unsafe, or None when it is safe."""
-    if st.st_uid not in (0, euid):
-        return f"belongs to uid {st.st_uid}, not to root or this user"
-    if st.st_mode & 0o022 and not (sticky_ok and st.st_mode & stat.S_ISVTX):
-        return f"is writable by others (mode {oct(st.st_mode & 0o7777)})"
-    return None
-
-
-def _safe_parent(parent: Path) -> None:
-    """Create the socket's directory (0755) if needed; refuse one others could tamper with.
-
-    The directory itself must be a real directory (not a symlink) owned by root or this user
-    and writable by no one else; each directory above it must be owned by root or this user
-    and writable by no one else unless sticky (as /tmp is), so it cannot be swapped.
-    """
-    if not os.path.lexists(parent):
-        try:
-            parent.mkdir(mode=0o755, parents=True)
-            os.chmod(parent, 0o755)  # whatever the umask: clients must be able to enter it
-        except OSError as err:
-            raise GovernorError(
-                f"cannot create the socket directory {parent}: {err.strerror or err}"
-            ) from None
-    st = os.lstat(parent)
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        raise GovernorError(f"the socket directory {parent} is not a plain directory (a symlink?)")
-    euid = os.geteuid()
-    reason = _unsafe_dir(st, euid, sticky_ok=False)
-    if reason is not None:
-        raise GovernorError(
-            f"the socket directory {parent} {reason}; "
-            "use a directory only root can write, such as /run/governor"
-        )
-    for above in Path(os.path.realpath(parent)).parents:
-        reason = _unsafe_dir(os.stat(above), euid, sticky_ok=True)
-        if reason is not None:
-            raise GovernorError(
-                f"the socket directory {parent} lies under {above}, which {reason}; "
-                "use a directory only root can write, such as /run/governor"
-            )
-
-
-def _remove_stale(path: Path) -> None:
-    """Remove a socket no daemon answers on; refuse a live one or a non-socket file."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(st.st_mode):
-        raise GovernorError(
-            f"{path} is a symbolic link; refusing to follow or replace it (remove it if it is stale)"
-        )
-    if not stat.S_ISSOCK(st.st_mode):
-        raise GovernorError(f"{path} exists and is not a socket; refusing to replace it")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(0.5)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        log.info("removing stale socket %s", path)
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        return
-    finally:
-        probe.close()
-    raise DeviceBusyError(f"another governor daemon is already listening on {path}")
-
-
-def bind_socket(
-    path: Path,
-    *,
-    mode: int = 0o660,
-    group: Optional[str] = None,
-    source: str = "<config>",
-    backlog: int = 16,
-) -> socket.socket:
-    """A listening Unix socket at ``path`` with ``mode`` and ``group``, created safely.
-
-    The socket is bound under a temporary name, given its mode and group, and only then
-    renamed into place, so no client ever sees it with looser permissions.
-
-    Raises:
-        ConfigError: unknown group; DeviceBusyError: a daemon already listens there;
-        GovernorError: an unsafe directory or a non-socket file in the way.
-    """
-    path = Path(path)
-    gid = _group_id(group, source)
-    _safe_parent(path.parent)
-    _remove_stale(path)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        os.unlink(temp)
-    except FileNotFoundError:
-        pass
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(str(temp))
-        os.chmod(temp, mode)
-        if gid is not None:
-            os.chown(temp, -1, gid)
-        os.replace(temp, path)
-        sock.listen(backlog)
-    except OSError as err:
-        sock.close()
-        try:
-            os.unlink(temp)
-        except FileNotFoundError:
-            pass
-        raise GovernorError(f"cannot listen on {path}: {err.strerror or err}") from None
-    return sock
-
-
 # -- devices -----------------------------------------------------------------------------------
-class _Slot:
-    """A configured device with its lock, its policy runner and the last client action."""
-
-    def __init__(self, config: DeviceConfig, device: Device) -> None:
-        self.config = config
-        self.device = device
-        self.lock = threading.RLock()
-        self.governor: Any = None
-        self.enforced: Optional[Dict[str, Any]] = None
-        self.policy_error: Optional[str] = None
-        self.override: Optional[Dict[str, Any]] = None
-
-    def limits_mhz(self) -> Tuple[float, float]:
-        table = self.device.supported_clocks_mhz()
-        lo = (
-            self.config.min_mhz if self.config.min_mhz is not None else (table[0] if table else 0.0)
-        )
-        hi = (
-            self.config.max_mhz
-            if self.config.max_mhz is not None
-            else (table[-1] if table else 0.0)
-        )
-        return (lo, hi)
-
-    def clocks_within_limits(self) -> List[float]:
-        lo, hi = self.limits_mhz()
-        return [
-            c
-            for c in self.device.supported_clocks_mhz()
-            if lo - _TOLERANCE_MHZ <= c <= hi + _TOLERANCE_MHZ
-        ]
-
-    def nearest_allowed(self, clock_mhz: float) -> float:
-        allowed = self.clocks_within_limits()
-        if not allowed:
-            lo, hi = self.limits_mhz()
-            raise GovernorError(
-                f"{self.device.uri} supports no clock within the configured limits {lo:g}-{hi:g} MHz"
-            )
-        return min(allowed, key=lambda c: (abs(c - clock_mhz), c))
-
-
 def _load_runtime() -> Optional[Tuple[Any, Any]]:
     """(Governor, policies) from governor.runtime, or None when it is not there."""
     try:
-        from governor.runtime import Governor, policies  # type: ignore[attr-defined]
+        from governor.runtime import Governor, policies
     except ImportError as err:
         log.debug("governor.runtime is not available: %s", err)
         return None
@@ -265,7 +93,7 @@ class DaemonServer:
     ) -> None:
         self.config = config
         self._opener = opener
-        self._slots: Dict[str, _Slot] = {}
+        self._slots: Dict[str, Slot] = {}
         self._listener: Optional[socket.socket] = None
         self._socket_ino: Optional[Tuple[int, int]] = None
         self._stop = threading.Event()
@@ -294,7 +122,7 @@ class DaemonServer:
         """
         try:
             self._peers = PeerPolicy.for_daemon(
-                _group_id(self.config.socket_group, self.config.source), self.config.socket_group
+                group_id(self.config.socket_group, self.config.source), self.config.socket_group
             )
             self._open_devices()
             self._listener = bind_socket(
@@ -345,47 +173,10 @@ class DaemonServer:
             def opener(uri: str) -> Device:  # a daemon lives in real time, simulated or not
                 return open_device(uri, clock=WallClock())
 
-        for dev_config in self._expanded_devices():
-            device = opener(dev_config.uri)
-            slot = _Slot(dev_config, device)
+        for dev_config in _expanded_devices(self.config):
+            slot = Slot(dev_config, opener(dev_config.uri))
             self._slots[dev_config.uri] = slot
-            self._recover(device, dev_config.uri)
-            if not device.capabilities.lock_gpu_clocks:
-                log.warning("%s cannot lock its GPU clock: only status will work", device.uri)
-            elif not slot.clocks_within_limits():
-                lo, hi = slot.limits_mhz()
-                log.error(
-                    "%s supports no clock within the configured limits %g-%g MHz",
-                    device.uri,
-                    lo,
-                    hi,
-                )
-
-    def _expanded_devices(self) -> List[DeviceConfig]:
-        """The configured devices, with ``uri = "all"`` standing for every GPU of this host
-        that no other table names (found at start: a node's GPUs, however many)."""
-        out: List[DeviceConfig] = []
-        for dev_config in self.config.devices:
-            if dev_config.uri != "all":
-                out.append(dev_config)
-                continue
-            from governor.devices.registry import resolve_uris
-
-            for uri in resolve_uris("all"):
-                if self.config.device(uri) is None:
-                    out.append(dataclasses.replace(dev_config, uri=uri))
-        return out
-
-    @staticmethod
-    def _recover(device: Device, uri: str) -> None:
-        """Take the device like any other owner: its lock for the daemon's whole life (a
-        device a live governor holds is refused), and a journal layer on disk, so that the
-        next owner or ``governor reset`` can undo this daemon's changes after a ``kill -9``.
-        Settings a dead owner left are restored by taking it; ``governor apply``'s stay."""
-        try:
-            device.acquire(command=f"governor daemon (pid {os.getpid()})")
-        except DeviceBusyError as err:
-            raise DeviceBusyError(f"the daemon cannot serve {uri}: {err}") from None
+            slot.take()
 
     def serve_forever(self) -> None:
         """Serve clients until :meth:`stop`; then restore devices and remove the socket."""
@@ -451,38 +242,11 @@ class DaemonServer:
                 self._listener.close()
             except OSError:
                 pass
-        self._remove_socket()
+        remove_socket(self.config.socket, self._socket_ino)
         for slot in self._slots.values():
-            with slot.lock:
-                self._stop_governor(slot)
-                try:
-                    restored = slot.device.restore()
-                    if restored:
-                        log.info("%s: restored %s", slot.device.uri, restored)
-                except GovernorError as err:
-                    log.error(
-                        "%s: could not restore: %s (run 'governor reset')", slot.device.uri, err
-                    )
-                finally:
-                    try:
-                        slot.device.close()
-                    except GovernorError as err:  # pragma: no cover - defensive
-                        log.warning("%s: close failed: %s", slot.device.uri, err)
+            slot.release()
         self._stopped.set()
         log.info("governor daemon stopped")
-
-    def _remove_socket(self) -> None:
-        path = self.config.socket
-        try:
-            st = os.stat(path)
-        except OSError:
-            return
-        if self._socket_ino is not None and (st.st_dev, st.st_ino) != self._socket_ino:
-            return  # another daemon's socket now: leave it
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
 
     # -- requests ------------------------------------------------------------------------------
     def _log(self, peer: PeerCredentials, request: Optional[Request], outcome: str) -> None:
@@ -543,7 +307,7 @@ class DaemonServer:
                 result = self._reset(slot)
         return ok_reply(request, result, slot.device.uri)
 
-    def _slot(self, request: Request) -> _Slot:
+    def _slot(self, request: Request) -> Slot:
         if request.device is None:
             if len(self._slots) == 1:
                 return next(iter(self._slots.values()))
@@ -561,11 +325,7 @@ class DaemonServer:
             )
         return slot
 
-    def _mark(self, slot: _Slot, what: Dict[str, Any], peer: PeerCredentials) -> None:
-        pid, uid, _ = peer
-        slot.override = dict(what, by_uid=uid, by_pid=pid, at_unix_s=round(time.time(), 3))
-
-    def _apply(self, slot: _Slot, request: Request, peer: PeerCredentials) -> Dict[str, Any]:
+    def _apply(self, slot: Slot, request: Request, peer: PeerCredentials) -> Dict[str, Any]:
         policy = str(request.policy)
         if policy not in self.config.allow_policies:
             from governor.runtime.daemon.config import CLIENT_POLICIES
@@ -576,40 +336,15 @@ class DaemonServer:
                 f"policy {policy!r} cannot be applied through the daemon; allowed: {', '.join(self.config.allow_policies)}",
                 request.id,
             )
-        self._stop_governor(slot)
+        slot.stop_governor()
         previous = slot.device.state().to_dict()
-        applied = self._apply_static(slot, policy)
-        self._mark(slot, applied, peer)
+        applied = slot.apply_static(policy)
+        slot.mark(applied, peer)
         return {"device": slot.device.uri, "applied": applied, "previous": previous}
 
-    def _apply_static(self, slot: _Slot, policy: str) -> Dict[str, Any]:
-        """Lock the clock for ``ppw`` (profile's PPW-optimal clock) or ``max`` (top clock),
-        both within the configured limits."""
-        device = slot.device
-        applied: Dict[str, Any] = {"policy": policy}
-        if policy == "ppw":
-            from governor.profiles.profile import load_profile_for
-
-            path, doc, warnings = load_profile_for(device)
-            wanted = float(doc["ppw_optimal_clock_mhz"])
-            applied["profile"] = str(path)
-            if warnings:
-                applied["warnings"] = list(warnings)
-        elif policy == "clock":
-            wanted = float(slot.config.policy["clock_mhz"])
-        else:
-            allowed = slot.clocks_within_limits()
-            wanted = allowed[-1] if allowed else slot.limits_mhz()[1]
-        clock = slot.nearest_allowed(wanted)
-        if abs(clock - wanted) > _TOLERANCE_MHZ:
-            applied["clamped_from_mhz"] = wanted
-        lo, hi = device.lock_gpu_clocks(clock)
-        applied["gpu_clocks_mhz"] = [lo, hi]
-        return applied
-
-    def _lock(self, slot: _Slot, request: Request, peer: PeerCredentials) -> Dict[str, Any]:
+    def _lock(self, slot: Slot, request: Request, peer: PeerCredentials) -> Dict[str, Any]:
         lo_limit, hi_limit = slot.limits_mhz()
-        low = float(request.min_mhz)  # type: ignore[arg-type]
+        low = float(cast(float, request.min_mhz))  # decode_request requires it for a lock
         high = float(request.max_mhz) if request.max_mhz is not None else low
         for key, value in (("min_mhz", low), ("max_mhz", high)):
             if value < lo_limit - _TOLERANCE_MHZ or value > hi_limit + _TOLERANCE_MHZ:
@@ -618,15 +353,15 @@ class DaemonServer:
                     f"{key} {value:g} MHz is outside the limits {lo_limit:g}-{hi_limit:g} MHz set for {slot.device.uri}",
                     request.id,
                 )
-        self._stop_governor(slot)
+        slot.stop_governor()
         previous = slot.device.state().to_dict()
         lo, hi = slot.device.lock_gpu_clocks(slot.nearest_allowed(low), slot.nearest_allowed(high))
         applied = {"gpu_clocks_mhz": [lo, hi]}
-        self._mark(slot, applied, peer)
+        slot.mark(applied, peer)
         return {"device": slot.device.uri, "applied": applied, "previous": previous}
 
-    def _reset(self, slot: _Slot) -> Dict[str, Any]:
-        self._stop_governor(slot)
+    def _reset(self, slot: Slot) -> Dict[str, Any]:
+        slot.stop_governor()
         restored = slot.device.restore()
         slot.override = None
         self._enforce(slot)
@@ -637,69 +372,19 @@ class DaemonServer:
         }
 
     # -- the configured policy -----------------------------------------------------------------
-    def _enforce(self, slot: _Slot) -> None:
+    def _enforce(self, slot: Slot) -> None:
         """Start the configured policy on ``slot``; failures are logged and kept for status."""
-        spec = dict(slot.config.policy)
-        name = spec["policy"]
-        slot.enforced = None
-        slot.policy_error = None
-        if name == "none" or not slot.device.capabilities.lock_gpu_clocks:
-            return
-        try:
-            runtime = _load_runtime()
-            if runtime is not None:
-                governor_cls, policies = runtime
-                policy = policies.from_spec(spec)
-                slot.governor = governor_cls(
-                    slot.device,
-                    policy,
-                    profile=None,
-                    interval_s=self.config.interval_s,
-                    handle_signals=False,
-                )
-                slot.governor.start()
-                slot.enforced = {"policy": name, "by": "governor", "spec": spec}
-            elif name in ("ppw", "max", "clock"):
-                slot.enforced = dict(self._apply_static(slot, name), by="static")
-            else:
-                raise GovernorError(
-                    f"the {name} policy needs governor.runtime, which this installation lacks"
-                )
-            log.info("%s: enforcing %s", slot.device.uri, slot.enforced)
-        except GovernorError as err:
-            slot.policy_error = str(err)
-            slot.governor = None
-            log.error("%s: cannot enforce the %s policy: %s", slot.device.uri, name, err)
-
-    def _stop_governor(self, slot: _Slot) -> None:
-        governor = slot.governor
-        slot.governor = None
-        slot.enforced = None
-        if governor is not None:
-            try:
-                governor.stop()
-            except GovernorError as err:
-                log.warning("%s: stopping the policy: %s", slot.device.uri, err)
+        slot.enforce(self.config.interval_s, _load_runtime)
 
     # -- status --------------------------------------------------------------------------------
     def _policy_of(self, device: Device) -> Dict[str, Any]:
         """What the metrics show for ``device``: the policy in force and the budget left."""
         for slot in self._slots.values():
             if slot.device is device:
-                governor = slot.governor
-                budget = None
-                if governor is not None:
-                    try:
-                        budget = governor.controller.status().get("remaining_j")
-                    except Exception:  # a controller without a budget
-                        budget = None
-                if slot.override:
-                    return {"policy": slot.override.get("policy", "lock"), "source": "client"}
-                name = (slot.enforced or {}).get("policy") or "none"
-                return {"policy": name, "source": "daemon", "budget_remaining_j": budget}
+                return slot.policy_info()
         return {}
 
-    def _status(self, slots: List[_Slot], peer: PeerCredentials) -> Dict[str, Any]:
+    def _status(self, slots: List[Slot], peer: PeerCredentials) -> Dict[str, Any]:
         pid, uid, _ = peer
         return {
             "daemon": {
@@ -711,36 +396,24 @@ class DaemonServer:
                 "allow_policies": list(self.config.allow_policies),
             },
             "caller": {"uid": uid, "pid": pid},
-            "devices": [self._device_status(slot) for slot in slots],
+            "devices": [slot.status() for slot in slots],
         }
 
-    def _device_status(self, slot: _Slot) -> Dict[str, Any]:
-        with slot.lock:
-            device = slot.device
-            table = device.supported_clocks_mhz()
-            doc: Dict[str, Any] = {
-                "uri": device.uri,
-                "name": device.identity.name,
-                "model": device.identity.model,
-                "supported_clocks_mhz": [table[0], table[-1]] if table else None,
-                "limits_mhz": list(slot.limits_mhz()),
-                "policy": dict(slot.config.policy),
-                "enforcing": slot.enforced,
-                "policy_error": slot.policy_error,
-                "client_override": slot.override,
-                "changed": device.changed,
-            }
-            try:
-                doc["state"] = device.state().to_dict()
-            except GovernorError as err:
-                doc["state"] = None
-                doc["state_error"] = str(err)
-            if slot.governor is not None:
-                try:
-                    doc["governor"] = slot.governor.status()
-                except GovernorError as err:
-                    doc["governor"] = {"error": str(err)}
-            return doc
+
+def _expanded_devices(config: DaemonConfig) -> List[DeviceConfig]:
+    """The configured devices, with ``uri = "all"`` standing for every GPU of this host
+    that no other table names (found at start: a node's GPUs, however many)."""
+    out: List[DeviceConfig] = []
+    for dev_config in config.devices:
+        if dev_config.uri != "all":
+            out.append(dev_config)
+            continue
+        from governor.devices.registry import resolve_uris
+
+        for uri in resolve_uris("all"):
+            if config.device(uri) is None:
+                out.append(dataclasses.replace(dev_config, uri=uri))
+    return out
 
 
 def run_daemon(config: DaemonConfig, *, opener: Optional[Callable[[str], Device]] = None) -> int:
@@ -753,8 +426,8 @@ def run_daemon(config: DaemonConfig, *, opener: Optional[Callable[[str], Device]
         server.request_stop()
 
     if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous[signum] = signal.signal(signum, _on_signal)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, _on_signal)
     try:
         server.start()
         server.serve_forever()
