@@ -199,10 +199,9 @@ class FloorThroughputController(Controller):
 
     def initial_mhz(self) -> float:
         self.battery.initial_mhz()  # its plan's first figures
-        # the top clock, not the rate's PPW start: with it the short budgets' worst board
-        # (bench, app asks admit(), seeds 0-5) went 1.0019, 1.0018, 1.0034, 1.0019, 1.0039,
-        # 1.0019 -> 1.0019, 1.0019, 1.0042, 1.0024, 1.0042, 1.0029 of the budget (measured
-        # before the plan counted the time left from now)
+        # the top clock, not the rate's PPW start: the first frames measure the rate's cost
+        # at a known clock, which keeps short budgets from overrunning (see
+        # docs/benchmarks/throughput.md, "Battery floor: the first clock")
         return self.model.top_mhz
 
     @property
