@@ -50,7 +50,8 @@ def test_a_mission_that_ends_in_a_gap_spends_its_budget_in_the_last_burst(profil
     mid_w = 0.5 * (model.power_w[0] + model.power_w[-1])
     budget = cycles * 8.0 * (busy_share * mid_w + (1 - busy_share) * model.idle_w)
     ctl, left_j = _mission(model, budget, cycles)
-    assert ctl.burst_lengths_s and abs(ctl.burst_lengths_s[0] - 5.0) < 0.15
+    lengths = ctl.plan.bursts.lengths_s
+    assert lengths and abs(lengths[0] - 5.0) < 0.15
     # the duty cycle's share alone keeps the busy share of the last gap's time for it:
     # 3 s of the planned busy power's excess over idle, about 0.3 % of this budget
     assert -0.002 * budget <= left_j <= 0.0005 * budget
@@ -60,7 +61,8 @@ def test_a_steady_load_plans_its_whole_time_left_busy(profile_of):
     board = "a100-sxm"
     model = model_of(profile_of, board)
     ctl = BatteryController(model, Battery(energy_j=1e5, duration_s=600.0))
-    assert ctl._busy_left_s(100.0, 1.0) == 100.0  # no gaps seen: the duty cycle's share
+    # no gaps seen: the duty cycle's share
+    assert ctl.plan.bursts.expected_busy_s(100.0, 1.0) == 100.0
 
 
 def test_the_plan_counts_the_time_left_from_now(profile_of):

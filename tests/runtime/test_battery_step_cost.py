@@ -8,6 +8,10 @@ import math
 
 from battery_helpers import model_of, observation
 
+from governor.runtime.battery_parts import curves as curves_module
+from governor.runtime.battery_parts import share as share_module
+from governor.runtime.battery_parts.curves import BEND_TABLE
+from governor.runtime.battery_parts.tables import concave, gaps
 from governor.runtime.controllers import BatteryController, Tick
 from governor.runtime.policies import Battery
 from governor.runtime.workrate import PhaseFit
@@ -36,21 +40,22 @@ def test_past_phases_gaps_are_not_recomputed_every_period(profile_of, monkeypatc
         for _ in range(600):
             t += 0.1
             clock = _step(ctl, model, t, clock, load, state)
-    assert len(ctl.past) >= 2  # the prior and the memory phase, closed
-    assert ctl.run == "run"  # the compute phase is past its probes
+    assert len(ctl.history.past) >= 2  # the prior and the memory phase, closed
+    assert ctl.probes.run == "run"  # the compute phase is past its probes
 
     calls = []
-    real = BatteryController._gaps
+    real = curves_module.gaps
 
     def counting(work, power):
         calls.append(len(work))
         return real(work, power)
 
-    monkeypatch.setattr(BatteryController, "_gaps", staticmethod(counting))
+    for module in (curves_module, share_module):  # every caller of gaps
+        monkeypatch.setattr(module, "gaps", counting)
     for _ in range(50):
         t += 0.1
         clock = _step(ctl, model, t, clock, loads[1], state)
-    assert ctl.phase_level is not None and ctl.run == "run"
+    assert ctl.phase_level is not None and ctl.probes.run == "run"
     # the phase now's gaps come from its fit directly; the past ones are cached
     assert calls == []
 
@@ -86,7 +91,6 @@ def test_a_recent_bend_rejects_the_same_curves_as_the_whole_table(profile_of):
     model = model_of(profile_of, "a100-sxm")
     policy = Battery(energy_j=0.8 * model.power_w[-1] * 600, duration_s=600)
     warm, fresh = BatteryController(model, policy), BatteryController(model, policy)
-    end = warm.capped_top + 1
     rng = random.Random(11)
     outcomes = {True: 0, False: 0}
     for _ in range(3000):
@@ -95,29 +99,29 @@ def test_a_recent_bend_rejects_the_same_curves_as_the_whole_table(profile_of):
         else:
             A, B = rng.uniform(0.01, 0.08), rng.choice((0.0, rng.uniform(0.0, 0.05)))
         fit = (A, B, rng.uniform(5.0, 80.0), rng.uniform(0.3, 1.6))
-        fresh._bends = []  # the whole table's check, from its first gap
-        want = fresh._phase_curves(fit, end)
-        got = warm._phase_curves(fit, end)
+        fresh.curves.bends = []  # the whole table's check, from its first gap
+        want = fresh.curves.phase_curves(fit)
+        got = warm.curves.phase_curves(fit)
         assert (got is None) == (want is None)
         if got is not None:
             assert got == want
         outcomes[got is None] += 1
-    assert warm._bends  # the shortcut was armed ...
+    assert warm.curves.bends  # the shortcut was armed ...
     assert outcomes[True] > 100 and outcomes[False] > 100  # ... on curves of both kinds
 
 
 def test_a_short_tables_curve_test_is_the_general_rule(profile_of):
     """On a table too short for the recent-bend shortcut (the AGX Orin's 11 clocks), the
     phase's curve is taken exactly when the general rule calls its gaps concave (the gaps of
-    its work over its fitted power line, ``_gaps`` and ``_concave``), and its gaps negated
+    its work over its fitted power line, ``gaps`` and ``concave``), and its gaps negated
     are those gaps negated; random fits of compute-bound, partly and wholly memory-bound
     loads, and a flat power line."""
     import random
 
     model = model_of(profile_of, "agx-orin")
     ctl = BatteryController(model, Battery(energy_j=0.8 * model.power_w[-1] * 600, duration_s=600))
-    end = ctl.capped_top + 1
-    assert end <= ctl.BEND_TABLE  # the whole test, no shortcut
+    end = ctl.curves.capped_top + 1
+    assert end <= BEND_TABLE  # the whole test, no shortcut
     rng = random.Random(5)
     outcomes = {True: 0, False: 0}
     for _ in range(3000):
@@ -129,15 +133,15 @@ def test_a_short_tables_curve_test_is_the_general_rule(profile_of):
         else:  # a gap that falls the wrong way: work falling with the clock
             A, B = -rng.uniform(0.001, 0.01), rng.uniform(0.05, 0.15)
         a, b = rng.uniform(5.0, 80.0), rng.uniform(0.3, 1.6)
-        got = ctl._phase_curves((A, B, a, b), end)
+        got = ctl.curves.phase_curves((A, B, a, b))
         work = [1.0 / (A * r + B) for r in model.time_rel[:end]]
         line = [a + b * (p - model.idle_w) for p in model.power_w[:end]]
-        gaps = ctl._gaps(work, line)
-        want = ctl._concave(gaps)
+        found = gaps(work, line)
+        want = concave(found)
         assert (got is not None) == want
         if got is not None:
             neg, fitted_line, inv_b = got
             assert fitted_line == (a, b) and inv_b == 1.0 / b
-            assert all(math.isclose(-x, g, rel_tol=1e-9) for x, g in zip(neg, gaps))
+            assert all(math.isclose(-x, g, rel_tol=1e-9) for x, g in zip(neg, found))
         outcomes[got is not None] += 1
     assert outcomes[True] > 200 and outcomes[False] > 200

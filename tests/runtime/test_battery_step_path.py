@@ -88,9 +88,11 @@ def test_the_mix_is_solved_every_third_period_and_its_level_held_between(profile
     for load in (lambda rel: 0.003 * rel + 0.047, lambda rel: 0.05 * rel):  # memory, compute
         for _ in range(500):
             t += 0.1
-            run, n = ctl.run, len(solved)
+            run, n = ctl.probes.run, len(solved)
             clock = _step(ctl, model, t, clock, load, state)
-            rows.append((run, len(solved) > n, ctl.want, clock, ctl.phases, ctl.phase_level))
+            rows.append(
+                (run, len(solved) > n, ctl.want, clock, ctl.history.closed_n, ctl.phase_level)
+            )
     # the compute load is seen as a new phase within the recent window and a few periods
     switch = next(i for i, r in enumerate(rows) if r[4] >= 1)
     assert 500 <= switch < 500 + 40 + every

@@ -1,0 +1,96 @@
+"""The battery plan: a busy-power target from what is left, the time left and the duty cycle.
+
+Each period::
+
+    usable  = remaining − reserve
+    P_busy  = (usable − P_idle · idle_left) / busy_left
+
+with ``busy_left`` the busy time forecast for the time left (:class:`.BurstStats`: the duty
+cycle's share, or a burst's residual life and a gap) and ``P_idle`` the measured idle power
+on the budget's scope. Spending slack only while the GPU computes is what buys work: a plan
+that assumed the rest of the mission busy under-spends on bursty loads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+from governor.runtime.battery_parts.bursts import BurstStats
+
+__all__ = ["MissionPlan"]
+
+PRIOR_BUSY_S = 5.0  # a new mission counts as busy until idle periods are seen
+SMOOTHING = 0.2  # share of the gap to the latest reading taken per period (idle, rest power)
+
+
+@dataclass
+class MissionPlan:
+    """The duty cycle and idle power measured so far, and the plan they give.
+
+    ``target_s``: the mission's length; ``reserve_j``: the energy kept back. ``idle_w`` is on
+    the budget's scope; ``rest_w`` (board scope) is the rest of the board while busy (board −
+    GPU figure), taken off a busy target to give the GPU's.
+    """
+
+    target_s: float
+    reserve_j: float
+    busy_s: float = 0.0
+    idle_s: float = 0.0
+    idle_w: Optional[float] = None
+    rest_w: Optional[float] = None
+    busy_left_s: float = 0.0  # the last plan's busy time left
+    was_busy: Optional[bool] = None
+    bursts: BurstStats = field(default_factory=BurstStats)
+
+    def observe(self, busy: Optional[bool], dt_s: float, scoped_w: Optional[float]) -> bool:
+        """Count a period (busy, idle or unknown, which counts as busy) and learn the idle
+        power from an idle one; whether the period was steady (in the same state as the one
+        before: a period that straddles a change mixes both)."""
+        steady = busy == self.was_busy
+        self.was_busy = busy
+        self.bursts.note(busy, dt_s)
+        if busy is False:
+            self.idle_s += dt_s
+            if scoped_w is not None and steady:
+                self.idle_w = (
+                    scoped_w
+                    if self.idle_w is None
+                    else self.idle_w + SMOOTHING * (scoped_w - self.idle_w)
+                )
+        else:
+            self.busy_s += dt_s
+        return steady
+
+    def learn_rest(self, rest_w: float) -> None:
+        """One busy period's board power beyond the GPU figure, smoothed."""
+        self.rest_w = (
+            rest_w if self.rest_w is None else self.rest_w + SMOOTHING * (rest_w - self.rest_w)
+        )
+
+    def gpu_target(self, busy_w: float, board_scope: bool) -> float:
+        """The GPU's share of a busy target on the budget's scope."""
+        if board_scope:
+            return busy_w - (self.rest_w or 0.0)
+        return busy_w
+
+    def duty(self) -> float:
+        """The busy share of the mission so far, with PRIOR_BUSY_S busy seconds in it."""
+        return (self.busy_s + PRIOR_BUSY_S) / (self.busy_s + self.idle_s + PRIOR_BUSY_S)
+
+    def plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
+        """(mean power target, busy power target) on the budget's scope, for the period
+        ahead: ``elapsed_s`` is now (the end of the period just measured), and the time
+        left counts from it (counted from the end of the period ahead, the budget would be
+        spent one period early). Past the end: unbounded while energy is left, else 0."""
+        left_s = self.target_s - elapsed_s
+        usable = max(0.0, remaining_j - self.reserve_j)
+        if left_s <= 0:
+            return (math.inf, math.inf) if usable > 0 else (0.0, 0.0)
+        mean_w = usable / left_s
+        idle_w = self.idle_w if self.idle_w is not None else 0.0
+        busy_left = self.bursts.expected_busy_s(left_s, self.duty())
+        self.busy_left_s = busy_left
+        busy_w = (usable - idle_w * (left_s - busy_left)) / busy_left
+        return mean_w, max(busy_w, 0.0)
