@@ -64,6 +64,6 @@ def test_a_warming_board_s_cheapest_clock_is_found_between_the_search_steps(prof
     # the case at hand: the model's pick is at or above the knee, and the cheapest clock is
     # off the pick's 30-MHz grid
     assert model.clocks_mhz[pick] >= knee_mhz
-    assert (pick - model.index(cheapest)) % ctl.step != 0
+    assert (pick - model.index(cheapest)) % ctl.local_search.step != 0
     held = {c for t, c in applied if t >= 45.0}
     assert held == {cheapest}, (cheapest, sorted(held), model.clocks_mhz[pick])

@@ -68,7 +68,7 @@ def test_a_neighbour_within_the_measurement_noise_does_not_move_the_search(profi
         return true_w * (0.999 if state["visits"] % 2 else 1.001)
 
     _drive(ctl, power_of, 5.0)  # past the young frames: the search has its seed
-    state["pick"] = ctl.model.clocks_mhz[ctl.seed_idx]
+    state["pick"] = ctl.model.clocks_mhz[ctl.local_search.seed_idx]
     applied = _drive(ctl, power_of, 60.0, seed=1)
     floor = ctl.model.clocks_mhz[ctl.floor_idx]
     assert state["visits"] >= 1  # the noise was seen

@@ -1,6 +1,6 @@
 """The throughput step's choice of clock without a scan of the table: the deadline's floor by
-bisection and the cheapest clock from the lower convex hull (``_Tables.cheapest``) must give
-what the whole-table scan (``_scan``) gives, on calibrated models and on random ones, and a
+bisection and the cheapest clock from the lower convex hull (``ClockTables.cheapest``) must
+give what the whole-table scan (``scan``) gives, on calibrated models and on random ones, and a
 controller using either must apply the same clocks."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from frame_loop import RATE_HZ, drive
 
 from governor.devices.sim.catalog import get_board
-from governor.runtime import throughput_controller as tc
 from governor.runtime.controllers import ThroughputController
 from governor.runtime.model import ClockModel, fallback_model, model_from_profile
 from governor.runtime.policies import Throughput
+from governor.runtime.throughput_parts import tables as tc
 
 # a few tables: short (Jetson), 81 clocks, and long ones whose hull drops clocks
 BOARDS = ("nano", "agx-orin", "a100-sxm", "rtx-a4000", "t4", "v100")
@@ -53,11 +53,11 @@ def _queries(rng: random.Random, model: ClockModel, count: int):
 
 
 def _check_against_scan(model: ClockModel, rng: random.Random, count: int) -> int:
-    tables = tc._Tables(model)
+    tables = tc.ClockTables(model)
     assert tables.fast
     found = 0
     for need, rate, mean, idle in _queries(rng, model, count):
-        want = tc._scan(model, need, rate, mean, idle)
+        want = tc.scan(model, need, rate, mean, idle)
         assert tables.cheapest(need, rate, mean, idle) == want, (need, rate, mean, idle)
         found += want[0] is not None and want[1] != want[0]  # the cheapest above the floor
     return found
@@ -87,7 +87,7 @@ def test_a_model_whose_shape_does_not_allow_the_hull_is_scanned():
     model = ClockModel(
         base.clocks_mhz, tuple(power), base.time_rel, base.idle_w, base.ppw_clock_mhz, True, "dip"
     )
-    assert not tc._Tables(model).fast
+    assert not tc.ClockTables(model).fast
     rng = random.Random(4)
     scanned = 0
     for need, rate, _, idle in _queries(rng, model, 300):
@@ -95,7 +95,7 @@ def test_a_model_whose_shape_does_not_allow_the_hull_is_scanned():
         ctl = ThroughputController(model, Throughput(rate_hz=rate, margin=0.0))
         ctl.per_unit_top.append(need)
         ctl.idle_w = idle
-        floor, best = tc._scan(model, need, rate, need, idle)
+        floor, best = tc.scan(model, need, rate, need, idle)
         got = ctl._choose()
         if floor is None:
             assert got == model.top_mhz
@@ -123,7 +123,7 @@ def test_a_controller_applies_the_same_clocks_with_the_hull_as_with_the_scan(
         return applied, energy_j
 
     fast = run()
-    monkeypatch.setattr(tc._Tables, "cheapest", lambda self, *q: tc._scan(self.model, *q))
+    monkeypatch.setattr(tc.ClockTables, "cheapest", lambda self, *q: tc.scan(self.model, *q))
     assert run() == fast
 
 
@@ -134,13 +134,13 @@ def test_a_choice_prices_a_handful_of_clocks_whatever_the_table(profile_of, monk
     model = model_from_profile(get_board("v100").clocks_mhz, profile_of("v100"))
     ctl = ThroughputController(model, Throughput(rate_hz=RATE_HZ), search=True)
     calls = {"n": 0}
-    cost_w = tc._cost_w
+    cost_w = tc.cost_w
 
     def counted(*args):
         calls["n"] += 1
         return cost_w(*args)
 
-    monkeypatch.setattr(tc, "_cost_w", counted)
+    monkeypatch.setattr(tc, "cost_w", counted)
     per_choice = []
     original = ctl._choose
 

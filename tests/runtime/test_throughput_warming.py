@@ -14,6 +14,7 @@ from governor.devices.sim.catalog import get_board
 from governor.runtime.controllers import Observation, ThroughputController, Tick
 from governor.runtime.model import model_from_profile
 from governor.runtime.policies import Throughput
+from governor.runtime.throughput_parts.window import YoungWindow
 
 LOAD = 0.45  # of a frame period at the top clock
 
@@ -50,11 +51,13 @@ def test_a_cold_board_holds_the_floor_not_the_knee_the_low_idle_power_points_to(
     model = ctl.model
     applied, energy_j = _drive(ctl, model.idle_w, 4.0, 30.0)
     floor = model.clocks_mhz[ctl.floor_idx]  # the deadline's, learnt from the frames
-    high = model.clocks_mhz[min(len(model.clocks_mhz) - 1, ctl.floor_idx + 2 * ctl.step + 1)]
-    assert ctl.costs, "the search measured nothing"
+    high = model.clocks_mhz[
+        min(len(model.clocks_mhz) - 1, ctl.floor_idx + 2 * ctl.local_search.step + 1)
+    ]
+    assert ctl.local_search.costs, "the search measured nothing"
     far = [t for t, c in applied if c >= high]
     # the model with the idle power learnt early points far above the floor: the case at hand
-    assert model.index(ctl.choice_mhz) > ctl.floor_idx + 2 * ctl.step
+    assert model.index(ctl.choice_mhz) > ctl.floor_idx + 2 * ctl.local_search.step
     assert max(far) <= 5.0, far
     assert len(far) * PERIOD_S <= 2.0  # the young frames' and the duel's window
     held = ThroughputController(model, Throughput(rate_hz=RATE_HZ), search=True)
@@ -73,9 +76,12 @@ def test_a_pick_measured_clearly_cheaper_than_the_floor_wins_the_duel(profile_of
     model = ctl.model
     applied, _ = _drive(ctl, 0.8 * model.idle_w, 3.0, 30.0)
     pick = model.index(ctl.choice_mhz)
-    assert pick > ctl.floor_idx + 2 * ctl.step  # the duel's case
+    assert pick > ctl.floor_idx + 2 * ctl.local_search.step  # the duel's case
     late = [model.index(c) for t, c in applied if t >= 10.0]
-    assert min(late) >= pick - 2 * ctl.step - 1, (model.clocks_mhz[pick], sorted(set(late)))
+    assert min(late) >= pick - 2 * ctl.local_search.step - 1, (
+        model.clocks_mhz[pick],
+        sorted(set(late)),
+    )
 
 
 def test_the_first_frame_runs_at_the_ppw_clock_unless_a_margin_asks_for_none_late(profile_of):
@@ -111,15 +117,15 @@ def test_the_young_frames_window_at_the_pick_is_the_duel_s_first(profile_of):
     # the floor the frames set (the first run learns it; the board is the same)
     probe = _controller("l4", profile_of)
     _drive(probe, model.idle_w, 4.0, 5.0)
-    high_mhz.append(model.clocks_mhz[probe.floor_idx + 2 * probe.step + 1])
+    high_mhz.append(model.clocks_mhz[probe.floor_idx + 2 * probe.local_search.step + 1])
     applied, _ = drive(ctl, power_of, 30.0, LOAD)
     floor_idx = ctl.floor_idx
-    assert model.index(ctl.choice_mhz) > floor_idx + 2 * ctl.step  # the duel's case
+    assert model.index(ctl.choice_mhz) > floor_idx + 2 * ctl.local_search.step  # the duel's case
     first_low = min(t for t, c in applied if c < high_mhz[0])
     far = [t for t, c in applied if c >= high_mhz[0]]
     assert far and min(far) < first_low  # the young frames ran at the far pick
     assert max(far) < first_low, (first_low, far)
-    assert ctl.at_floor
+    assert ctl.local_search.at_floor
 
 
 def test_a_young_window_too_short_at_the_pick_goes_on_there_before_the_floor(profile_of):
@@ -130,18 +136,27 @@ def test_a_young_window_too_short_at_the_pick_goes_on_there_before_the_floor(pro
     ctl = _controller("v100", profile_of)
     model = ctl.model
     _drive(ctl, model.idle_w, 4.0, 0.5)  # a cold board: the pick at the knee
+    search = ctl.local_search
     seed = model.index(ctl.choice_mhz)
-    assert seed > ctl.floor_idx + 2 * ctl.step  # the duel's case
-    assert ctl.young is not None and ctl.young[0] == model.clocks_mhz[seed]
+    assert seed > ctl.floor_idx + 2 * search.step  # the duel's case
+    assert search.young is not None and search.young.clock_mhz == model.clocks_mhz[seed]
     # 0.2 s measured at the pick after its settling (a duel's window is DUEL_S = 0.5 s)
-    ctl.young, ctl.young_held_s = (model.clocks_mhz[seed], 18.0, 0.2, 0.09), 0.5
-    ctl._start(seed, 1.0)
-    assert ctl.duel == seed and ctl.target == seed  # not the floor first
-    assert (ctl.energy_j, ctl.measured_s, ctl.window_busy_s, ctl.held_s) == (18.0, 0.2, 0.09, 0.5)
-    ctl._duel(ctl.floor_idx, 90.0)  # the pick's window, finished
-    assert ctl.duel_pick_w == 90.0 and ctl.target == ctl.floor_idx and ctl.duel == seed
-    ctl._duel(ctl.floor_idx, 89.0)  # the floor 1.1 % cheaper: decided, no second pick window
-    assert ctl.duel is None and ctl.at_floor and ctl.target == ctl.floor_idx
+    search.young = YoungWindow(model.clocks_mhz[seed], 18.0, 0.2, 0.09, held_s=0.5)
+    search.start(seed, 1.0, ctl.floor_idx)
+    assert search.duel is not None and search.duel.pick == seed
+    assert search.target == seed  # not the floor first
+    window = search.window
+    assert (window.energy_j, window.measured_s, window.busy_s, window.held_s) == (
+        18.0,
+        0.2,
+        0.09,
+        0.5,
+    )
+    search._duel(ctl.floor_idx, 90.0)  # the pick's window, finished
+    assert search.duel.pick_w == 90.0 and search.target == ctl.floor_idx
+    assert search.duel.pick == seed
+    search._duel(ctl.floor_idx, 89.0)  # the floor 1.1 % cheaper: decided, no second window
+    assert search.duel is None and search.at_floor and search.target == ctl.floor_idx
 
 
 def test_a_duel_s_floor_window_goes_on_when_the_floor_rises(profile_of):
@@ -161,21 +176,23 @@ def test_a_duel_s_floor_window_goes_on_when_the_floor_rises(profile_of):
     # the floor's first window: the clocks of the periods it measured, and the cost the
     # duel took for it (with the long-run work per frame then)
     measured, taken = [], []
-    rate_cost = ctl._rate_cost
+    search = ctl.local_search
+    rate_cost = ctl.pricing.rate_cost
 
     def recorded(i, mean_w, busy, slope_w=None, time_rel=None):
         cost = rate_cost(i, mean_w, busy, slope_w, time_rel)
-        if ctl.duel is not None and i != ctl.duel and not ctl.duel_floor_w:
-            taken.append((cost, ctl.unit_mean))
+        duel = search.duel
+        if duel is not None and i != duel.pick and not duel.floor_w:
+            taken.append((cost, ctl.frames.unit_mean))
         return cost
 
-    ctl._rate_cost = recorded
+    ctl.pricing.rate_cost = recorded
     for k in range(int(round(4.0 / PERIOD_S))):
         t = PERIOD_S * (k + 1)
-        measuring = pick is not None and ctl.duel is not None and not ctl.duel_floor_w
+        measuring = pick is not None and search.duel is not None and not search.duel.floor_w
         if measuring and clock < pick:
             below.append(t)
-            if ctl.held_s >= ctl.SETTLE_S - 1e-9:  # a period the window measures
+            if search.window.held_s >= search.SETTLE_S - 1e-9:  # a period the window measures
                 measured.append(clock)
         # slower frames twice while the floor's first window is measured
         load = LOAD * (1.0 + 0.04 * sum(1 for n in (2, 5) if len(below) >= n))
@@ -188,12 +205,12 @@ def test_a_duel_s_floor_window_goes_on_when_the_floor_rises(profile_of):
         floor_before = ctl.floor_idx
         clock, _ = ctl.decide(obs, ticks, clock)
         rises += measuring and ctl.floor_idx > floor_before
-        if ctl.duel is not None and pick is None:
-            pick = model.clocks_mhz[ctl.duel]
+        if search.duel is not None and pick is None:
+            pick = model.clocks_mhz[search.duel.pick]
     assert pick is not None  # the duel ran
     assert rises >= 2  # the floor rose twice while its first window was measured
     # one window below the pick: SETTLE_S + DUEL_S and a period or two of rounding
-    window_periods = (ctl.SETTLE_S + ctl.DUEL_S) / PERIOD_S
+    window_periods = (search.SETTLE_S + search.DUEL_S) / PERIOD_S
     assert len(below) <= window_periods + 2, (len(below), below)
     # the window ran at three clocks: its cost is theirs at the long-run share, not the
     # last one's (the busier periods at the lower floors moved to the last one's share)

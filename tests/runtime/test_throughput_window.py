@@ -32,18 +32,18 @@ def test_a_window_s_cost_does_not_lean_on_a_wrong_idle_power(profile_of):
         return busy * busy_w(clock) + (1.0 - busy) * idle_w
 
     calls = []
-    rate_cost = ctl._rate_cost
+    rate_cost = ctl.pricing.rate_cost
 
     def recorded(i, mean_w, busy, slope_w=None, time_rel=None):
         cost = rate_cost(i, mean_w, busy, slope_w, time_rel)
         if slope_w is not None:
             assert abs(time_rel / model.time_rel[i] - 1.0) < 1e-12  # a window at one clock
-            share = RATE_HZ * ctl.unit_mean * model.time_rel[i]
+            share = RATE_HZ * ctl.frames.unit_mean * model.time_rel[i]
             true_w = idle_w + share * (busy_w(model.clocks_mhz[i]) - idle_w)
             calls.append((cost, rate_cost(i, mean_w, busy), true_w, ctl.idle_w))
         return cost
 
-    ctl._rate_cost = recorded
+    ctl.pricing.rate_cost = recorded
     drive(ctl, power_of, 60.0, LOAD)
     assert len(calls) >= 5  # search windows fitted
     assert all(learnt > idle_w + 1.0 for *_, learnt in calls)  # the learnt idle is off

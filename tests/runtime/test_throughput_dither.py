@@ -1,0 +1,61 @@
+"""Time-sharing the deadline's floor with the clock below
+(governor/runtime/throughput_parts/dither.py): the mix lets the allowed share of the frames
+run late, no more, and only where the clock below is cheaper."""
+
+from __future__ import annotations
+
+from throughput_model import CLOCKS_MHZ, small_model
+
+from governor.runtime.controller_base import Observation, Tick
+from governor.runtime.throughput_parts.dither import Dither
+from governor.runtime.throughput_parts.frames import FrameStats, IdlePower
+from governor.runtime.throughput_parts.pricing import Pricing
+from governor.runtime.throughput_parts.tables import ClockTables
+
+RATE_HZ = 30.0
+FLOOR = 2  # 700 MHz: a period holds 0.0233 s of top-clock work, 600 MHz's 0.02 s
+
+
+def _dither(slow_share=0.02, idle_w=None):
+    """Frames of 0.015 s of top-clock work, ``slow_share`` of them 0.021 s: all on time at
+    700 MHz, the slow ones late at 600 MHz."""
+    model = small_model()
+    tables = ClockTables(model)
+    frames, idle = FrameStats(), IdlePower(metered=True)
+    idle.idle_w = idle_w
+    every = round(1.0 / slow_share)
+    for k in range(FrameStats.LONG_FRAMES):
+        work = 0.021 if k % every == 0 else 0.015
+        t = (k + 1) / RATE_HZ
+        obs = Observation(t, 1.0 / RATE_HZ, None, 1000.0, 1000.0, 0.0, t, True)
+        frames.learn(obs, [Tick(t, 1.0, work, 1000.0)], tables, RATE_HZ)
+    pricing = Pricing(model, RATE_HZ, frames, idle)
+    return Dither(model, RATE_HZ, frames, pricing)
+
+
+def test_the_mix_lets_the_allowed_share_of_frames_run_late():
+    dither = _dither(slow_share=0.02)
+    periods = 400
+    below = sum(dither.step(FLOOR, FLOOR, True) == CLOCKS_MHZ[FLOOR - 1] for _ in range(periods))
+    here, late_below = dither.shares(FLOOR, FLOOR, True)
+    assert here == 0.0 and late_below == 0.02
+    # the periods below, times the frames they let run late, are the allowed share
+    assert below / periods * late_below == Dither.SHARE
+
+
+def test_a_clock_below_missing_too_few_frames_to_matter_is_not_rationed():
+    dither = _dither(slow_share=0.005)  # below misses under the share: every period there
+    picks = {dither.step(FLOOR, FLOOR, True) for _ in range(20)}
+    assert picks == {CLOCKS_MHZ[FLOOR - 1]}
+
+
+def test_no_dither_off_the_floor_while_the_search_measures_or_where_below_costs_more():
+    dither = _dither()
+    assert dither.step(FLOOR + 1, FLOOR, True) is None  # not the floor
+    for _ in range(2):
+        dither.step(FLOOR, FLOOR, True)
+    assert dither.carry > 0.0
+    assert dither.step(FLOOR, FLOOR, False) is None  # a search measuring, or a margin
+    assert dither.carry == 0.0  # the diffusion starts again
+    # an idle power so low that racing to idle pays: the clock below costs more
+    assert _dither(idle_w=-500.0).step(FLOOR, FLOOR, True) is None
