@@ -13,6 +13,7 @@ import subprocess
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from governor.errors import DevicePermissionError, UnsupportedError
 from gpucheck.core import Context, Control, Skip, StepOut, one_line, rel, rounded, spread
 
 __all__ = ["calibration", "control", "probe_control", "tune_blocks"]
@@ -107,25 +108,10 @@ def control(ctx: Context, out: StepOut) -> None:
                 str(path),
                 "journaled before the write",
             )
-        limits = dev.power_limit_range()
-        if dev.capabilities.power_limit and limits is not None:
-            before = dev.state().power_limit_w
-            target = max(limits.min_w, round(0.8 * (before or limits.default_w)))
-            if before is not None and abs(target - before) < 1:
-                target = limits.max_w if before < limits.max_w else limits.min_w
-            dev.set_power_limit(target)
-            now = dev.state().power_limit_w
-            out.check(
-                "power limit set",
-                now is not None and abs(now - target) <= 1.0,
-                {"set_w": target, "read_w": now},
-                "within 1 W",
-            )
-            out.figure("power_limit_w", {"before": before, "set": target, "read": now})
-        else:
-            out.note("no settable power limit")
+        limit = _set_power_limit(dev, out)
     out.figure("locks", rows)
-    if dev.capabilities.power_limit and limits is not None:
+    if limit is not None:
+        before = limit["before"]
         back = dev.state().power_limit_w
         out.check(
             "power limit restored",
@@ -138,6 +124,32 @@ def control(ctx: Context, out: StepOut) -> None:
         out.check("journal layer gone", not left, len(left or []), "no layer left")
     _apply_then_reset(ctx, out, picks[1], loaded)
     out.summary = ", ".join(f"{r['locked_mhz']:g}->{r['measured_mhz']}" for r in rows) + " MHz"
+
+
+def _set_power_limit(dev: Any, out: StepOut) -> Optional[Dict[str, Any]]:
+    """Set the power limit to about 80 % of the present one and read it back; returns
+    ``{"before", "set", "read"}`` (W), or None where the limit cannot be set."""
+    limits = dev.power_limit_range()
+    if not dev.capabilities.power_limit or limits is None:
+        out.note("no settable power limit")
+        return None
+    before = dev.state().power_limit_w
+    target = max(limits.min_w, round(0.8 * (before or limits.default_w)))
+    if before is not None and abs(target - before) < 1:
+        target = limits.max_w if before < limits.max_w else limits.min_w
+    try:
+        dev.set_power_limit(target)
+    except (DevicePermissionError, UnsupportedError) as err:
+        out.note(f"power limit not settable: {one_line(err)}")
+        return None
+    now = dev.state().power_limit_w
+    out.check(
+        "power limit set",
+        now is not None and abs(now - target) <= 1.0,
+        {"set_w": target, "read_w": now},
+        "within 1 W",
+    )
+    return out.figure("power_limit_w", {"before": before, "set": target, "read": now})
 
 
 class _Idle:

@@ -106,7 +106,12 @@ def saxpy_bench(ctx: Context, clocks: Sequence[float]) -> Tuple[Any, str, Any, s
         per_run, _ = measure_runs(ctx, launch(256), sync, 5)
     runs = max(3, int(math.ceil(ctx.settings.tune_run_s / max(per_run, 1e-6))))
 
+    done = [0]
+
     def point(block: Tuple[int, int, int], clock_mhz: float) -> Any:
+        if ctx.out_of_time(0):
+            raise RuntimeError(f"tune-blocks ran past its budget after {done[0]} measurements")
+        done[0] += 1
         threads = block[0] * block[1] * block[2]
         dev.lock_gpu_clocks(clock_mhz)
         try:
