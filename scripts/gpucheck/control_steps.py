@@ -275,15 +275,21 @@ def calibration(ctx: Context, out: StepOut) -> None:
     load swept over 8-12 clocks: the calibrated clock's energy per unit over the best."""
     ctx.require_control()
     parts = []
+    kinds = []
     for kind, label in (("builtin", "compute"), ("memory", "memory")):
         try:
             ctx.load(kind)
+            kinds.append((kind, label))
         except Skip as err:
             out.note(str(err))
-            continue
+    step_deadline = ctx.step_deadline
+    for i, (kind, label) in enumerate(kinds):
         if ctx.out_of_time(20 * ctx.settings.scale):
             out.note(f"{label}: budget spent")
             continue
+        # each load gets an equal share of what is left, so the sweep of the first cannot
+        # starve the second
+        ctx.step_deadline = time.monotonic() + ctx.left_s() / (len(kinds) - i)
         try:
             doc = out.figure(label, _calibrate_one(ctx, kind))
         except (KeyboardInterrupt, Skip):
@@ -291,6 +297,8 @@ def calibration(ctx: Context, out: StepOut) -> None:
         except Exception as err:  # the other load still gets its turn
             out.check(f"{label}: calibration runs", False, one_line(err), "no error")
             continue
+        finally:
+            ctx.step_deadline = step_deadline
         if kind == "builtin":
             ctx.shared["ppw_clock_mhz"] = doc["chosen_clock_mhz"]
         ratio = doc["chosen_over_best"]

@@ -158,13 +158,15 @@ def kernels(ctx: Context, out: StepOut) -> None:
                 case.run()
                 sync()
                 error = float(case.max_error())
-                t, e = measure_runs(ctx, case.run, sync, 5)
+                per_run, _ = measure_runs(ctx, case.run, sync, 3)
+                runs = max(3, int(math.ceil(ctx.settings.tune_run_s / max(per_run, 1e-6))))
+                t, e = measure_runs(ctx, case.run, sync, runs)
             except Exception as err:
                 row["error"] = one_line(err)
                 out.check(f"{case.kernel} {case.tiles} runs", False, row["error"], "runs")
                 rows.append(row)
                 continue
-            row.update(max_error=error, time_s=t, energy_j=e)
+            row.update(max_error=error, correct=error <= case.tolerance, time_s=t, energy_j=e)
             out.check(
                 f"{case.kernel} {case.tiles} correct",
                 error <= case.tolerance,
@@ -187,10 +189,11 @@ def kernels(ctx: Context, out: StepOut) -> None:
 
 
 def _chosen_over_default(rows: Sequence[Dict[str, Any]]) -> Dict[str, float]:
-    """Per kernel: work per joule of the chosen tiles over the default's (energy ratio)."""
+    """Per kernel: work per joule of the chosen tiles over the default's (energy ratio), for
+    kernels whose both configurations computed the right result."""
     gains = {}
     for name in sorted({r["kernel"] for r in rows}):
-        by_role = {r["role"]: r for r in rows if r["kernel"] == name and "energy_j" in r}
+        by_role = {r["role"]: r for r in rows if r["kernel"] == name and r.get("correct")}
         if "chosen" in by_role and "default" in by_role:
             ratio = rel(by_role["default"]["energy_j"], by_role["chosen"]["energy_j"])
             if ratio is not None:

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -324,3 +325,161 @@ def test_a_step_that_raises_fails_alone_and_ctrl_c_restores(gpu_check, tmp_path)
     assert was_interrupted and not dev.owned
     assert dev.state().gpu_clocks_mhz is None  # the board's own state: unlocked again
     dev.close()
+
+
+# -- the CuPy paths, over a fake CuPy ----------------------------------------------------------
+def _fake_cupy(launch_s: float = 0.001):
+    """A CuPy whose one CUDA GPU is the fake driver's A100 (same UUID and PCI bus id): kernels
+    and copies take ``launch_s`` each and compute nothing; ``launches`` counts threads per
+    block of every RawKernel launch."""
+    cp = types.ModuleType("fake_cupy")
+    cp.float32, cp.int32, cp.uint32 = float, int, int
+    cp.launches = []
+
+    class _Array:
+        def __init__(self, n, dtype=None):
+            self.size = n
+
+    cp.empty = cp.ones = cp.zeros = _Array
+    cp.empty_like = lambda a: _Array(a.size)
+    cp.copyto = lambda dst, src: time.sleep(launch_s)
+
+    class RawKernel:
+        num_regs, shared_size_bytes = 16, 0
+
+        def __init__(self, source, name):
+            assert "__global__" in source and name in source
+            self.name = name
+
+        def __call__(self, grid, block, args):
+            if block[0] > 1024:
+                raise RuntimeError("cudaErrorInvalidConfiguration")
+            cp.launches.append(block[0])
+            time.sleep(launch_s)
+
+    cp.RawKernel = RawKernel
+
+    class _Device:
+        compute_capability = "80"
+        attributes = {
+            "MultiProcessorCount": 108,
+            "MaxThreadsPerMultiProcessor": 2048,
+            "L2CacheSize": 40 << 20,
+        }
+
+        def __init__(self, index=0):
+            assert index == 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def synchronize(self):
+            return None
+
+    class _Stream(_Device):
+        def __init__(self, non_blocking=False):
+            pass
+
+    class _Runtime:
+        @staticmethod
+        def getDeviceCount():
+            return 1
+
+        @staticmethod
+        def getDeviceProperties(index):
+            return {"uuid": bytes.fromhex(A100["uuid"][4:].replace("-", ""))}
+
+        @staticmethod
+        def deviceGetPCIBusId(index):
+            return "0000:07:00.0"
+
+        @staticmethod
+        def memGetInfo():
+            return (16 << 30, 80 << 30)
+
+    cp.cuda = types.SimpleNamespace(Device=_Device, Stream=_Stream, runtime=_Runtime)
+    return cp
+
+
+def _kernel_library(cases):
+    """A ``governor.kernels`` offering ``cases`` through the interface the check calls."""
+    mod = types.ModuleType("governor.kernels")
+    mod.gpu_check_cases = lambda cupy, index, cc: cases
+    return mod
+
+
+class _Case:
+    tolerance = 1e-5
+
+    def __init__(self, kernel, role, launch_s, error=1e-7):
+        self.kernel, self.role, self.tiles = kernel, role, {"i": 32 if role == "chosen" else 16}
+        self.launch_s, self.error = launch_s, error
+
+    def run(self):
+        time.sleep(self.launch_s)
+
+    def max_error(self):
+        return self.error
+
+
+@pytest.fixture
+def cupy_over_fake_driver(gpu_check, fake_nvml, monkeypatch):
+    from governor.calibrate import cuda_loads
+
+    cp = _fake_cupy()
+    monkeypatch.setattr(cuda_loads, "_import_cupy", lambda: cp)
+    monkeypatch.setattr(backend, "_is_root", lambda: True)
+    monkeypatch.setenv("LD_LIBRARY_PATH", fake_nvml.env()["LD_LIBRARY_PATH"])
+    return cp
+
+
+def test_cupy_loads_tune_blocks_and_kernels_run_through_their_real_code(
+    gpu_check, cupy_over_fake_driver, fake_nvml, tmp_path, monkeypatch
+):
+    """The built-in CUDA loads find the A100 by UUID and report rates; tune-blocks launches
+    SAXPY at the block sizes the procedure asks for and locks the clocks it walks; the kernel
+    step compares the chosen tiles with the default and catches a wrong result."""
+    cases = [
+        _Case("gemm", "default", 0.004),
+        _Case("gemm", "chosen", 0.002),
+        _Case("jacobi-2d", "default", 0.002),
+        _Case("jacobi-2d", "chosen", 0.002, error=1e-2),  # wrong: the check must say so
+    ]
+    monkeypatch.setitem(sys.modules, "governor.kernels", _kernel_library(cases))
+    out = tmp_path / "out"
+    lines = []
+    rc = gpu_check.main(
+        [
+            "--out",
+            str(out),
+            "--quick",
+            "--time-scale",
+            "0.2",
+            "--only",
+            "loads,kernels,tune-blocks",
+        ],
+        progress=lines.append,
+    )
+    assert rc == 1, lines  # the wrong kernel result fails the kernels step
+    _, steps = _report(out)
+    loads = steps["loads"]
+    assert loads["status"] == "pass", loads
+    assert loads["figures"]["compute"]["load"].startswith("cuda-fma (3456 blocks")
+    assert loads["figures"]["compute"]["gflop_per_s"] > 0
+    assert loads["figures"]["memory"]["gb_per_s"] > 0
+    kernels = steps["kernels"]
+    assert kernels["status"] == "fail"
+    assert kernels["reason"] == "outside tolerance: jacobi-2d {'i': 32} correct"
+    gains = kernels["figures"]["perf_per_watt_chosen_over_default"]
+    assert gains["gemm"] > 1.3  # half the time at the same power: about twice the work per J
+    assert "jacobi-2d" not in gains  # a wrong result earns no gain
+    tune = steps["tune-blocks"]
+    assert tune["status"] == "pass", tune
+    assert tune["figures"]["compute_capability"] == "8.0"
+    tried = set(cupy_over_fake_driver.launches)
+    assert {256} < tried and all(32 <= t <= 1024 for t in tried)  # more than the default
+    assert tune["figures"]["chosen"]["measurements"] >= 3
+    assert fake_nvml.gpu(0).writes >= 2 and fake_nvml.gpu(0).gpu_locked is None
