@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -483,3 +484,35 @@ def test_cupy_loads_tune_blocks_and_kernels_run_through_their_real_code(
     assert {256} < tried and all(32 <= t <= 1024 for t in tried)  # more than the default
     assert tune["figures"]["chosen"]["measurements"] >= 3
     assert fake_nvml.gpu(0).writes >= 2 and fake_nvml.gpu(0).gpu_locked is None
+
+
+@needs_root
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupted_mid_step_restores_the_driver_and_still_reports(fake_nvml, tmp_path, signum):
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--out", str(out), "--only", "control,exporter"],
+        env=fake_nvml.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(ROOT),
+    )
+    deadline = time.monotonic() + 60
+    while not fake_nvml.state() or fake_nvml.gpu(0).gpu_locked != (450, 450):
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "the check never locked the first clock"
+        time.sleep(0.02)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    gpu = fake_nvml.gpu(0)
+    assert gpu.gpu_locked is None and gpu.power_limit_mw == 400000
+    assert _layers_left() == 0
+    doc, steps = _report(out)
+    assert doc["interrupted"] is True
+    assert steps["control"]["status"] == "fail" and steps["control"]["reason"].startswith(
+        "interrupted"
+    )
+    assert steps["exporter"] == {**steps["exporter"], "status": "skip", "reason": "interrupted"}
