@@ -304,7 +304,12 @@ def telemetry(ctx: Context, out: StepOut) -> None:
     t_step = ctx.now_s()
     with ctx.running("builtin"):
         loaded = sample_for(ctx, settings.load_s)
-    doc = out.figure("loaded", summarise(loaded))
+    # the figures of the steady part: a sensor that averages over a second (GetPowerUsage on
+    # Ampere and newer) reads low while the load ramps up, and the counter does not
+    settle_s = min(2.0, settings.load_s / 3)
+    steady = [row for row in loaded if row[0].t_s >= t_step + settle_s]
+    doc = out.figure("loaded", summarise(steady))
+    doc["settle_s"] = rounded(settle_s)
     ratio = doc.get("counter_over_integrated")
     if ratio is not None:
         out.check("counter / integrated power (load)", 0.9 <= ratio <= 1.1, ratio, "0.9-1.1")
