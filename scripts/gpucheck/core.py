@@ -427,9 +427,20 @@ def run_steps(
 
 
 def _jsonable(value: Any) -> Any:
-    from governor.cli.common import to_jsonable
-
-    return to_jsonable(value)
+    """Plain JSON: dataclasses by ``to_dict``, tuples and sets as lists, numpy scalars as
+    numbers, non-finite floats as None."""
+    if hasattr(value, "to_dict"):
+        return _jsonable(value.to_dict())
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value) if isinstance(value, (set, frozenset)) else value
+        return [_jsonable(v) for v in items]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "item") and callable(value.item):  # a numpy scalar
+        return _jsonable(value.item())
+    return value
 
 
 def rel(value: Optional[float], reference: Optional[float]) -> Optional[float]:
