@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Sequence
 
 from gpucheck.core import StepRecord
 
-__all__ = ["markdown", "write_report"]
+__all__ = ["markdown", "results_row", "write_report"]
 
 
 def write_report(out_dir: Path, header: Dict[str, Any], records: Sequence[StepRecord]) -> Path:
@@ -62,6 +62,7 @@ def markdown(doc: Dict[str, Any]) -> str:
             f"| {step['name']} | {step['status']} | {'yes' if step['read_only'] else 'no'} | "
             f"{_cell(step.get('summary', ''))} | {_cell(step.get('reason', ''))} |"
         )
+    lines += ["", "The row for the results table of docs/hardware.md:", "", results_row(doc)]
     lines += ["", "| step | check | measured | tolerance | ok |", "|---|---|---|---|---|"]
     for step in doc.get("steps", []):
         for check in step.get("checks", []):
@@ -70,3 +71,42 @@ def markdown(doc: Dict[str, Any]) -> str:
                 f"{_cell(check['tolerance'])} | {'yes' if check['ok'] else '**no**'} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _figure(doc: Dict[str, Any], step: str, *path: str) -> Any:
+    for found in doc.get("steps", []):
+        if found["name"] == step:
+            value: Any = found.get("figures", {})
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            return value
+    return None
+
+
+def results_row(doc: Dict[str, Any]) -> str:
+    """One row of docs/hardware.md's results table: GPU, driver, date, command, control,
+    calibrated over best (compute, memory), energy windows over the counter, tune-blocks'
+    energy over the default, the kernels' median gain, failed steps."""
+    gpu = doc.get("gpu") or {}
+    control = doc.get("control") or {}
+    ratios = [
+        _figure(doc, "calibration", kind, "chosen_over_best") for kind in ("compute", "memory")
+    ]
+    windows = [
+        w.get("window_over_counter") for w in _figure(doc, "energy-windows", "windows") or []
+    ]
+    windows = [w for w in windows if w is not None]
+    failed = [s["name"] for s in doc.get("steps", []) if s["status"] == "fail"]
+    cells = [
+        gpu.get("name"),
+        gpu.get("driver_version"),
+        doc.get("date"),
+        f"`{doc.get('command', '')}`",
+        "yes" if control.get("permitted") else "read-only",
+        ", ".join("-" if r is None else f"{r:.3g}" for r in ratios),
+        f"{min(windows):.3g}-{max(windows):.3g}" if windows else "-",
+        _value(_figure(doc, "tune-blocks", "energy_chosen_over_default") or "-"),
+        _value(_figure(doc, "kernels", "median_gain") or "-"),
+        ", ".join(failed) or "none",
+    ]
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"

@@ -284,6 +284,13 @@ def test_calibration_and_tune_blocks_judged_against_the_sweep_on_a_simulated_boa
     assert tune["status"] == "pass", tune
     assert tune["figures"]["start_clock_mhz"] == cal["figures"]["compute"]["chosen_clock_mhz"]
     assert doc["final_reset"]["changed"] is False
+    md = (tmp_path / "out" / "report.md").read_text().splitlines()
+    row = md[md.index("The row for the results table of docs/hardware.md:") + 2]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert len(cells) == 10 and cells[0] == doc["gpu"]["name"] and cells[4] == "yes"
+    ratios = [cal["figures"][k]["chosen_over_best"] for k in ("compute", "memory")]
+    assert cells[5] == ", ".join(f"{r:.3g}" for r in ratios)
+    assert cells[9] == "none"
 
 
 def test_a_step_that_raises_fails_alone_and_ctrl_c_restores(gpu_check, tmp_path):
