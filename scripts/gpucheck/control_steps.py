@@ -244,7 +244,7 @@ def _calibrate_one(ctx: Context, kind: str) -> Dict[str, Any]:
         finally:
             prober.finish()
     energies = {c: p.energy_per_unit_j for c, p in sweep.items()}
-    best = min(energies, key=energies.get) if energies else None
+    best = min(energies, key=lambda c: energies[c]) if energies else None
     ratio = rel(energies.get(chosen), energies[best]) if best is not None else None
     return {
         "load": load.name,

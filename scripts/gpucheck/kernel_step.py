@@ -176,7 +176,7 @@ def kernels(ctx: Context, out: StepOut) -> None:
             rows.append(row)
     out.figure("configurations", rows)
     gains = _chosen_over_default(rows)
-    out.figure("perf_per_watt_chosen_over_default", gains)
+    out.figure("perf_per_watt_chosen_over_default", {k: rounded(v) for k, v in gains.items()})
     if gains:
         median = statistics.median(gains.values())
         out.figure("median_gain", rounded(median))
@@ -191,11 +191,11 @@ def kernels(ctx: Context, out: StepOut) -> None:
 def _chosen_over_default(rows: Sequence[Dict[str, Any]]) -> Dict[str, float]:
     """Per kernel: work per joule of the chosen tiles over the default's (energy ratio), for
     kernels whose both configurations computed the right result."""
-    gains = {}
+    gains: Dict[str, float] = {}
     for name in sorted({r["kernel"] for r in rows}):
         by_role = {r["role"]: r for r in rows if r["kernel"] == name and r.get("correct")}
         if "chosen" in by_role and "default" in by_role:
             ratio = rel(by_role["default"]["energy_j"], by_role["chosen"]["energy_j"])
             if ratio is not None:
-                gains[name] = rounded(ratio)
+                gains[name] = ratio
     return gains
