@@ -28,7 +28,6 @@ import datetime as _dt
 import os
 import platform
 import shlex
-import signal
 import sys
 import time
 from pathlib import Path
@@ -44,6 +43,7 @@ from gpucheck import control_steps, kernel_step, read_steps  # noqa: E402
 from gpucheck.core import (  # noqa: E402
     Context,
     Control,
+    Interrupts,
     Step,
     StepRecord,
     make_settings,
@@ -162,10 +162,6 @@ def _final_reset(ctx: Context) -> Dict[str, Any]:
     return doc
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def main(
     argv: Optional[Sequence[str]] = None,
     *,
@@ -203,19 +199,33 @@ def main(
         print(f"gpu_check: no NVIDIA GPU to check ({one_line(err)})", file=sys.stderr)
         return 1
     out_dir = Path(args.out)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / ".write-test").write_text("")
+        (out_dir / ".write-test").unlink()
+    except OSError as err:
+        device.close()
+        print(
+            f"gpu_check: cannot write the report to {out_dir}: {err.strerror or err}",
+            file=sys.stderr,
+        )
+        return 2
     started = time.monotonic()
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    interrupts = Interrupts()
+    interrupts.install()
+    interrupts.guard(device)
     records: List[StepRecord] = []
     interrupted = False
     ctx: Optional[Context] = None
     try:
+        journal_before = _journal_layers(device) > 0  # before anything takes the device
         if args.read_only:
             control = Control(False, "--read-only")
         else:
             control = control_steps.probe_control(device)
         ctx = Context(device, settings, control=control, make_load=make_load, progress=say)
-        ctx.journal_before = _journal_layers(device) > 0
+        ctx.journal_before = journal_before
         say(
             f"{device.identity.name} ({device.uri}), driver {device.identity.driver_version}; "
             + (
@@ -229,20 +239,23 @@ def main(
                 "a governor journal for this GPU exists already: apply/reset and the final "
                 "reset leave it alone"
             )
-        try:
-            records, interrupted = run_steps(ctx, STEPS, only=only or None, records=records)
-        except KeyboardInterrupt:  # between two steps
-            interrupted = True
-            done = {r.name for r in records}
-            records += [
-                StepRecord(s.name, "skip", "interrupted", {}, [], s.read_only, 0.0)
-                for s in STEPS
-                if s.name not in done
-            ]
+        records, interrupted = run_steps(ctx, STEPS, only=only or None, records=records)
+    except KeyboardInterrupt:  # between two steps, or before the first
+        interrupted = True
     finally:
-        final = _final_reset(ctx) if ctx is not None else {}
-        device.close()
-        signal.signal(signal.SIGTERM, previous)
+        interrupts.depth += 1  # a second Ctrl-C waits for the restore and reset to finish
+        try:
+            final = _final_reset(ctx) if ctx is not None else {}
+        finally:
+            device.close()
+            interrupts.pending = False
+            interrupts.uninstall()
+    done = {r.name for r in records}
+    records += [
+        StepRecord(s.name, "skip", "interrupted", {}, [], s.read_only, 0.0)
+        for s in STEPS
+        if s.name not in done
+    ]
     header = {
         "tool": "scripts/gpu_check.py",
         "date": date,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 __all__ = [
     "Context",
     "Control",
+    "Interrupts",
     "Settings",
     "Skip",
     "StepOut",
@@ -33,6 +35,57 @@ __all__ = [
     "run_steps",
     "spread",
 ]
+
+
+class Interrupts:
+    """Ctrl-C and SIGTERM as KeyboardInterrupt, held back while a device setting is written.
+
+    Raised between the driver's write and the journal's note of it, an interrupt would make
+    the device forget a change the driver made (the write looks failed, its journal entry is
+    dropped) and leave the GPU changed; :meth:`guard` makes each change of a device one step
+    that an interrupt waits for.
+    """
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.pending = False
+        self._previous: Dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.depth:
+            self.pending = True
+            return
+        raise KeyboardInterrupt
+
+    def install(self) -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous[signum] = signal.signal(signum, self._handler)
+
+    def uninstall(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            if not self.depth and self.pending:
+                self.pending = False
+                raise KeyboardInterrupt
+
+    def guard(self, device: Any) -> None:
+        """Hold interrupts back during each change ``device`` makes (journal, write, note)."""
+        change = device._change
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            with self.held():
+                return change(*args, **kwargs)
+
+        device._change = guarded
 
 
 class Skip(Exception):

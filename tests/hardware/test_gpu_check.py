@@ -106,8 +106,14 @@ def test_a_loaded_library_without_a_driver_refuses_too(fake_nvml, tmp_path):
 
 
 def test_bad_usage_is_one_line_and_exit_2(tmp_path):
-    for args in (["--only", "nonsense"], ["--device", "jetson"], ["--time-scale", "-1"]):
-        proc = _run(dict(os.environ), tmp_path / "out", *args, timeout=60)
+    (tmp_path / "file").write_text("")
+    for out, args in (
+        (tmp_path / "out", ["--only", "nonsense"]),
+        (tmp_path / "out", ["--device", "jetson"]),
+        (tmp_path / "out", ["--time-scale", "-1"]),
+        (tmp_path / "file" / "out", ["--device", "sim:a100-sxm"]),  # cannot be written
+    ):
+        proc = _run(dict(os.environ), out, *args, timeout=60)
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
