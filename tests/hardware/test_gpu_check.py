@@ -97,6 +97,21 @@ def test_no_gpu_refuses_in_one_line(tmp_path):
     assert not out.exists()
 
 
+def test_governor_doctor_runs_the_check(tmp_path):
+    env = dict(os.environ)
+    env.pop("FAKE_NVML_CONFIG", None)
+    env["LD_LIBRARY_PATH"] = str(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "governor", "doctor", "--gpu-check", str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("gpu_check: no NVIDIA GPU") and proc.stderr.count("\n") == 1
+
+
 def test_a_loaded_library_without_a_driver_refuses_too(fake_nvml, tmp_path):
     env = fake_nvml.env()
     env.pop("FAKE_NVML_CONFIG")  # the fake then acts like a machine whose driver is not loaded
