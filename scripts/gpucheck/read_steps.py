@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import select
 import shutil
 import statistics
 import subprocess
@@ -483,9 +484,14 @@ def exporter(ctx: Context, out: StepOut) -> None:
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ctx.subprocess_env()
     )
     try:
-        line = proc.stdout.readline() if proc.stdout is not None else ""
+        assert proc.stdout is not None and proc.stderr is not None
+        wait_s = max(5.0, ctx.left_s())
+        ready, _, _ = select.select([proc.stdout], [], [], wait_s)
+        if not ready:
+            raise RuntimeError(f"governor exporter printed nothing in {wait_s:.0f} s")
+        line = proc.stdout.readline()
         if not line:
-            err = proc.stderr.read() if proc.stderr is not None else ""
+            err = proc.stderr.read()
             tail = err.strip().splitlines()[-1:] or ["no output"]
             raise RuntimeError(f"governor exporter ended: {tail[0]}")
         url = json.loads(line)["url"]
