@@ -86,6 +86,13 @@ def _parser() -> argparse.ArgumentParser:
         help="Multiply every window and budget by this (0.5 halves the run; the tests use less).",
     )
     p.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        help="The run's total time budget in seconds (default 450, 200 with --quick, times "
+        "--time-scale); each step's budget follows in proportion.",
+    )
+    p.add_argument(
         "--read-only", action="store_true", help="Change nothing, even where control is allowed."
     )
     p.add_argument(
@@ -179,7 +186,7 @@ def main(
         )
         return 2
     try:
-        settings = make_settings(args.quick, args.time_scale)
+        settings = make_settings(args.quick, args.time_scale, args.budget_s)
     except ValueError as err:
         print(f"gpu_check: {err}", file=sys.stderr)
         return 2

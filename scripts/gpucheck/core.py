@@ -127,13 +127,21 @@ class Settings:
         }
 
 
-def make_settings(quick: bool = False, scale: float = 1.0) -> Settings:
+def make_settings(
+    quick: bool = False, scale: float = 1.0, budget_s: Optional[float] = None
+) -> Settings:
     """The full run (about 5 minutes on one GPU, 7.5 at most) or ``quick`` (3.3 at most);
-    ``scale`` multiplies every window and budget (a rehearsal on the stand-in uses 0.05)."""
-    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
-        raise ValueError(f"the time scale must be a positive number, not {scale!r}")
+    ``scale`` multiplies every window and budget (a rehearsal on the stand-in uses 0.2);
+    ``budget_s`` sets the run's total instead, each step's budget in proportion."""
+    for what, value in (("time scale", scale), ("budget", budget_s)):
+        if value is None and what == "budget":
+            continue
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"the {what} must be a positive number, not {value!r}")
     q = 0.6 if quick else 1.0
     s = float(scale)
+    total_s = (200.0 if quick else 450.0) * s
+    stretch = 1.0 if budget_s is None else float(budget_s) / total_s
     budgets = {
         "discovery": 30,
         "telemetry": 45,
@@ -150,7 +158,7 @@ def make_settings(quick: bool = False, scale: float = 1.0) -> Settings:
     return Settings(
         quick=quick,
         scale=s,
-        total_budget_s=(200.0 if quick else 450.0) * s,
+        total_budget_s=total_s * stretch,
         idle_s=4.0 * q * s,
         load_s=8.0 * q * s,
         load_rate_s=4.0 * q * s,
@@ -165,7 +173,7 @@ def make_settings(quick: bool = False, scale: float = 1.0) -> Settings:
         tune_clocks=6 if quick else 8,
         tune_run_s=(0.25 if quick else 0.4) * s,
         poll_s=0.01,
-        budgets_s={k: v * s for k, v in budgets.items()},
+        budgets_s={k: v * s * stretch for k, v in budgets.items()},
     )
 
 
