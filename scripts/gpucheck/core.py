@@ -270,12 +270,12 @@ class Context:
         self._make_load = make_load
         self._loads: Dict[str, Any] = {}
         self._load_errors: Dict[str, str] = {}
+        self._broken: set = set()  # loads that were made but failed to run
         self.start_wall = time.monotonic()
         self.deadline = self.start_wall + settings.total_budget_s
         self.step_deadline = self.deadline
         #: results later steps use (the calibrated clock for tune-blocks...)
         self.shared: Dict[str, Any] = {}
-        self.notes: List[str] = []
         self.journal_before: bool = False
 
     # -- time -----------------------------------------------------------------------------
@@ -321,6 +321,7 @@ class Context:
             self._warm(made)
         except Exception as err:  # the kernel does not compile or launch
             self._load_errors[kind] = f"the {_load_label(kind)} load fails: {one_line(err)}"
+            self._broken.add(kind)
             raise Skip(self._load_errors[kind]) from None
         self._loads[kind] = made
         return made
@@ -344,6 +345,10 @@ class Context:
         except Skip:
             return False
         return True
+
+    def load_broken(self, kind: str) -> bool:
+        """Whether the load ``kind`` exists here but failed to run (a fault, not an absence)."""
+        return kind in self._broken
 
     def load_error(self, kind: str) -> str:
         return self._load_errors.get(kind, "")

@@ -384,7 +384,10 @@ def loads(ctx: Context, out: StepOut) -> None:
         try:
             ctx.load(kind)
         except Skip as err:
-            out.note(str(err))
+            if ctx.load_broken(kind):
+                out.check(f"{label} load runs", False, str(err), "no error")
+            else:
+                out.note(str(err))
             continue
         try:
             doc = out.figure(label, _work_rate(ctx, kind))

@@ -563,3 +563,25 @@ def test_a_spent_budget_skips_what_is_left_and_says_so(gpu_check, tmp_path):
     assert spent and spent[-1] == "exporter"  # the last steps give way, each saying why
     assert steps["discovery"]["status"] == "pass"
     assert doc["final_reset"]["changed"] is False
+
+
+class _BrokenLoad(_SleepLoad):
+    def _run_once(self) -> None:
+        from governor.calibrate.loads import LoadFailed
+
+        raise LoadFailed("CUDA_ERROR_NO_BINARY_FOR_GPU")
+
+
+def test_a_load_that_cannot_run_fails_the_loads_step(gpu_check, tmp_path):
+    """Absent CuPy is a skip; a load that is there but cannot run is a fault, said as one."""
+    rc = gpu_check.main(
+        ["--out", str(tmp_path / "out"), "--device", "sim:a100-sxm", "--only", "loads,telemetry"],
+        make_load=lambda dev, kind: _BrokenLoad(kind),
+        progress=lambda line: None,
+    )
+    assert rc == 1
+    _, steps = _report(tmp_path / "out")
+    assert steps["loads"]["status"] == "fail"
+    assert steps["loads"]["reason"] == "outside tolerance: compute load runs, memory load runs"
+    assert "NO_BINARY" in steps["loads"]["checks"][0]["value"]
+    assert steps["telemetry"]["status"] == "pass" and "idle only" in steps["telemetry"]["reason"]
