@@ -258,7 +258,8 @@ def test_a_load_that_changes_nothing_fails_telemetry_and_control_still_holds(
     assert rc == 1
     _, steps = _report(tmp_path / "out")
     assert steps["telemetry"]["status"] == "fail"
-    assert steps["telemetry"]["reason"] == "outside tolerance: load raises power"
+    failed = [c["name"] for c in steps["telemetry"]["checks"] if not c["ok"]]
+    assert "load raises power" in failed
     assert steps["loads"]["status"] == "pass"
     assert steps["loads"]["figures"]["compute"]["units_per_s"] > 10
     assert steps["control"]["status"] == "pass", steps["control"]
@@ -553,15 +554,15 @@ def test_interrupted_mid_step_restores_the_driver_and_still_reports(fake_nvml, t
 def test_a_spent_budget_skips_what_is_left_and_says_so(gpu_check, tmp_path):
     lines = []
     rc = gpu_check.main(
-        ["--out", str(tmp_path / "out"), "--device", "sim:a100-sxm", "--budget-s", "0.3"],
+        ["--out", str(tmp_path / "out"), "--device", "sim:a100-sxm", "--budget-s", "0.001"],
         progress=lines.append,
     )
     assert rc == 0, lines
     doc, steps = _report(tmp_path / "out")
-    assert doc["settings"]["total_budget_s"] == 0.3
+    assert doc["settings"]["total_budget_s"] == 0.001
     spent = [s["name"] for s in doc["steps"] if s["reason"] == "the run's time budget is spent"]
-    assert spent and spent[-1] == "exporter"  # the last steps give way, each saying why
-    assert steps["discovery"]["status"] == "pass"
+    assert "exporter" in spent and "tune-blocks" in spent  # the last give way, saying why
+    assert all(s["status"] in ("pass", "skip") for s in doc["steps"])
     assert doc["final_reset"]["changed"] is False
 
 
