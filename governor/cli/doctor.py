@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import typer
 
-from governor.cli.common import JsonOpt, emit_json
+from governor.cli.common import Annotated, JsonOpt, emit_json
 
 DIST = "gpu-governor"
 
@@ -249,8 +249,42 @@ def run_checks() -> List[Dict[str, Any]]:
     return rows
 
 
-def doctor_command(json_out: JsonOpt = False) -> None:
+def _gpu_check(out_dir: str) -> int:
+    """Run ``scripts/gpu_check.py --out OUT_DIR`` of this checkout; returns its exit status.
+
+    Raises:
+        InvalidRequestError: governor runs from an installed wheel, which has no scripts.
+    """
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from governor.errors import InvalidRequestError
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "gpu_check.py"
+    if not script.is_file():
+        raise InvalidRequestError(
+            "the GPU check ships with governor's source, not with the wheel: from a checkout, "
+            "run python scripts/gpu_check.py --out DIR"
+        )
+    return subprocess.call([sys.executable, str(script), "--out", out_dir])
+
+
+def doctor_command(
+    json_out: JsonOpt = False,
+    gpu_check: Annotated[
+        Optional[str],
+        typer.Option(
+            "--gpu-check",
+            metavar="DIR",
+            help="Instead: run scripts/gpu_check.py (a source checkout's end-to-end check of an "
+            "NVIDIA GPU, about 5 minutes) and write its report to DIR.",
+        ),
+    ] = None,
+) -> None:
     """Say what governor found on this machine, what is missing, and how to fix it."""
+    if gpu_check is not None:
+        raise typer.Exit(_gpu_check(gpu_check))
     rows = run_checks()
     if json_out:
         emit_json({"checks": rows, "ok": all(r["status"] != "problem" for r in rows)})
