@@ -633,8 +633,10 @@ class Device:
 
     def _change(self, name: str, write: Callable[[], None], applied: Any = None) -> None:
         """Take the device if not yet owned, journal the original of ``name`` (first change in
-        this layer only), then write. A write that fails leaves nothing to undo, so an entry
-        this call made is dropped again."""
+        this layer only), then write. A write that fails with an error leaves nothing to undo,
+        so an entry this call made is dropped again; an interrupt (Ctrl-C, SIGTERM turned into
+        SystemExit) may have landed after the driver applied the write, so its entry stays
+        (putting back an original that was never changed is harmless)."""
         if self._ownership is None:
             self.acquire()
         own = self._ownership
@@ -658,7 +660,7 @@ class Device:
             log.debug("%s: journaled original %s=%r", self.uri, name, original)
         try:
             write()
-        except BaseException:
+        except Exception:
             if recorded:
                 own.forget(name)
             raise

@@ -165,3 +165,21 @@ def test_an_opener_refuses_a_journal_argument_it_would_ignore(uri):
     # let a caller believe its own journal was used
     with pytest.raises(TypeError, match="journal"):
         governor.open_device(uri, journal=object())
+
+
+class _InterruptedSim(SimDevice):
+    """The driver applies the lock, then Ctrl-C arrives before the write returns."""
+
+    def _write_gpu_clocks(self, min_mhz, max_mhz):
+        super()._write_gpu_clocks(min_mhz, max_mhz)
+        raise KeyboardInterrupt
+
+
+def test_an_interrupt_after_the_driver_applied_a_write_keeps_it_undoable():
+    dev = _InterruptedSim(get_board("a100-pcie"))
+    with pytest.raises(KeyboardInterrupt):
+        dev.lock_gpu_clocks(900)
+    assert dev.state().gpu_clocks_mhz == (900.0, 900.0)  # the driver did change
+    assert dev.journal.originals() == {"gpu_clocks": None}  # and the journal knows
+    assert dev.restore() == {"gpu_clocks": None}
+    assert dev.state().gpu_clocks_mhz is None  # back to the driver's default
