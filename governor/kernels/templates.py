@@ -141,27 +141,28 @@ heat_3d(const real_t* __restrict__ A, real_t* __restrict__ B, int n)
 
 _SEIDEL_2D = r"""
 // One sweep of Polybench seidel-2d, in place: A[i][j] = (3x3 neighbourhood sum) / 9, where
-// (i-1, *) and (i, j-1) already hold this sweep's values (a DOACROSS nest). Tiles of
-// TILE_I x TILE_J run in skewed waves: tile (ti, tj) belongs to wave 2*ti + tj, which runs
-// after every tile it reads new values from and before every tile it reads old values from.
-// One launch per wave; block ti handles tile (ti, wave - 2*ti). Inside a tile, thread r owns
-// row r and visits column c at step c + 2*r, the same skew one level down, with a barrier
-// between steps.
+// (i-1, *) and (i, j-1) already hold this sweep's values (a DOACROSS nest). Its dependence
+// distances (1,-1), (1,0), (1,1), (0,1) forbid rectangular tiles of (i, j); skewing j by i
+// (p = j + i) makes them (1,0), (1,1), (1,2), (0,1), all non-negative, so tiles of
+// TILE_I x TILE_J in (i, p) are legal and run in waves ti + tp. One launch per wave; block ti
+// takes tile (ti, wave - ti). Inside a tile thread r owns row r and visits column c of the
+// tile at step c + r, with a barrier between steps. Indices count interior points from 0.
 extern "C" __global__ void __launch_bounds__(BLOCK_X)
 seidel_2d(real_t* __restrict__ A, int n, int wave)
 {
+    const int inner = n - 2;
+    const int tiles_p = (2 * inner - 1 + TILE_J - 1) / TILE_J;
     const int ti = blockIdx.x;
-    const int tj = wave - 2 * ti;
-    const int tiles_j = (n - 2 + TILE_J - 1) / TILE_J;
-    if (tj < 0 || tj >= tiles_j) return;
+    const int tp = wave - ti;
+    if (tp < 0 || tp >= tiles_p) return;
     const int r = threadIdx.x;
-    const int i = 1 + ti * TILE_I + r;
-    const int steps = TILE_J + 2 * (TILE_I - 1);
+    const int ii = ti * TILE_I + r;
+    const int steps = TILE_J + TILE_I - 1;
     for (int s = 0; s < steps; ++s) {
-        const int c = s - 2 * r;
-        const int j = 1 + tj * TILE_J + c;
-        if (c >= 0 && c < TILE_J && i < n - 1 && j < n - 1) {
-            const size_t at = (size_t)i * n + j;
+        const int c = s - r;
+        const int jj = tp * TILE_J + c - ii;
+        if (c >= 0 && c < TILE_J && ii < inner && jj >= 0 && jj < inner) {
+            const size_t at = (size_t)(ii + 1) * n + (jj + 1);
             A[at] = (A[at - n - 1] + A[at - n] + A[at - n + 1]
                    + A[at - 1] + A[at] + A[at + 1]
                    + A[at + n - 1] + A[at + n] + A[at + n + 1]) / (real_t)9;
@@ -227,9 +228,10 @@ KERNELS: Dict[str, KernelTemplate] = {
             block_loops=("i",),
             wavefront=True,
             mapping=(
-                "DOACROSS wavefront: tile i x j = one thread block's tile; tiles run in waves "
-                "2*ti + tj, one launch per wave; tile i = threads per block (one row each), "
-                "tile j = the columns each thread walks, skewed by two steps per row; no "
+                "DOACROSS wavefront: j is skewed by i (p = j + i) so rectangular tiles are "
+                "legal; tile i x j = one thread block's tile of (i, p); tiles run in waves "
+                "ti + tp, one launch per wave; tile i = threads per block (one row each), "
+                "tile j = the columns each thread walks, one step behind the row above; no "
                 "shared memory (in place through L1)"
             ),
             body=_SEIDEL_2D,
