@@ -109,3 +109,25 @@ def test_list_names_every_kernel(capsys):
     code, out, _ = run_cli(capsys, "kernels", "list", "--json")
     assert code == 0
     assert [d["kernel"] for d in json.loads(out)] == list(KERNELS)
+
+
+def test_occupancy_from_a_kernel_uses_the_compilers_counts(capsys):
+    code, out, _ = run_cli(
+        capsys, "occupancy", "--from-kernel", "gemm", "--board", "agx-orin", "--json"
+    )
+    doc = json.loads(out)
+    built = build_kernel("gemm", "agx-orin")
+    assert code == 0
+    assert doc["registers_per_thread"] == built.report.registers_per_thread
+    assert doc["shared_memory_bytes"] == built.report.shared_memory_bytes
+    expected = occupancy(
+        "8.7", built.plan.thread_block, built.report.registers_per_thread, 6144
+    ).to_dict()
+    assert {k: doc[k] for k in expected} == expected
+
+
+def test_occupancy_from_a_kernel_refuses_hand_given_counts(capsys):
+    code, _, err = run_cli(
+        capsys, "occupancy", "--from-kernel", "gemm", "--board", "t4", "--registers", "32"
+    )
+    assert code == 2 and "leave out --cc" in err
