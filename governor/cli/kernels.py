@@ -31,6 +31,7 @@ def register(app: typer.Typer) -> None:
     )
     kernels_app.command("list")(list_cmd)
     kernels_app.command("compile")(compile_cmd)
+    kernels_app.command("table")(table_cmd)
     app.add_typer(kernels_app, name="kernels")
 
 
@@ -109,3 +110,39 @@ def compile_cmd(
         f"limited by {occ.limited_by})\n"
     )
     typer.echo(built.source)
+
+
+def table_cmd(
+    kernel: Annotated[str, typer.Argument(help="Library kernel (governor kernels list).")],
+    board: Annotated[str, typer.Option("--board", help="Catalog board, e.g. agx-orin, a100-sxm.")],
+    precision: Annotated[Precision, typer.Option("--precision")] = Precision.double,
+    save: Annotated[
+        bool, typer.Option("--save", help="Store the table in the board's profile.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """The least-energy tile and thread block at each clock of the board (compiles each)."""
+    from governor.kernels.operating_points import best_table, save_table
+
+    table = best_table(kernel, board, precision.value)
+    saved = save_table(table) if save else None
+    if json_out:
+        doc = table.to_dict()
+        doc["bands"] = [
+            {"from_clock_mhz": lo, "to_clock_mhz": hi, **config.to_dict()}
+            for lo, hi, config in table.bands()
+        ]
+        if saved is not None:
+            doc["saved"] = str(saved)
+        emit_json(doc)
+        return
+    typer.echo(f"{kernel} on {board} ({precision.value}): least energy per run at each clock")
+    for lo, hi, config in table.bands():
+        tile = " x ".join(f"{k}={v}" for k, v in config.tile.items())
+        block = "x".join(str(d) for d in config.thread_block)
+        typer.echo(
+            f"  {lo:>8g} - {hi:<8g} MHz  tile {tile}, thread block {block} "
+            f"({config.threads_per_block} threads, {config.registers_per_thread} registers)"
+        )
+    if saved is not None:
+        typer.echo(f"saved to {saved}")

@@ -237,6 +237,7 @@ class Governor:
         self._policy_origin: Tuple[Optional[float], float, Optional[float]] = (None, 0.0, None)
         self._old_sigterm: Any = None
         self._atexit = False
+        self._kernel_configs: Any = None  # KernelConfigFollower, made on first use
 
     # -- profile and model ---------------------------------------------------------------
     def _load_model(self, profile: Union[None, bool, Mapping[str, Any], str, Path]) -> ClockModel:
@@ -662,6 +663,8 @@ class Governor:
         self._last_change_s = now
         self._changes += 1
         self._changes_since_reading = True
+        if self._kernel_configs is not None:
+            self._kernel_configs.clock_changed(self._applied)
 
     def _error(self, text: str) -> None:
         log.error("%s: %s", self.device.uri, text)
@@ -800,6 +803,29 @@ class Governor:
         clock = entry.get("clock_mhz")
         note = f" at {clock:g} MHz" if isinstance(clock, (int, float)) else ""
         return Cached(value, f"cached for {board}{note}")
+
+    def _follower(self) -> Any:
+        if self._kernel_configs is None:
+            from governor.profiles.profile import board_key
+            from governor.runtime.kernel_config import KernelConfigFollower
+
+            self._kernel_configs = KernelConfigFollower(board_key(self.device))
+        return self._kernel_configs
+
+    def kernel_config(self, kernel: str, precision: str = "double") -> Cached:
+        """The tile and thread block for ``kernel`` at the clock the governor holds now, from
+        the board's table (``governor kernels table --save``); one dict lookup per call."""
+        value, reason = self._follower().config(kernel, self._applied, precision)
+        return Cached(value, reason)
+
+    @property
+    def kernel_config_generation(self) -> int:
+        """Grows each time a clock change moves a kernel asked about into another config."""
+        return self._follower().generation
+
+    def on_kernel_config_change(self, callback: Callable[[str, Any], None]) -> None:
+        """Call ``callback(kernel, config)`` when a policy change crosses a config boundary."""
+        self._follower().on_change(callback)
 
 
 def load_online_ppw(device: Device, workload: Optional[str]) -> Optional[Dict[str, Any]]:

@@ -121,7 +121,10 @@ def test_occupancy_from_a_kernel_uses_the_compilers_counts(capsys):
     assert doc["registers_per_thread"] == built.report.registers_per_thread
     assert doc["shared_memory_bytes"] == built.report.shared_memory_bytes
     expected = occupancy(
-        "8.7", built.plan.thread_block, built.report.registers_per_thread, 6144
+        "8.7",
+        built.plan.thread_block,
+        built.report.registers_per_thread,
+        doc["shared_memory_bytes"],
     ).to_dict()
     assert {k: doc[k] for k in expected} == expected
 

@@ -1,0 +1,113 @@
+"""Kernel configurations per clock: the table, its lookup, and a governor that follows it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_helpers import run_cli
+
+import governor
+from governor.errors import ProfileError
+from governor.kernels.operating_points import ConfigTable, KernelConfig, load_table, save_table
+from governor.runtime import Governor
+
+A = KernelConfig({"i": 16, "j": 240}, (16, 16, 1), 39, 0)
+B = KernelConfig({"i": 32, "j": 32}, (32, 8, 1), 39, 0)
+
+
+def _table(board: str = "a100-sxm") -> ConfigTable:
+    return ConfigTable(
+        "jacobi-2d", board, "double", (210.0, 495.0, 510.0, 1410.0), (A, B), (0, 0, 1, 1)
+    )
+
+
+def test_lookup_is_exact_on_table_clocks_and_takes_the_clock_below_otherwise():
+    t = _table()
+    assert t.at(495.0) is A and t.at(510.0) is B
+    assert t.at(500.0) is A and t.at(100.0) is A and t.at(5000.0) is B
+    assert [(lo, hi) for lo, hi, _ in t.bands()] == [(210.0, 495.0), (510.0, 1410.0)]
+
+
+def test_round_trip_through_the_profile():
+    save_table(_table())
+    assert load_table("a100-sxm", "jacobi-2d") == _table()
+    assert load_table("a100-sxm", "gemm") is None
+
+
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (lambda d: d.update(index=[0, 0, 2, 1]), "index out of range"),
+        (lambda d: d.update(clocks_mhz=[510.0, 210.0, 495.0, 1410.0]), "ascend"),
+        (lambda d: d["configs"][0].update(thread_block=[16, 16]), "3 dimensions"),
+        (lambda d: d.pop("index"), "index"),
+    ],
+)
+def test_a_damaged_table_is_a_profile_error(change, needle):
+    doc = _table().to_dict()
+    change(doc)
+    with pytest.raises(ProfileError, match=needle):
+        ConfigTable.from_dict(doc)
+
+
+def _capped(gov, cap_w: float, steps: int = 100) -> None:
+    gov.set_policy({"policy": "power-cap", "cap_w": cap_w})
+    for _ in range(steps):
+        gov.step()
+
+
+def test_the_governor_follows_a_power_cap_across_a_configuration_boundary():
+    save_table(_table())
+    dev = governor.open_device("sim:a100-sxm")
+    dev.run_workload("compute")
+    seen = []
+    try:
+        with Governor(dev, {"policy": "power-cap", "cap_w": 400}, background=False) as gov:
+            none, why = gov.kernel_config("gemm")
+            assert none is None and "no configuration table for gemm/double" in why
+            for _ in range(40):
+                gov.step()
+            assert gov.kernel_config("jacobi-2d").value == B
+            gov.on_kernel_config_change(lambda kernel, config: seen.append((kernel, config)))
+            start = gov.kernel_config_generation
+            _capped(gov, 100.0)
+            clock = gov.applied_clock_mhz
+            assert clock is not None and clock < 500.0
+            assert gov.kernel_config("jacobi-2d").value == A
+            assert gov.kernel_config_generation > start
+            assert seen and seen[-1] == ("jacobi-2d", A)
+            _capped(gov, 400.0, 200)
+            assert gov.applied_clock_mhz >= 510.0
+            assert gov.kernel_config("jacobi-2d").value == B and seen[-1] == ("jacobi-2d", B)
+    finally:
+        dev.stop_workload()
+
+
+def test_a_failing_callback_does_not_stop_the_governor():
+    save_table(_table())
+    dev = governor.open_device("sim:a100-sxm")
+    dev.run_workload("compute")
+    try:
+        with Governor(dev, {"policy": "power-cap", "cap_w": 400}, background=False) as gov:
+            for _ in range(20):
+                gov.step()
+            gov.kernel_config("jacobi-2d")
+            gov.on_kernel_config_change(lambda kernel, config: 1 / 0)
+            _capped(gov, 100.0)
+            assert gov.kernel_config("jacobi-2d").value == A
+    finally:
+        dev.stop_workload()
+
+
+def test_the_table_command_saves_what_the_governor_reads(capsys):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC not installed (extra nvrtc)")
+    code, out, _ = run_cli(
+        capsys, "kernels", "table", "jacobi-2d", "--board", "a100-sxm", "--save", "--json"
+    )
+    doc = json.loads(out)
+    assert code == 0 and len(doc["clocks_mhz"]) == len(doc["index"]) > 1
+    table = load_table("a100-sxm", "jacobi-2d")
+    assert table is not None and table.to_dict()["configs"] == doc["configs"]
+    for band in doc["bands"]:
+        assert band["threads_per_block"] <= 1024
