@@ -173,6 +173,14 @@ def run_command(
     json_out: RunJsonOpt = False,
     json_file: JsonOutOpt = None,
     job_stdout: JobStdoutOpt = None,
+    kernel: Annotated[
+        Optional[str],
+        typer.Option(
+            "--kernel",
+            help="With --policy ppw: the PPW clock of this library kernel at its tuned "
+            "configuration (governor kernels table --save), else the board's.",
+        ),
+    ] = None,
 ) -> int:
     """Apply a policy, run CMD, restore the device, print an energy report.
 
@@ -210,6 +218,12 @@ def run_command(
         raise InvalidRequestError(
             "the throughput policy needs the app to report progress with gov.tick(); use the Python API"
         )
+    if kernel is not None:
+        from governor.kernels.mapping import find_template
+
+        if not isinstance(pol, policies.MaxEfficiency):
+            raise InvalidRequestError("--kernel goes with --policy ppw")
+        find_template(kernel)  # an unknown kernel is one line naming the known ones
     if not command:
         raise InvalidRequestError("no command to run: governor run [options] -- CMD ...")
     if json_out and job_stdout is None:
@@ -233,7 +247,17 @@ def run_command(
             sys.stderr.write(f"governor: {note}; its compute load runs in real time\n")
         govs = []
         for dev in devs:
-            gov = Governor(dev, pol, interval_s=interval_s, handle_signals=False, battery=battery)
+            dev_pol: Any = pol
+            if kernel is not None:
+                from governor.profiles.profile import board_key
+                from governor.runtime.kernel_config import kernel_ppw_policy
+
+                spec, why = kernel_ppw_policy(board_key(dev), kernel)
+                dev_pol = policies.from_spec(spec)
+                typer.echo(f"governor: {why}", err=True)
+            gov = Governor(
+                dev, dev_pol, interval_s=interval_s, handle_signals=False, battery=battery
+            )
             for text in gov.notes:
                 typer.echo(f"governor: {text}", err=True)
             govs.append((gov, len(gov.notes)))

@@ -123,6 +123,14 @@ class ConfigTable:
         pos = max(0, bisect.bisect_right(self.clocks_mhz, clock_mhz) - 1)
         return self.configs[self.index[pos]]
 
+    def ppw_clock_mhz(self) -> Optional[float]:
+        """The clock of least energy per run at each clock's own configuration (the kernel's
+        PPW clock at its tuned configuration); None when the table has no energies."""
+        if len(self.energy_j) != len(self.clocks_mhz):
+            return None
+        best = min(range(len(self.energy_j)), key=lambda k: (self.energy_j[k], k))
+        return self.clocks_mhz[best]
+
     def bands(self) -> List[Tuple[float, float, KernelConfig]]:
         """(lowest clock, highest clock, configuration) of each run of equal choices."""
         out: List[Tuple[float, float, KernelConfig]] = []

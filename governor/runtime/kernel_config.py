@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from governor.errors import GovernorError
 
-__all__ = ["KernelConfigFollower"]
+__all__ = ["KernelConfigFollower", "kernel_ppw_policy"]
 
 log = logging.getLogger(__name__)
 
@@ -89,3 +89,28 @@ class KernelConfigFollower:
                     callback(kernel, config)
                 except Exception as err:  # an app's callback must not stop the control loop
                     log.error("kernel configuration callback failed: %s", err)
+
+
+def kernel_ppw_policy(board: str, kernel: str, precision: str = "double") -> Tuple[Any, str]:
+    """(policy spec, note) for the most work per joule running ``kernel``: a fixed clock at
+    the PPW clock of the kernel's tuned configurations where the board's profile has a table
+    (``governor kernels table --save``), else the board's ``ppw`` policy."""
+    from governor.kernels.operating_points import load_table
+
+    try:
+        table = load_table(board, kernel, precision)
+    except GovernorError as err:
+        return {"policy": "ppw"}, f"kernel table unreadable ({err}): the board's PPW clock"
+    clock = None if table is None else table.ppw_clock_mhz()
+    if clock is None:
+        return (
+            {"policy": "ppw"},
+            f"no configuration table for {kernel}/{precision} on {board}: the board's PPW clock",
+        )
+    config = table.at(clock)
+    tile = "x".join(str(v) for v in config.tile.values())
+    return (
+        {"policy": "clock", "clock_mhz": clock},
+        f"PPW clock of {kernel} at its tuned configuration (tile {tile}, "
+        f"{config.threads_per_block} threads per block): {clock:g} MHz",
+    )

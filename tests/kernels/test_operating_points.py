@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from cli_helpers import run_cli
@@ -111,3 +112,70 @@ def test_the_table_command_saves_what_the_governor_reads(capsys):
     assert table is not None and table.to_dict()["configs"] == doc["configs"]
     for band in doc["bands"]:
         assert band["threads_per_block"] <= 1024
+
+
+def test_ppw_for_a_kernel_runs_its_tables_least_energy_clock(capsys, tmp_path):
+    table = ConfigTable(
+        "jacobi-2d",
+        "a100-sxm",
+        "double",
+        (210.0, 495.0, 510.0, 1410.0),
+        (A, B),
+        (0, 0, 1, 1),
+        energy_j=(3.0, 2.0, 1.5, 2.5),  # least at 510 MHz, far from the board's 75 % guess
+    )
+    save_table(table)
+    report = tmp_path / "r.json"
+    code, _, err = run_cli(
+        capsys,
+        "run",
+        "--device",
+        "sim:a100-sxm",
+        "--policy",
+        "ppw",
+        "--kernel",
+        "jacobi-2d",
+        "--json-out",
+        report,
+        "--",
+        sys.executable,
+        "-c",
+        "import time; time.sleep(0.3)",
+    )
+    assert code == 0, err
+    assert "PPW clock of jacobi-2d at its tuned configuration" in err and "510 MHz" in err
+    assert json.loads(report.read_text())["mean_clock_mhz"] == pytest.approx(510.0)
+
+
+def test_ppw_for_a_kernel_without_a_table_is_the_boards(capsys):
+    code, _, err = run_cli(
+        capsys,
+        "run",
+        "--device",
+        "sim:a100-sxm",
+        "--policy",
+        "ppw",
+        "--kernel",
+        "gemm",
+        "--",
+        sys.executable,
+        "-c",
+        "pass",
+    )
+    assert code == 0 and "no configuration table for gemm/double on a100-sxm" in err
+
+
+def test_kernel_goes_with_ppw_only(capsys):
+    code, out, err = run_cli(
+        capsys,
+        "run",
+        "--device",
+        "sim:a100-sxm",
+        "--policy",
+        "max",
+        "--kernel",
+        "gemm",
+        "--",
+        "true",
+    )
+    assert code == 1 and "--kernel goes with --policy ppw" in err
