@@ -9,7 +9,7 @@ block. A configuration that cannot launch is one line naming the limit, exit 1.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 
@@ -39,7 +39,7 @@ def list_cmd(json_out: JsonOpt = False) -> None:
     """The library kernels, their loops, and what each tile becomes in the launch."""
     from governor.kernels import KERNELS
 
-    docs = [
+    docs: List[Dict[str, Any]] = [
         {
             "kernel": t.name,
             "loops": list(t.loops),

@@ -110,7 +110,7 @@ def select_kernel_tiles(kernel: str, board: str, precision: str = "double") -> T
         best = None
         for shared in resources.shared_fractions:
             result = select_tiles(template.eatss_kernel, resources, shared, warp, precision)
-            if not result.feasible:
+            if result.tiles is None or result.objective is None:
                 continue
             tiles = {loop: int(result.tiles[loop]) for loop in template.loops}
             try:

@@ -102,7 +102,7 @@ def kernel_ppw_policy(board: str, kernel: str, precision: str = "double") -> Tup
     except GovernorError as err:
         return {"policy": "ppw"}, f"kernel table unreadable ({err}): the board's PPW clock"
     clock = None if table is None else table.ppw_clock_mhz()
-    if clock is None:
+    if table is None or clock is None:
         return (
             {"policy": "ppw"},
             f"no configuration table for {kernel}/{precision} on {board}: the board's PPW clock",
