@@ -1,7 +1,7 @@
 """Launch the library kernels with CuPy (extra ``cuda``), one function per kernel.
 
 Each takes a :class:`~governor.kernels.mapping.LaunchPlan` and CuPy arrays, compiles the
-plan's source once (CuPy caches modules by source) and launches it with the plan's thread
+plan's source once (CuPy caches kernels by source) and launches it with the plan's thread
 block and the grid its tiles imply. The carveout is set through the function's
 ``preferred_shared_memory_carveout`` attribute where CuPy exposes it.
 """
@@ -54,12 +54,11 @@ def device_plan(
 
 def _function(plan: LaunchPlan) -> Any:
     cupy = _cupy()
-    module = cupy.RawModule(code=kernel_source(plan))
-    func = module.get_function(find_template(plan.kernel).entry)
+    func = cupy.RawKernel(kernel_source(plan), find_template(plan.kernel).entry)
     try:
         func.preferred_shared_memory_carveout = plan.carveout_percent
     except (AttributeError, cupy.cuda.driver.CUDADriverError):
-        pass  # older CuPy: the driver's default carveout
+        pass  # a CuPy without the attribute: the driver's default carveout
     return func
 
 
