@@ -161,12 +161,15 @@ def plan_launch(
         for axis, loop in enumerate(template.block_loops):
             work *= -(-tile[loop] // shape[axis])
     shared = 0
-    if template.name == "gemm":
-        shared = tile["i"] * tile["k"] * (8 if precision == "double" else 4)
+    if template.staged:
+        shared = 8 if precision == "double" else 4
+        for loop in template.staged:
+            shared *= tile[loop]
     limit = static_shared_limit_bytes(arch)
     if shared > limit:
+        slab = " x ".join(f"tile {loop}" for loop in template.staged)
         raise LaunchError(
-            f"shared memory per block {shared} bytes (tile i x tile k of A) exceeds the "
+            f"shared memory per block {shared} bytes ({slab}) exceeds the "
             f"static limit of {limit} bytes on CC {arch.cc}"
         )
     return LaunchPlan(

@@ -27,6 +27,7 @@ class KernelTemplate:
     wavefront: bool  # DOACROSS: tiles run in skewed waves, one launch per wave
     mapping: str
     body: str
+    staged: Tuple[str, ...] = ()  # loops whose tiles span the shared-memory slab (one array)
 
 
 _GEMM = r"""
@@ -189,6 +190,7 @@ KERNELS: Dict[str, KernelTemplate] = {
                 "staged in shared memory; carveout = the shared fraction"
             ),
             body=_GEMM,
+            staged=("i", "k"),
         ),
         KernelTemplate(
             name="jacobi-2d",
