@@ -30,6 +30,7 @@ class KernelConfigFollower:
         self._tables: Dict[Tuple[str, str], Any] = {}
         self._current: Dict[Tuple[str, str], Any] = {}
         self._callbacks: List[Callback] = []
+        self._reasons: Dict[float, str] = {}
         self._lock = threading.Lock()
         self.generation = 0
 
@@ -55,15 +56,22 @@ class KernelConfigFollower:
         self, kernel: str, clock_mhz: Optional[float], precision: str = "double"
     ) -> Tuple[Any, str]:
         """(configuration or None, reason) for ``kernel`` at ``clock_mhz``; follows it."""
-        table = self.table(kernel, precision)
-        if isinstance(table, str):
-            return None, table
+        key = (kernel, precision)
+        table = self._tables.get(key)
+        if table is None:
+            table = self.table(kernel, precision)
+            if isinstance(table, str):
+                return None, table
         if clock_mhz is None:
             return None, "the governor has not set a clock yet"
         config = table.at(clock_mhz)
-        with self._lock:
-            self._current.setdefault((kernel, precision), config)
-        return config, f"table for {self.board} at {clock_mhz:g} MHz"
+        if key not in self._current:
+            with self._lock:
+                self._current.setdefault(key, config)
+        reason = self._reasons.get(clock_mhz)
+        if reason is None:
+            reason = self._reasons[clock_mhz] = f"table for {self.board} at {clock_mhz:g} MHz"
+        return config, reason
 
     def on_change(self, callback: Callback) -> None:
         """Call ``callback(kernel, config)`` whenever a followed kernel changes configuration."""
