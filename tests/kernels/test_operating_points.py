@@ -179,3 +179,29 @@ def test_kernel_goes_with_ppw_only(capsys):
         "true",
     )
     assert code == 1 and "--kernel goes with --policy ppw" in err
+
+
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (lambda d: d.update(index=[0, 0, 2, 1]), "index must give one configuration per clock"),
+        (lambda d: d.update(clocks_mhz=[510.0, 210.0, 495.0, 1410.0]), "ascending"),
+        (lambda d: d["configs"][1].update(thread_block=[64, 32, 1]), "at most 1024 threads"),
+        (lambda d: d["configs"][0]["tile"].update(i=0), "configs[0].tile.i"),
+    ],
+)
+def test_the_profile_schema_checks_a_stored_table(change, needle, tmp_path):
+    from governor.profiles.store import read_profile_file, write_profile_file
+
+    doc = _table().to_dict()
+    change(doc)
+    path = tmp_path / "a100-sxm.json"
+    path.write_text(
+        json.dumps({"schema_version": 1, "tuning": {"kernel_configs": {"jacobi-2d@double": doc}}})
+    )
+    with pytest.raises(ProfileError, match=needle.replace("[", r"\[").replace("]", r"\]")):
+        read_profile_file(path)
+    write_profile_file(
+        tmp_path / "ok.json", {"tuning": {"kernel_configs": {"k": _table().to_dict()}}}
+    )
+    assert read_profile_file(tmp_path / "ok.json")["tuning"]["kernel_configs"]["k"]["index"]
