@@ -61,6 +61,7 @@ class KernelConfig:
     thread_block: Tuple[int, int, int]
     registers_per_thread: int
     shared_memory_bytes: int
+    work_per_thread: int = 1  # points each thread covers (LaunchPlan.work_per_thread)
 
     @property
     def threads_per_block(self) -> int:
@@ -74,6 +75,7 @@ class KernelConfig:
             "threads_per_block": self.threads_per_block,
             "registers_per_thread": self.registers_per_thread,
             "shared_memory_bytes": self.shared_memory_bytes,
+            "work_per_thread": self.work_per_thread,
         }
 
     @classmethod
@@ -87,6 +89,7 @@ class KernelConfig:
                 thread_block=(block[0], block[1], block[2]),
                 registers_per_thread=int(doc["registers_per_thread"]),
                 shared_memory_bytes=int(doc["shared_memory_bytes"]),
+                work_per_thread=int(doc.get("work_per_thread", 1)),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ProfileError(f"bad kernel configuration {dict(doc)!r}: {err}") from None
@@ -232,6 +235,7 @@ def _compiled(
         thread_block=built.plan.thread_block,
         registers_per_thread=built.report.registers_per_thread,
         shared_memory_bytes=built.report.shared_memory_bytes,
+        work_per_thread=built.plan.work_per_thread,
     )
 
 
@@ -257,19 +261,11 @@ def candidates(kernel: str, board: str, precision: str = "double") -> List[Candi
     share = MEMORY_SHARE[kernel]
     out = []
     for config in configs:
-        x, y, z = config.thread_block
-        work = 1
-        for tile_len, dim in zip(
-            (config.tile[loop] for loop in find_template(kernel).block_loops), (x, y, z)
-        ):
-            work *= -(-tile_len // dim)
-        if find_template(kernel).wavefront:
-            work = config.tile["j"]
         mem_s = WORK_S * share * _traffic(kernel, config.tile) / _traffic(kernel, reference)
         compute_s = WORK_S * (1.0 - share)
         model = KernelModel(
             name=kernel,
-            threads=max(1, PROBLEM_POINTS[kernel] // work),
+            threads=max(1, PROBLEM_POINTS[kernel] // config.work_per_thread),
             work_s=compute_s + mem_s,
             mem_fraction=mem_s / (compute_s + mem_s),
             registers_per_thread=config.registers_per_thread,
