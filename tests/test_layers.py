@@ -23,6 +23,7 @@ RANK = {
     "profiles": 4,
     "calibrate": 5,
     "tuning": 5,
+    "kernels": 5.5,  # CUDA templates over tuning's selectors and occupancy limits
     "runtime": 6,
     "fleet": 7,  # cluster integration (Slurm prolog/epilog) over runtime
     "cli": 8,

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "governor.cli.tiles_calibrate",
     "governor.cli.occupancy",
     "governor.cli.tune_blocks",
+    "governor.cli.kernels",
     "governor.cli.apply",
     "governor.cli.run",
     "governor.cli.ros2",

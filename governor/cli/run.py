@@ -173,6 +173,14 @@ def run_command(
     json_out: RunJsonOpt = False,
     json_file: JsonOutOpt = None,
     job_stdout: JobStdoutOpt = None,
+    kernel: Annotated[
+        Optional[str],
+        typer.Option(
+            "--kernel",
+            help="With --policy ppw: the PPW clock of this library kernel at its tuned "
+            "configuration (governor kernels table --save), else the board's.",
+        ),
+    ] = None,
 ) -> int:
     """Apply a policy, run CMD, restore the device, print an energy report.
 
@@ -186,6 +194,7 @@ def run_command(
         json_out=json_out,
         json_file=json_file,
         job_stdout=job_stdout,
+        kernel=kernel,
     )
     code, docs = _govern_job(plan, device, interval_s)
     _report(plan, code, docs)
@@ -203,6 +212,7 @@ class _RunPlan:
         json_out: bool,
         json_file: Optional[str],
         out_stream: Any,
+        kernel: Optional[str] = None,
     ) -> None:
         self.command = command
         self.policy = policy
@@ -210,6 +220,7 @@ class _RunPlan:
         self.json_out = json_out
         self.json_file = json_file
         self.out_stream = out_stream
+        self.kernel = kernel
 
 
 def _validate(
@@ -219,6 +230,7 @@ def _validate(
     json_out: bool,
     json_file: Optional[str],
     job_stdout: Optional[str],
+    kernel: Optional[str] = None,
 ) -> _RunPlan:
     """The policy, the battery it reads and the output streams, or a usage error, before
     anything runs or any device is touched."""
@@ -245,6 +257,12 @@ def _validate(
         raise InvalidRequestError(
             "the throughput policy needs the app to report progress with gov.tick(); use the Python API"
         )
+    if kernel is not None:
+        from governor.kernels.mapping import find_template
+
+        if not isinstance(pol, policies.MaxEfficiency):
+            raise InvalidRequestError("--kernel goes with --policy ppw")
+        find_template(kernel)  # an unknown kernel is one line naming the known ones
     if not command:
         raise InvalidRequestError("no command to run: governor run [options] -- CMD ...")
     if json_out and job_stdout is None:
@@ -256,7 +274,7 @@ def _validate(
     out_stream = _open_output(job_stdout, "--stdout") if job_stdout is not None else None
     if json_file is not None:  # writable? the report is written there once the job ends
         _open_output(json_file, "--json-out").close()
-    return _RunPlan(command, pol, battery, json_out, json_file, out_stream)
+    return _RunPlan(command, pol, battery, json_out, json_file, out_stream, kernel)
 
 
 def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, List[Dict[str, Any]]]:
@@ -282,7 +300,11 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
         govs = []
         for dev in devs:
             gov = Governor(
-                dev, plan.policy, interval_s=interval_s, handle_signals=False, battery=plan.battery
+                dev,
+                _device_policy(plan, dev),
+                interval_s=interval_s,
+                handle_signals=False,
+                battery=plan.battery,
             )
             for text in gov.notes:
                 typer.echo(f"governor: {text}", err=True)
@@ -318,6 +340,20 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
         for (dev, report), (gov, _) in zip(reports, govs)
     ]
     return code, docs
+
+
+def _device_policy(plan: _RunPlan, dev: Any) -> Any:
+    """The plan's policy; with ``--kernel``, the PPW clock of that kernel on ``dev``'s board
+    where its profile has a table (said on stderr either way)."""
+    if plan.kernel is None:
+        return plan.policy
+    from governor.profiles.profile import board_key
+    from governor.runtime import policies
+    from governor.runtime.kernel_config import kernel_ppw_policy
+
+    spec, why = kernel_ppw_policy(board_key(dev), plan.kernel)
+    typer.echo(f"governor: {why}", err=True)
+    return policies.from_spec(spec)
 
 
 def _report(plan: _RunPlan, code: int, docs: List[Dict[str, Any]]) -> None:

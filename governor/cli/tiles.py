@@ -252,7 +252,8 @@ def _print_one(result: Any, note: Optional[Dict[str, Any]], saved: Optional[Path
         table.add_row(*[str(v) for v in result.tiles.values()], str(result.objective))
     console.print(table)
     console.print(
-        f"block size {result.block_size}, coalescing loop {result.coalescing_loop}, "
+        f"parallel tile {result.parallel_tile_points} points (not threads per block: see "
+        f"governor kernels compile), coalescing loop {result.coalescing_loop}, "
         f"alignment {result.alignment}, solved exactly in {result.solve_ms:.2f} ms"
     )
     if note is not None:

@@ -57,7 +57,7 @@ Upper bounds, where a huge value is a typo or would run for ever:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 import typer
 
@@ -231,6 +231,40 @@ def integers(*, sep: str = ",", ge: int = 1, le: int = INT32_MAX, most: int = 3)
         return value
 
     return _mark(check, what)
+
+
+def tile_sizes(*, le: int = INT32_MAX) -> Callback:
+    """A string option of loop tiles, ``i=16,j=64,k=8``: names and whole numbers 1 to ``le``.
+
+    The string is passed on unchanged; :func:`parse_tile_sizes` turns it into a dict.
+    """
+    what = f"LOOP=N pairs separated by ',' with N a whole number >= 1 and <= {le}"
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+        if value is None:
+            return value
+        if parse_tile_sizes(str(value), le) is None:
+            raise OptionValueError(f"{option_name(param)} must be {what}, not {value!r}")
+        return value
+
+    return _mark(check, what)
+
+
+def parse_tile_sizes(text: str, le: int = INT32_MAX) -> Optional[Dict[str, int]]:
+    """``{"i": 16, "j": 64}`` from ``"i=16,j=64"``; None when malformed or out of range."""
+    tiles: Dict[str, int] = {}
+    for item in text.replace(" ", "").split(","):
+        name, eq, number_text = item.partition("=")
+        if not eq or not name.isidentifier() or name in tiles:
+            return None
+        try:
+            value = int(number_text)
+        except ValueError:
+            return None
+        if not 1 <= value <= le:
+            return None
+        tiles[name] = value
+    return tiles
 
 
 def policy_number(key: str) -> Callback:

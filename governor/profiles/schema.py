@@ -26,8 +26,10 @@ naming the file and the field::
   ``tiles``: {loop: positive integer}; the ``blocks`` entries (``tuning/blocks``) hold
   ``blocks``: a list of [x, y, z] positive integers and ``clock_mhz``: a clock or null; the
   ``online_ppw`` entries (the PPW clock ``--policy ppw`` found online, per workload) hold
-  ``clock_mhz``: a positive clock; the other sections' entries are checked by the code that
-  reads them.
+  ``clock_mhz``: a positive clock; the ``kernel_configs`` entries (``governor kernels table``)
+  hold ascending positive ``clocks_mhz``, ``configs`` (each a ``tile`` of positive integers and
+  a ``thread_block`` of three positive integers, at most 1024 threads) and one ``index`` into
+  ``configs`` per clock; the other sections' entries are checked by the code that reads them.
 
 :func:`check_calibrated` adds what a calibration must have (``board``, ``fingerprint``,
 ``ppw_optimal_clock_mhz``, ``power_model``); :func:`check_clocks_for` checks a profile's
@@ -358,6 +360,45 @@ class _Checker:
             elif section == "online_ppw":
                 for key, entry in entries.items():
                     self.online_ppw_entry(entry, f"{field}.{_key(key)}")
+            elif section == "kernel_configs":
+                for key, entry in entries.items():
+                    self.kernel_configs_entry(entry, f"{field}.{_key(key)}")
+
+    def kernel_configs_entry(self, value: Any, field: str) -> None:
+        entry = self.obj(value, field)
+        self.required(entry, ("clocks_mhz", "configs", "index"), field + ".")
+        clocks = [
+            self.positive(c, f"{field}.clocks_mhz[{i}]")
+            for i, c in enumerate(self.array(entry["clocks_mhz"], field + ".clocks_mhz"))
+        ]
+        if not clocks or clocks != sorted(clocks):
+            raise self.fail(field + ".clocks_mhz", "must be a non-empty ascending list")
+        configs = self.array(entry["configs"], field + ".configs")
+        for i, config in enumerate(configs):
+            where = f"{field}.configs[{i}]"
+            self.required(self.obj(config, where), ("tile", "thread_block"), where + ".")
+            for loop, size in self.obj(config["tile"], where + ".tile").items():
+                if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                    raise self.fail(
+                        f"{where}.tile.{_key(loop)}",
+                        f"must be a positive integer, not {_show(size)}",
+                    )
+            dims = config["thread_block"]
+            if (
+                not isinstance(dims, list)
+                or len(dims) != 3
+                or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims)
+                or dims[0] * dims[1] * dims[2] > 1024
+            ):
+                raise self.fail(
+                    where + ".thread_block", "must be 3 positive integers, at most 1024 threads"
+                )
+        index = self.array(entry["index"], field + ".index")
+        if len(index) != len(clocks) or any(
+            isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(configs)
+            for k in index
+        ):
+            raise self.fail(field + ".index", "must give one configuration per clock")
 
     def online_ppw_entry(self, value: Any, field: str) -> None:
         entry = self.obj(value, field)

@@ -36,6 +36,7 @@ from governor.runtime.controllers import (
     make_controller,
 )
 from governor.runtime.exit_hooks import ExitHooks
+from governor.runtime.kernel_config import KernelConfigFollower
 from governor.runtime.model import ClockModel, model_for_device
 from governor.runtime.telemetry import Telemetry
 from governor.runtime.tuning_cache import (
@@ -128,6 +129,7 @@ class Governor:
         self._changes = 0
         self._errors: List[str] = []
         self._exit_hooks = ExitHooks(self.stop, handle_signals)
+        self._kernel_configs: Optional[KernelConfigFollower] = None  # made on first use
 
     def _note_unmetered_board(self) -> None:
         """Say so when a board-scope budget can only be metered on the GPU figure."""
@@ -386,6 +388,8 @@ class Governor:
         self._last_change_s = now
         self._changes += 1
         self._telemetry.changes_since_reading = True
+        if self._kernel_configs is not None:
+            self._kernel_configs.clock_changed(self._applied)
 
     def _error(self, text: str) -> None:
         log.error("%s: %s", self.device.uri, text)
@@ -472,6 +476,28 @@ class Governor:
     def block_size(self, kernel: str, objective: str = "energy") -> Cached:
         """The thread-block size chosen offline (``governor tune-blocks``) for ``kernel``."""
         return cached_block_size_for(self.device, kernel, objective)
+
+    def _follower(self) -> KernelConfigFollower:
+        if self._kernel_configs is None:
+            from governor.profiles.profile import board_key
+
+            self._kernel_configs = KernelConfigFollower(board_key(self.device))
+        return self._kernel_configs
+
+    def kernel_config(self, kernel: str, precision: str = "double") -> Cached:
+        """The tile and thread block for ``kernel`` at the clock the governor holds now, from
+        the board's table (``governor kernels table --save``); one dict lookup per call."""
+        value, reason = self._follower().config(kernel, self._applied, precision)
+        return Cached(value, reason)
+
+    @property
+    def kernel_config_generation(self) -> int:
+        """Grows each time a clock change moves a kernel asked about into another config."""
+        return self._follower().generation
+
+    def on_kernel_config_change(self, callback: Callable[[str, Any], None]) -> None:
+        """Call ``callback(kernel, config)`` when a policy change crosses a config boundary."""
+        self._follower().on_change(callback)
 
 
 def _loop_timing(interval_s: Any, min_dwell_s: Any, fail_limit: Any) -> Tuple[float, float]:

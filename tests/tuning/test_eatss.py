@@ -174,7 +174,7 @@ def test_gemm_beats_the_published_selector_and_matches_the_spec_tiles() -> None:
     r = eatss.select_tiles("gemm", "a100", 0.25, 1.0, "double", "artifact")
     assert r.tiles == {"i": 16, "j": 336, "k": 32}
     assert r.objective > 13840  # where the published selector stops
-    assert r.coalescing_loop == "j" and r.alignment == 16 and r.block_size == 16 * 336
+    assert r.coalescing_loop == "j" and r.alignment == 16 and r.parallel_tile_points == 16 * 336
 
 
 def test_matmul_weights_follow_the_published_rule() -> None:

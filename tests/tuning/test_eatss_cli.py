@@ -201,3 +201,13 @@ def test_subprocess_entry_point(data_dir: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["objective"] == 16176
+
+
+def test_the_tile_product_is_not_called_a_block_size(capsys) -> None:
+    # 16 x 336 points per tile on an A100: no launch takes that as threads per block
+    code, out, _ = run(capsys, "tiles", "gemm", "--gpu", "a100", "--json")
+    doc = json.loads(out)
+    assert code == 0 and "block_size" not in doc and "threads_per_block" not in doc
+    assert doc["parallel_tile_points"] == doc["tiles"]["i"] * doc["tiles"]["j"]
+    code, out, _ = run(capsys, "tiles", "gemm", "--gpu", "a100")
+    assert "not threads per block" in out and "block size" not in out

@@ -48,7 +48,9 @@ class TileResult:
     reason: Optional[str] = None
     alignment: Optional[int] = None
     coalescing_loop: Optional[str] = None
-    block_size: Optional[int] = None
+    # B of the formulation: points of one tile over the parallel loops. Not a thread block:
+    # governor.kernels maps a tile to at most 1024 threads, each covering several points.
+    parallel_tile_points: Optional[int] = None
     alternatives: List[TileChoice] = field(default_factory=list)
 
     @property
@@ -74,8 +76,8 @@ class TileResult:
             doc["alignment"] = self.alignment
         if self.coalescing_loop is not None:
             doc["coalescing_loop"] = self.coalescing_loop
-        if self.block_size is not None:
-            doc["block_size"] = self.block_size
+        if self.parallel_tile_points is not None:
+            doc["parallel_tile_points"] = self.parallel_tile_points
         if self.alternatives:
             doc["top"] = [c.to_dict() for c in self.alternatives]
         return doc
@@ -146,7 +148,7 @@ def select_tiles(
     return TileResult(
         tiles=choices[0].tiles,
         objective=w0,
-        block_size=problem.block_size(tiles0),
+        parallel_tile_points=problem.block_size(tiles0),
         alternatives=choices if top > 1 else [],
         **common,
         **extra,

@@ -1,0 +1,346 @@
+"""A kernel configuration per operating point: the best tile and thread block at each clock.
+
+Offline, for one library kernel on one simulated board, every candidate configuration (the
+selector's tiles and EATSS's next best, PPCG's default, each at 64 to 512 threads per block)
+is compiled with NVRTC for its registers and shared memory, then timed and costed at every
+clock of the board's table with the block-size model (``governor.tuning.blocks.simkernels``:
+occupancy, waves, the board's roofline law and power physics). A configuration's memory time
+scales with its global-memory traffic per point, which its tiles set:
+
+- gemm: ``1/tile_i + 1/tile_j`` (A is re-read once per column of tiles, B once per row);
+- stencils: ``(tile + 2 halo) / tile`` per dimension, plus one write;
+
+The kernel's memory share at its selected configuration (``MEMORY_SHARE``) is an assumption
+per kernel, stated here, not a measurement. The table keeps, for every clock, the
+configuration with the least energy per run (the most work per joule); at run time
+:meth:`ConfigTable.at` answers with one dict lookup.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from governor.errors import InvalidRequestError, ProfileError
+from governor.kernels.mapping import LaunchError, find_template
+
+__all__ = [
+    "MEMORY_SHARE",
+    "SECTION",
+    "Candidate",
+    "ConfigTable",
+    "KernelConfig",
+    "best_table",
+    "candidates",
+    "load_table",
+    "save_table",
+    "table_key",
+]
+
+SECTION = "kernel_configs"
+THREAD_TARGETS = (64, 128, 256, 512)
+# share of the run spent on memory at the selected configuration, top clock (assumed)
+MEMORY_SHARE = {"gemm": 0.15, "jacobi-2d": 0.7, "heat-3d": 0.7, "seidel-2d": 0.5}
+# points of the modelled problem (polybench sizes of the order of the EATSS catalog's)
+PROBLEM_POINTS = {
+    "gemm": 2048 * 2048,
+    "jacobi-2d": 4096 * 4096,
+    "heat-3d": 256**3,
+    "seidel-2d": 4096 * 4096,
+}
+WORK_S = 0.01  # the run's time at the selected configuration and top clock; ratios only
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """One launchable configuration: tile, thread block and the compiler's figures."""
+
+    tile: Dict[str, int]
+    thread_block: Tuple[int, int, int]
+    registers_per_thread: int
+    shared_memory_bytes: int
+    work_per_thread: int = 1  # points each thread covers (LaunchPlan.work_per_thread)
+
+    @property
+    def threads_per_block(self) -> int:
+        x, y, z = self.thread_block
+        return x * y * z
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "tile": dict(self.tile),
+            "thread_block": list(self.thread_block),
+            "threads_per_block": self.threads_per_block,
+            "registers_per_thread": self.registers_per_thread,
+            "shared_memory_bytes": self.shared_memory_bytes,
+            "work_per_thread": self.work_per_thread,
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> KernelConfig:
+        try:
+            block = tuple(int(d) for d in doc["thread_block"])
+            if len(block) != 3:
+                raise ValueError("thread_block needs 3 dimensions")
+            return cls(
+                tile={str(k): int(v) for k, v in dict(doc["tile"]).items()},
+                thread_block=(block[0], block[1], block[2]),
+                registers_per_thread=int(doc["registers_per_thread"]),
+                shared_memory_bytes=int(doc["shared_memory_bytes"]),
+                work_per_thread=int(doc.get("work_per_thread", 1)),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ProfileError(f"bad kernel configuration {dict(doc)!r}: {err}") from None
+
+
+@dataclass(frozen=True)
+class ConfigTable:
+    """The configuration chosen at each clock of a board, for one kernel."""
+
+    kernel: str
+    board: str
+    precision: str
+    clocks_mhz: Tuple[float, ...]
+    configs: Tuple[KernelConfig, ...]  # distinct configurations
+    index: Tuple[int, ...]  # per clock: which configuration
+    energy_j: Tuple[float, ...] = ()  # per clock: the model's energy per run of the choice
+    _by_clock: Dict[float, KernelConfig] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.clocks_mhz or len(self.clocks_mhz) != len(self.index):
+            raise ProfileError(f"kernel table {self.kernel}: one configuration per clock")
+        if any(not 0 <= i < len(self.configs) for i in self.index):
+            raise ProfileError(f"kernel table {self.kernel}: index out of range")
+        if list(self.clocks_mhz) != sorted(self.clocks_mhz):
+            raise ProfileError(f"kernel table {self.kernel}: clocks must ascend")
+        self._by_clock.update({c: self.configs[i] for c, i in zip(self.clocks_mhz, self.index)})
+
+    def at(self, clock_mhz: float) -> KernelConfig:
+        """The configuration for ``clock_mhz``: a dict lookup for a clock of the table, else
+        the entry of the highest table clock at or below it (the lowest clock's below)."""
+        hit = self._by_clock.get(clock_mhz)
+        if hit is not None:
+            return hit
+        pos = max(0, bisect.bisect_right(self.clocks_mhz, clock_mhz) - 1)
+        return self.configs[self.index[pos]]
+
+    def ppw_clock_mhz(self) -> Optional[float]:
+        """The clock of least energy per run at each clock's own configuration (the kernel's
+        PPW clock at its tuned configuration); None when the table has no energies."""
+        if len(self.energy_j) != len(self.clocks_mhz):
+            return None
+        best = min(range(len(self.energy_j)), key=lambda k: (self.energy_j[k], k))
+        return self.clocks_mhz[best]
+
+    def bands(self) -> List[Tuple[float, float, KernelConfig]]:
+        """(lowest clock, highest clock, configuration) of each run of equal choices."""
+        out: List[Tuple[float, float, KernelConfig]] = []
+        start = 0
+        for k in range(1, len(self.index) + 1):
+            if k == len(self.index) or self.index[k] != self.index[start]:
+                out.append(
+                    (
+                        self.clocks_mhz[start],
+                        self.clocks_mhz[k - 1],
+                        self.configs[self.index[start]],
+                    )
+                )
+                start = k
+        return out
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "kernel": self.kernel,
+            "board": self.board,
+            "precision": self.precision,
+            "clocks_mhz": list(self.clocks_mhz),
+            "configs": [c.to_dict() for c in self.configs],
+            "index": list(self.index),
+            "energy_j": list(self.energy_j),
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> ConfigTable:
+        """Raises ProfileError on a malformed table."""
+        try:
+            return cls(
+                kernel=str(doc["kernel"]),
+                board=str(doc["board"]),
+                precision=str(doc.get("precision", "double")),
+                clocks_mhz=tuple(float(c) for c in doc["clocks_mhz"]),
+                configs=tuple(KernelConfig.from_dict(c) for c in doc["configs"]),
+                index=tuple(int(i) for i in doc["index"]),
+                energy_j=tuple(float(e) for e in doc.get("energy_j", ())),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ProfileError(f"bad kernel configuration table: {err}") from None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A configuration and its block-size model (the work a run does is the same for all)."""
+
+    config: KernelConfig
+    model: Any  # governor.tuning.blocks.simkernels.KernelModel
+
+
+def _traffic(kernel: str, tile: Mapping[str, int]) -> float:
+    if kernel == "gemm":
+        return 1.0 / tile["i"] + 1.0 / tile["j"]
+    ratio = 1.0
+    for loop in find_template(kernel).loops:
+        ratio *= (tile[loop] + 2) / tile[loop]
+    return ratio + 1.0
+
+
+def _tile_options(kernel: str, board: str, precision: str) -> List[Dict[str, int]]:
+    from governor.kernels.select import PPCG_DEFAULT_TILE, select_kernel_tiles
+    from governor.tuning.eatss import find_gpu, select_tiles
+
+    template = find_template(kernel)
+    sel = select_kernel_tiles(kernel, board, precision)
+    options = [dict(sel.tiles)]
+    if sel.selector == "eatss" and sel.warp_fraction is not None:
+        result = select_tiles(
+            template.eatss_kernel,
+            find_gpu(board),
+            sel.shared_fraction,
+            sel.warp_fraction,
+            precision,
+            top=3,
+        )
+        options += [{k: int(c.tiles[k]) for k in template.loops} for c in result.alternatives]
+    options.append({loop: PPCG_DEFAULT_TILE for loop in template.loops})
+    unique: List[Dict[str, int]] = []
+    for tile in options:
+        if tile not in unique:
+            unique.append(tile)
+    return unique
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(
+    kernel: str, board: str, tile: Tuple[Tuple[str, int], ...], threads: int, precision: str
+) -> Optional[KernelConfig]:
+    from governor.kernels.build import build_kernel
+
+    try:
+        built = build_kernel(kernel, board, dict(tile), threads, precision)
+    except LaunchError:
+        return None
+    return KernelConfig(
+        tile=dict(built.plan.tiles),
+        thread_block=built.plan.thread_block,
+        registers_per_thread=built.report.registers_per_thread,
+        shared_memory_bytes=built.report.shared_memory_bytes,
+        work_per_thread=built.plan.work_per_thread,
+    )
+
+
+def candidates(kernel: str, board: str, precision: str = "double") -> List[Candidate]:
+    """Every launchable candidate configuration with its model (compiles with NVRTC).
+
+    Raises:
+        InvalidRequestError: unknown kernel.
+        DeviceNotFoundError: unknown board.
+        UnsupportedError: NVRTC is not installed.
+    """
+    from governor.tuning.blocks.simkernels import KernelModel
+
+    configs: List[KernelConfig] = []
+    for tile in _tile_options(kernel, board, precision):
+        for threads in THREAD_TARGETS:
+            config = _compiled(kernel, board, tuple(sorted(tile.items())), threads, precision)
+            if config is not None and config not in configs:
+                configs.append(config)
+    if not configs:
+        raise InvalidRequestError(f"no configuration of {kernel} launches on {board}")
+    reference = configs[0].tile
+    share = MEMORY_SHARE[kernel]
+    out = []
+    for config in configs:
+        mem_s = WORK_S * share * _traffic(kernel, config.tile) / _traffic(kernel, reference)
+        compute_s = WORK_S * (1.0 - share)
+        model = KernelModel(
+            name=kernel,
+            threads=max(1, PROBLEM_POINTS[kernel] // config.work_per_thread),
+            work_s=compute_s + mem_s,
+            mem_fraction=mem_s / (compute_s + mem_s),
+            registers_per_thread=config.registers_per_thread,
+            static_shared_bytes=config.shared_memory_bytes,
+        )
+        out.append(Candidate(config=config, model=model))
+    return out
+
+
+def run_cost(board_spec: Any, candidate: Candidate, clock_mhz: float) -> Tuple[float, float]:
+    """(time_s, energy_j) of one run of ``candidate`` at ``clock_mhz`` on the whole board."""
+    from governor.tuning.blocks.simkernels import evaluate
+
+    point = evaluate(board_spec, [candidate.model], [candidate.config.thread_block], clock_mhz)
+    return point.time_s, point.energy_j
+
+
+def best_table(
+    kernel: str,
+    board: str,
+    precision: str = "double",
+    clocks_mhz: Optional[Sequence[float]] = None,
+) -> ConfigTable:
+    """The least-energy configuration at each clock (the board's table by default).
+
+    Raises:
+        InvalidRequestError, DeviceNotFoundError, UnsupportedError: as :func:`candidates`.
+    """
+    from governor.devices.sim.catalog import get_board
+
+    spec = get_board(board)
+    clocks = tuple(sorted(float(c) for c in (clocks_mhz or spec.clocks_mhz)))
+    cands = candidates(kernel, board, precision)
+    configs: List[KernelConfig] = []
+    index: List[int] = []
+    energies: List[float] = []
+    for clock in clocks:
+        costs = [run_cost(spec, c, clock) for c in cands]
+        best = min(range(len(cands)), key=lambda k: (costs[k][1], k))
+        config = cands[best].config
+        if config not in configs:
+            configs.append(config)
+        index.append(configs.index(config))
+        energies.append(costs[best][1])
+    return ConfigTable(
+        kernel=kernel,
+        board=board,
+        precision=precision,
+        clocks_mhz=clocks,
+        configs=tuple(configs),
+        index=tuple(index),
+        energy_j=tuple(energies),
+    )
+
+
+def table_key(kernel: str, precision: str = "double") -> str:
+    return f"{kernel}@{precision}"
+
+
+def save_table(table: ConfigTable, board: Optional[str] = None) -> Any:
+    """Store ``table`` in the board's profile (``tuning.kernel_configs``); returns the path."""
+    from governor.profiles.store import put_tuning
+
+    return put_tuning(
+        board or table.board, SECTION, table_key(table.kernel, table.precision), table.to_dict()
+    )
+
+
+def load_table(board: str, kernel: str, precision: str = "double") -> Optional[ConfigTable]:
+    """The stored table of ``kernel`` on ``board``, or None.
+
+    Raises:
+        ProfileError: the profile or the table is malformed.
+    """
+    from governor.profiles.store import get_tuning
+
+    doc = get_tuning(board, SECTION, table_key(kernel, precision))
+    return None if doc is None else ConfigTable.from_dict(doc)

@@ -1,0 +1,124 @@
+"""The kernel configuration for the governor's operating point, and who to tell when it moves.
+
+Tables (``governor kernels table --save``, :mod:`governor.kernels.operating_points`) hold the
+configuration chosen for each clock. :class:`KernelConfigFollower` answers for the clock the
+governor holds now (one dict lookup), counts a generation that grows whenever a clock change
+moves a followed kernel into another configuration, and calls the registered callbacks then,
+so an app can rebuild its launch only when it must.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from governor.errors import GovernorError
+
+__all__ = ["KernelConfigFollower", "kernel_ppw_policy"]
+
+log = logging.getLogger(__name__)
+
+Callback = Callable[[str, Any], None]
+
+
+class KernelConfigFollower:
+    """Per-board lookups of kernel configuration tables, with a change generation."""
+
+    def __init__(self, board: str) -> None:
+        self.board = board
+        self._tables: Dict[Tuple[str, str], Any] = {}
+        self._current: Dict[Tuple[str, str], Any] = {}
+        self._callbacks: List[Callback] = []
+        self._reasons: Dict[float, str] = {}
+        self._lock = threading.Lock()
+        self.generation = 0
+
+    def table(self, kernel: str, precision: str = "double") -> Any:
+        """The stored table (cached after the first read), or a reason string when none."""
+        key = (kernel, precision)
+        if key not in self._tables:
+            from governor.kernels.operating_points import load_table
+
+            try:
+                found = load_table(self.board, kernel, precision)
+            except GovernorError as err:
+                return f"kernel table unreadable: {err}"
+            if found is None:
+                return (
+                    f"no configuration table for {kernel}/{precision} on {self.board} "
+                    f"(run 'governor kernels table {kernel} --board {self.board} --save')"
+                )
+            self._tables[key] = found
+        return self._tables[key]
+
+    def config(
+        self, kernel: str, clock_mhz: Optional[float], precision: str = "double"
+    ) -> Tuple[Any, str]:
+        """(configuration or None, reason) for ``kernel`` at ``clock_mhz``; follows it."""
+        key = (kernel, precision)
+        table = self._tables.get(key)
+        if table is None:
+            table = self.table(kernel, precision)
+            if isinstance(table, str):
+                return None, table
+        if clock_mhz is None:
+            return None, "the governor has not set a clock yet"
+        config = table.at(clock_mhz)
+        if key not in self._current:
+            with self._lock:
+                self._current.setdefault(key, config)
+        reason = self._reasons.get(clock_mhz)
+        if reason is None:
+            reason = self._reasons[clock_mhz] = f"table for {self.board} at {clock_mhz:g} MHz"
+        return config, reason
+
+    def on_change(self, callback: Callback) -> None:
+        """Call ``callback(kernel, config)`` whenever a followed kernel changes configuration."""
+        self._callbacks.append(callback)
+
+    def clock_changed(self, clock_mhz: Optional[float]) -> None:
+        """Re-answer every followed kernel at ``clock_mhz``; bump the generation and call the
+        callbacks for each one whose configuration changed."""
+        if clock_mhz is None:
+            return
+        changed = []
+        with self._lock:
+            for key, old in list(self._current.items()):
+                new = self._tables[key].at(clock_mhz)
+                if new != old:
+                    self._current[key] = new
+                    changed.append((key[0], new))
+            if changed:
+                self.generation += 1
+        for kernel, config in changed:
+            for callback in list(self._callbacks):
+                try:
+                    callback(kernel, config)
+                except Exception as err:  # an app's callback must not stop the control loop
+                    log.error("kernel configuration callback failed: %s", err)
+
+
+def kernel_ppw_policy(board: str, kernel: str, precision: str = "double") -> Tuple[Any, str]:
+    """(policy spec, note) for the most work per joule running ``kernel``: a fixed clock at
+    the PPW clock of the kernel's tuned configurations where the board's profile has a table
+    (``governor kernels table --save``), else the board's ``ppw`` policy."""
+    from governor.kernels.operating_points import load_table
+
+    try:
+        table = load_table(board, kernel, precision)
+    except GovernorError as err:
+        return {"policy": "ppw"}, f"kernel table unreadable ({err}): the board's PPW clock"
+    clock = None if table is None else table.ppw_clock_mhz()
+    if table is None or clock is None:
+        return (
+            {"policy": "ppw"},
+            f"no configuration table for {kernel}/{precision} on {board}: the board's PPW clock",
+        )
+    config = table.at(clock)
+    tile = "x".join(str(v) for v in config.tile.values())
+    return (
+        {"policy": "clock", "clock_mhz": clock},
+        f"PPW clock of {kernel} at its tuned configuration (tile {tile}, "
+        f"{config.threads_per_block} threads per block): {clock:g} MHz",
+    )
