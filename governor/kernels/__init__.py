@@ -13,6 +13,7 @@ launches them with CuPy (extra ``cuda``). Nothing here imports CuPy or NVRTC unt
 from __future__ import annotations
 
 from governor.kernels.build import BuiltKernel, build_kernel, check_launch, kernel_source
+from governor.kernels.gpu_cases import gpu_check_cases
 from governor.kernels.mapping import LaunchError, LaunchPlan, find_template, plan_launch
 from governor.kernels.nvrtc import CompileError, CompileReport, compile_source
 from governor.kernels.select import BoardArch, TileSelection, board_arch, select_kernel_tiles
@@ -32,6 +33,7 @@ __all__ = [
     "check_launch",
     "compile_source",
     "find_template",
+    "gpu_check_cases",
     "kernel_source",
     "plan_launch",
     "select_kernel_tiles",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from governor.kernels import cupy_run
+from governor.kernels import cupy_run, reference
 
 pytestmark = pytest.mark.gpu
 
@@ -25,40 +25,9 @@ def cupy():
     return cp
 
 
-def _jacobi_ref(a: np.ndarray, steps: int) -> np.ndarray:
-    src = a.copy()
-    for _ in range(steps):
-        dst = src.copy()
-        dst[1:-1, 1:-1] = 0.2 * (
-            src[1:-1, 1:-1] + src[1:-1, :-2] + src[1:-1, 2:] + src[2:, 1:-1] + src[:-2, 1:-1]
-        )
-        src = dst
-    return src
-
-
-def _heat_ref(a: np.ndarray, steps: int) -> np.ndarray:
-    src = a.copy()
-    for _ in range(steps):
-        dst = src.copy()
-        c = src[1:-1, 1:-1, 1:-1]
-        dst[1:-1, 1:-1, 1:-1] = (
-            0.125 * (src[2:, 1:-1, 1:-1] - 2 * c + src[:-2, 1:-1, 1:-1])
-            + 0.125 * (src[1:-1, 2:, 1:-1] - 2 * c + src[1:-1, :-2, 1:-1])
-            + 0.125 * (src[1:-1, 1:-1, 2:] - 2 * c + src[1:-1, 1:-1, :-2])
-            + c
-        )
-        src = dst
-    return src
-
-
-def _seidel_ref(a: np.ndarray, sweeps: int) -> np.ndarray:
-    a = a.copy()
-    n = a.shape[0]
-    for _ in range(sweeps):
-        for i in range(1, n - 1):
-            for j in range(1, n - 1):
-                a[i, j] = a[i - 1 : i + 2, j - 1 : j + 2].sum() / 9.0
-    return a
+_jacobi_ref = reference.jacobi_2d_ref
+_heat_ref = reference.heat_3d_ref
+_seidel_ref = reference.seidel_2d_ref
 
 
 @pytest.mark.parametrize("precision", ["double", "single"])
