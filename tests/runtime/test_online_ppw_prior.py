@@ -105,3 +105,20 @@ def test_another_units_calibration_is_searched_around_and_the_units_own_is_held(
     held = simulate(board, {"policy": "ppw"}, "steady", 60, profile=own)
     assert held["online_ppw"] is None and held["model"]["prior"] is False
     assert held["clock_changes"] <= 1  # the calibrated clock from the first period on
+
+
+def test_the_search_around_a_prior_pauses_while_the_gpu_idles():
+    with governor.open_device("sim:a100-pcie") as dev:
+        gov = Governor(dev, {"policy": "ppw"}, background=False)  # the shipped reference
+        with gov:
+            for _ in range(100):  # 10 s idle: nothing measured, the prior's clock held
+                gov.step()
+            assert gov.status()["probes_done"] == 0
+            assert dev.sample().gpu_clock_mhz == gov.model.ppw_clock_mhz
+            dev.run_workload("compute")
+            for _ in range(600):
+                gov.step()
+            found = gov.status()["online_ppw"]
+            dev.stop_workload()
+    assert found is not None and found["probes"] >= 3
+    assert found["prior_clock_mhz"] == gov.model.ppw_clock_mhz
