@@ -35,8 +35,6 @@ from typing import Any, Dict, List, Optional
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-logging.disable(logging.WARNING)  # the governor's notes are in the results
-
 TARGET = 1.01
 
 
@@ -163,7 +161,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.duration_s > 0:
         print("--duration-s must be positive", file=sys.stderr)
         return 2
-    results = [bench(b, args.duration_s) for b in boards]
+    logging.disable(logging.WARNING)  # the governor's notes are in the results
+    try:
+        results = [bench(b, args.duration_s) for b in boards]
+    finally:
+        logging.disable(logging.NOTSET)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
