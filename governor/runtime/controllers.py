@@ -39,6 +39,7 @@ from governor.runtime.policies import (
     PowerCap,
     Throughput,
 )
+from governor.runtime.ppw_local import PriorPpwController
 from governor.runtime.throughput_controller import ThroughputController
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "Controller",
     "Observation",
     "PowerTracker",
+    "PriorPpwController",
     "StaticController",
     "Tick",
     "ThroughputController",
@@ -458,9 +460,12 @@ class OnlinePpwController(Controller):
 
 
 def ppw_controller(policy: MaxEfficiency, model: ClockModel, context: ControlContext) -> Controller:
-    """The calibrated PPW clock; searched online when the model has none."""
+    """The calibrated PPW clock; searched online over the whole table when the model has
+    none, and around the profile's clock when the profile is not this unit's own."""
     if not model.fitted:
         return OnlinePpwController(model, settle_s=context.settle_s)
+    if model.prior:
+        return PriorPpwController(model, settle_s=context.settle_s)
     return StaticController(model, model.ppw_clock_mhz)
 
 

@@ -31,6 +31,7 @@ from governor.runtime.controllers import (
     Controller,
     Observation,
     OnlinePpwController,
+    PriorPpwController,
     StaticController,
     Tick,
     make_controller,
@@ -159,7 +160,8 @@ class Governor:
         earlier run found is held at once, not searched again)."""
         known = None
         self._online_saved = False
-        if isinstance(self.policy, _policies.MaxEfficiency) and not self.model.fitted:
+        searched = not self.model.fitted or self.model.prior
+        if isinstance(self.policy, _policies.MaxEfficiency) and searched:
             known = load_online_ppw(self.device, self.policy.workload)
         if known is not None:
             self._online_saved = True
@@ -178,6 +180,11 @@ class Governor:
         )
         if isinstance(controller, OnlinePpwController):
             self._note("finding the PPW clock online: a few probes of the running load")
+        elif isinstance(controller, PriorPpwController):
+            self._note(
+                f"confirming the profile's PPW clock {self.model.ppw_clock_mhz:g} MHz on this "
+                "unit: a few probes of the running load around it"
+            )
         return controller
 
     def set_policy(self, policy: PolicyLike) -> None:

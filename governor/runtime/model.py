@@ -15,7 +15,7 @@ for everything).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -29,6 +29,7 @@ __all__ = [
     "fallback_model",
     "model_for_device",
     "model_from_profile",
+    "prior_reason",
 ]
 
 #: the model-free guess of the ridge (and PPW-optimal) clock, as a share of the top clock:
@@ -48,6 +49,9 @@ class ClockModel:
     ppw_clock_mhz: float
     fitted: bool
     source: str
+    #: the profile was not made on this unit (a shipped reference profile, or another unit of
+    #: the same model): its PPW clock is where an online search starts, not the answer
+    prior: bool = False
     #: table clock -> its index (the first of equal clocks); set in __post_init__
     index_of: Dict[float, int] = field(init=False, repr=False, compare=False, hash=False)
 
@@ -87,7 +91,12 @@ class ClockModel:
         return self.clocks_mhz[-1]
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"fitted": self.fitted, "source": self.source, "ppw_clock_mhz": self.ppw_clock_mhz}
+        return {
+            "fitted": self.fitted,
+            "source": self.source,
+            "ppw_clock_mhz": self.ppw_clock_mhz,
+            "prior": self.prior,
+        }
 
 
 def _power(f: float, pm: Mapping[str, Any]) -> float:
@@ -312,4 +321,25 @@ def model_for_device(
         )
         workload = None
     model = model_from_profile(clocks, doc, workload=workload, source=source)
+    why = prior_reason(doc, device)
+    if why is not None:
+        model = replace(model, prior=True)
+        found_notes.append(f"the profile is {why}: its PPW clock is a starting point")
     return LoadedModel(model, path, found_notes, warnings)
+
+
+def prior_reason(doc: Mapping[str, Any], device: Device) -> Optional[str]:
+    """Why ``doc`` (a profile of ``device``'s model) is not this unit's own calibration, or
+    None when it is: a shipped reference profile (fingerprint kind ``reference``: fitted to
+    someone else's measurements), or one whose serial or UUID is another unit's. Chips of one
+    model differ in leakage and voltage, so such a profile's PPW clock is near this unit's,
+    not on it."""
+    fp = doc.get("fingerprint") or {}
+    if fp.get("kind") == "reference":
+        return "a reference profile, not this unit's calibration"
+    ident = device.identity
+    for key, mine in (("serial", ident.serial), ("uuid", ident.uuid)):
+        theirs = fp.get(key)
+        if theirs and mine and theirs != mine:
+            return f"another unit's calibration ({key} {theirs})"
+    return None

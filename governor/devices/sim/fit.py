@@ -19,8 +19,11 @@ clock model: the memory part of the run time is ``t_mem(f_mem) = a + b/f_mem`` (
 that does not scale and a bandwidth part that does) and memory power is linear in ``f_mem``.
 With one memory clock measured, ``a = 0`` (pure bandwidth) and the board has that memory clock
 only; one row at a second memory clock fixes ``a``, ``b`` and the memory power's slope. At a
-lower memory clock the core-voltage floor drops: fitted from three rows there on, else to
-:data:`MEM_FLOOR_V` (a prior).
+lower memory clock the core-voltage floor drops, and the roofline's overlap exponent there is
+its own: both fitted from three rows there on, else the priors :data:`MEM_FLOOR_V` and
+:data:`MEM_OVERLAP_K`. With a second memory clock the activity's split between the SMs waiting
+and computing is the prior :data:`MEM_BUSY_SHARE` (a main sweep with the SMs busy throughout
+cannot tell it).
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ from governor.errors import InvalidRequestError
 from governor.models import formulas
 
 __all__ = [
+    "MEM_BUSY_SHARE",
     "MEM_FLOOR_V",
+    "MEM_OVERLAP_K",
     "TwinFit",
     "TwinSweeps",
     "fit_power",
@@ -409,34 +414,90 @@ def read_twin_sweeps(path: Union[str, Path]) -> TwinSweeps:
 #: GPU holds a minimum core voltage that rises with the memory clock, so the power curve at a
 #: lower memory clock keeps falling where the main sweep's flattens. One row at the lower
 #: memory clock cannot tell this floor from the memory power; three or more rows there fit it
-#: (``_FLOOR_GRID``). With fewer, it is this prior: the median of the floors fitted to the 23
-#: Titan X apps' whole 810 MHz sweeps (docs/simulator.md; its figures hold each app out).
-MEM_FLOOR_V = 0.775
+#: (``_FLOOR_GRID``). With fewer, it is this prior (with :data:`MEM_OVERLAP_K` and
+#: :data:`MEM_BUSY_SHARE`, chosen together on the 23 Titan X apps' 810 MHz sweeps:
+#: docs/simulator.md; its figures hold each app out).
+MEM_FLOOR_V = 0.8
+
+#: The roofline's overlap exponent at another memory clock than the main sweep's. A sweep at
+#: the main memory clock where the compute part dominates cannot tell how sharply the two
+#: parts overlap (its fitted ``k`` is noise: 12 and 1 fit the Titan X's compute-bound apps
+#: within 0.1 % of each other); at a lower memory clock both parts matter, and one row there
+#: fixes the memory part only. So ``k`` there is this prior, fitted from three rows on.
+MEM_OVERLAP_K = 4.0
+
+#: The share of the dynamic power's activity that follows the SMs' busy share ``u`` (the rest
+#: is spent while they wait), at a twin with more than one memory clock. The main sweep of a
+#: compute-bound app has ``u`` near 1 at every clock and cannot split the two (a split fixed
+#: at this share fits the Titan X sweeps as well as a free one); a lower memory clock makes
+#: the SMs wait, and how much power that saves is this share.
+MEM_BUSY_SHARE = 0.7
 
 
 #: floors tried when the rows at a lower memory clock can identify it
 _FLOOR_GRID = tuple(round(0.5 + 0.025 * i, 3) for i in range(21))
-#: rows at a lower memory clock that fit its floor: two unknowns (floor, memory power) and a
-#: third row to tell them apart from noise; fewer use the prior :data:`MEM_FLOOR_V`
+#: rows at a lower memory clock that fit its floor and overlap exponent: two unknowns (floor,
+#: memory power) and a third row to tell them apart from noise; fewer use the priors
+#: :data:`MEM_FLOOR_V` and :data:`MEM_OVERLAP_K`
 _FLOOR_MIN_ROWS = 3
 
 
-def _mem_deltas(fit: TwinFit, other: Sweep, tm_o: float, floor: float) -> Tuple[float, float]:
+class _Activity:
+    """The dynamic power's coefficient ``alpha`` (W/MHz at V = 1) and its split into the
+    shares spent while the SMs wait (``a_stall``) and while they compute (``a_busy``)."""
+
+    def __init__(self, alpha: float, a_stall: float, a_busy: float) -> None:
+        self.alpha, self.a_stall, self.a_busy = alpha, a_stall, a_busy
+
+    @classmethod
+    def of_fit(cls, fit: TwinFit) -> _Activity:
+        alpha = fit.xs + fit.xb
+        if alpha <= 0:  # power does not rise with the clock: keep a tiny dynamic part
+            return cls(1e-9, 0.0, 1.0)
+        return cls(alpha, fit.xs / alpha, fit.xb / alpha)
+
+    @classmethod
+    def with_share(cls, fit: TwinFit, f, busy_share: float) -> _Activity:
+        """The split fixed at ``busy_share``, ``alpha`` the least-squares match of the fit's
+        activity ``x_stall + x_busy·u`` over the main sweep's clocks ``f``."""
+        f = np.asarray(f, dtype=float)
+        u = np.minimum(1.0, (fit.c / f) / _t_model(f, fit.tm, fit.c, fit.k))
+        g = (1.0 - busy_share) + busy_share * u
+        h = fit.xs + fit.xb * u
+        alpha = float(np.sum(g * h) / np.sum(g * g))
+        if not alpha > 0:
+            return cls.of_fit(fit)
+        return cls(alpha, 1.0 - busy_share, busy_share)
+
+
+def _mem_time(fit: TwinFit, other: Sweep, k: float) -> Tuple[float, float]:
+    """(memory part s, squared relative time error) at another memory clock with overlap
+    exponent ``k``: the median of what each row's time leaves beyond the compute part."""
+    parts = []
+    for f_o, t_o in zip(other.clock_mhz, other.time_s):
+        rest = t_o**k - (fit.c / f_o) ** k
+        parts.append(rest ** (1.0 / k) if rest > 0 else 0.0)
+    tm_o = float(np.median(parts))
+    clocks = np.asarray(other.clock_mhz, dtype=float)
+    times = np.asarray(other.time_s, dtype=float)
+    err = float(np.sum((_t_model(clocks, tm_o, fit.c, k) / times - 1.0) ** 2))
+    return tm_o, err
+
+
+def _mem_deltas(
+    fit: TwinFit, act: _Activity, other: Sweep, tm_o: float, k: float, floor: float
+) -> Tuple[float, float]:
     """(memory power W, squared relative power error) at another memory clock whose memory
-    part is ``tm_o`` and whose voltage floor is ``floor``: the memory power is the median of
-    the rows' power minus the model's core power; the error is what that leaves."""
-    alpha = fit.xs + fit.xb
-    if alpha <= 0:
-        alpha, xs, xb = 1e-9, 0.0, 1e-9
-    else:
-        xs, xb = fit.xs, fit.xb
-    probe = Workload("probe", fit.c, tm_o, fit.k, xs / alpha, xb / alpha)
+    part is ``tm_o``, overlap exponent ``k`` and voltage floor ``floor``: the memory power is
+    the median of the rows' power minus the model's core power; the error is what that
+    leaves."""
+    probe = Workload("probe", fit.c, tm_o, k, act.a_stall, act.a_busy)
     curve = VoltageCurve(max(0.0, fit.ridge), fit.beta, floor)
     deltas, powers = [], []
     for f_o, p_o in zip(other.clock_mhz, other.power_w):
         u = probe.busy_fraction(f_o)
-        dyn = curve.dynamic_w(f_o, alpha)
-        deltas.append(p_o - (fit.p0 + dyn * (xs / alpha + xb / alpha * u)))
+        dyn = curve.dynamic_w(f_o, act.alpha)
+        deltas.append(p_o - (fit.p0 + dyn * (act.a_stall + act.a_busy * u)))
         powers.append(p_o)
     d = np.asarray(deltas)
     mem_w = float(np.median(d))
@@ -562,6 +623,8 @@ def twin_board(
     sweeps: TwinSweeps,
     name: str = "twin",
     mem_floor_v: float = MEM_FLOOR_V,
+    mem_overlap_k: float = MEM_OVERLAP_K,
+    mem_busy_share: float = MEM_BUSY_SHARE,
     fit: Optional[TwinFit] = None,
     noise_reach_steps: Optional[float] = NOISE_REACH_STEPS,
 ) -> BoardSpec:
@@ -571,53 +634,58 @@ def twin_board(
     clock (:func:`_factor_knots`), so at a measured clock the twin answers the measured row.
     ``noise_reach_steps``: how far those departures reach (:data:`NOISE_REACH_STEPS`; None:
     not at all, the smooth twin).
-    ``mem_floor_v``: the voltage floor at a lower memory clock than the main sweep's;
+    ``mem_floor_v``, ``mem_overlap_k``, ``mem_busy_share``: the priors of a lower memory
+    clock (:data:`MEM_FLOOR_V`, :data:`MEM_OVERLAP_K`, :data:`MEM_BUSY_SHARE`);
     ``fit``: the main sweep's :func:`fit_twin`, when the caller already has it."""
     sw = sweeps.main
     f, p, t = (np.array(v, dtype=float) for v in (sw.clock_mhz, sw.power_w, sw.time_s))
     if fit is None:
         fit = fit_twin(f, p, t)
     k, tm, c = fit.k, fit.tm, fit.c
-    ridge, beta, (p0, xs, xb) = fit.ridge, fit.beta, (fit.p0, fit.xs, fit.xb)
-    alpha = xs + xb
-    if alpha <= 0:  # power does not rise with the clock: keep a tiny dynamic part
-        alpha, xs, xb = 1e-9, 0.0, 1e-9
+    ridge, beta, p0 = fit.ridge, fit.beta, fit.p0
+    # the activity's split matters where the busy share moves: at another memory clock
+    act = _Activity.with_share(fit, f, mem_busy_share) if sweeps.others else _Activity.of_fit(fit)
     voltage = VoltageCurve(max(0.0, ridge), beta)
     mem_ref = sweeps.mem_clock_mhz
     mem_power: Dict[float, float] = {}
     mem_points: Dict[float, float] = {}
     mem_floor: Dict[float, float] = {}
+    mem_k: Dict[float, float] = {}
     if mem_ref is not None:
         mem_power[mem_ref] = 0.0
         mem_points[mem_ref] = tm
     for mem, other in sweeps.others.items():
-        # the memory part at this memory clock from its rows (compute part unchanged)
-        parts = []
-        for f_o, t_o in zip(other.clock_mhz, other.time_s):
-            rest = t_o**k - (c / f_o) ** k
-            parts.append(rest ** (1.0 / k) if rest > 0 else 0.0)
-        tm_o = float(np.median(parts))
+        # the memory part at this memory clock from its rows (compute part unchanged), with
+        # the overlap exponent its rows fit from three on, else the prior
+        k_o = mem_overlap_k
+        if len(other) >= _FLOOR_MIN_ROWS:
+            k_o = min(_TWIN_KS, key=lambda kk: _mem_time(fit, other, kk)[1])
+        tm_o = _mem_time(fit, other, k_o)[0]
         mem_points[mem] = tm_o
+        mem_k[mem] = k_o
         # a lower memory clock lets the core voltage fall below the floor held at the main one:
         # fitted when enough rows there identify it, else the prior
         floor = 1.0
         if mem_ref is not None and mem < mem_ref and beta > 0:
             floor = mem_floor_v
             if len(other) >= _FLOOR_MIN_ROWS:
-                floor = min(_FLOOR_GRID, key=lambda fl: _mem_deltas(fit, other, tm_o, fl)[1])
+                floor = min(
+                    _FLOOR_GRID, key=lambda fl: _mem_deltas(fit, act, other, tm_o, k_o, fl)[1]
+                )
         if floor < 1.0:
             mem_floor[mem] = floor
-        mem_power[mem] = _mem_deltas(fit, other, tm_o, floor)[0]
+        mem_power[mem] = _mem_deltas(fit, act, other, tm_o, k_o, floor)[0]
     table = _clock_table(sw.clock_mhz)
     workload = Workload(
         name="compute",
         compute_mcycles=c,
         mem_s=tm,
         overlap_k=k,
-        a_stall=xs / alpha,
-        a_busy=xb / alpha,
+        a_stall=act.a_stall,
+        a_busy=act.a_busy,
         mem_clock_mhz=mem_ref,
         mem_s_at=dict(mem_points) if len(mem_points) > 1 else {},
+        overlap_k_at=mem_k,
         description=f"{sw.workload or 'the measured workload'} as measured on {sw.device}",
         source=f"fitted to {sw.path}",
     )
@@ -642,7 +710,7 @@ def twin_board(
         kind="datacenter",
         clocks_mhz=table,
         static_w=max(0.0, p0),
-        dyn_w_per_mhz=alpha,
+        dyn_w_per_mhz=act.alpha,
         voltage=voltage,
         power_limit_w=fit.cap_w if math.isfinite(fit.cap_w) else 2.0 * float(p.max()) + 1.0,
         mem_clocks_mhz=mems,

@@ -107,6 +107,9 @@ class Workload:
     #: the memory part measured at several memory clocks (MHz -> s); empty: ``mem_s`` scales
     #: as 1/f_mem from ``mem_clock_mhz``
     mem_s_at: Mapping[float, float] = field(default_factory=dict)
+    #: ``overlap_k`` at other memory clocks (MHz -> k), where it differs from the main one's;
+    #: a memory clock not listed uses ``overlap_k``
+    overlap_k_at: Mapping[float, float] = field(default_factory=dict)
     #: a twin's measured departure from the smooth model at its main memory clock
     #: (``mem_clock_mhz``): (clock_mhz, factor) knots, linear in between and flat beyond the
     #: ends, multiplying the run time (``time_factor``) and the GPU power (``power_factor``).
@@ -119,7 +122,7 @@ class Workload:
             self.compute_mcycles >= 0 and self.mem_s >= 0 and self.compute_mcycles + self.mem_s > 0
         ):
             raise ValueError(f"workload {self.name!r}: needs a positive compute or memory part")
-        if not self.overlap_k >= 1:
+        if not all(k >= 1 for k in (self.overlap_k, *self.overlap_k_at.values())):
             raise ValueError(f"workload {self.name!r}: overlap_k must be >= 1")
         if min(self.a_stall, self.a_busy, self.mem_w) < 0:
             raise ValueError(f"workload {self.name!r}: activities and mem_w must be >= 0")
@@ -156,8 +159,12 @@ class Workload:
         if value is None:
             if len(cache) >= 4096:  # arbitrary clocks (fits, benches): stay bounded
                 cache.clear()
+            k = self.overlap_k_at.get(mem_clock_mhz, self.overlap_k) if mem_clock_mhz else None
             value = cache[key] = formulas.time_s(
-                clock_mhz, self.mem_time_s(mem_clock_mhz), self.compute_mcycles, self.overlap_k
+                clock_mhz,
+                self.mem_time_s(mem_clock_mhz),
+                self.compute_mcycles,
+                self.overlap_k if k is None else k,
             )
         return value
 

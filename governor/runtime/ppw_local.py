@@ -1,0 +1,180 @@
+"""The PPW clock confirmed on this unit, starting from a profile that is not its own.
+
+A shipped reference profile, or a calibration made on another unit of the same model, puts
+the PPW clock near this unit's but not on it: chips of one model differ in leakage and
+voltage (on the simulated A100 PCIe the reference's 1005 MHz costs 2.6 % more energy per
+unit of work than the unit's own optimum). :class:`PriorPpwController` starts at the prior's
+clock and searches its neighbourhood by measurement (:class:`LocalSearch`, a compass search
+on the clock table: step to the better neighbour, halve the step when neither is better), so
+every clock it tries is near the prior and learning costs little. The clock found is
+``result``, which the governor keeps in the board's own profile (``tuning.online_ppw``) so the
+next run holds it at once.
+
+Two parts: :class:`ProbeMeter` (one clock's cost: energy per unit of work, or per cycle when
+the app reports none) and :class:`LocalSearch` (which clock to try next), each tested alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+from governor.runtime.controller_base import Controller, Observation, Tick
+from governor.runtime.model import ClockModel
+
+__all__ = ["LocalSearch", "PriorPpwController", "ProbeMeter"]
+
+
+@dataclass
+class ProbeMeter:
+    """The cost of holding one clock: settle for ``settle_s`` of busy time (power readings
+    average over about a second), then meter ``measure_s`` of busy time. Idle periods and
+    periods at another clock are not counted."""
+
+    settle_s: float
+    measure_s: float
+    held_s: float = 0.0
+    energy_j: float = 0.0
+    busy_s: float = 0.0
+    units: float = 0.0
+
+    def reset(self) -> None:
+        self.held_s = self.energy_j = self.busy_s = self.units = 0.0
+
+    def add(self, power_w: float, dt_s: float, units: float) -> None:
+        """One busy period at the probed clock."""
+        self.held_s += dt_s
+        if self.held_s <= self.settle_s + 1e-9:
+            return
+        self.energy_j += power_w * dt_s
+        self.busy_s += dt_s
+        self.units += units
+
+    @property
+    def done(self) -> bool:
+        return self.busy_s >= self.measure_s - 1e-9
+
+    def cost(self, clock_mhz: float) -> float:
+        """Energy per unit of work (J) where the app reported work, else energy per cycle
+        (J/MHz·s: a compute-bound load's energy per unit of work, up to a constant)."""
+        if self.units > 0:
+            return self.energy_j / self.units
+        return self.energy_j / (self.busy_s * clock_mhz)
+
+
+@dataclass
+class LocalSearch:
+    """A compass search for the cheapest index of a clock table, from ``start``.
+
+    Try ``start ± step``; move to a neighbour that is cheaper and keep going the same way;
+    when neither neighbour is cheaper, halve the step; stop when a step of one index finds
+    nothing cheaper, or after ``max_probes`` (then the cheapest tried). Energy per unit of
+    work has one minimum over the clock, so on a smooth curve this ends on it or next to it.
+    """
+
+    n: int
+    start: int
+    step: int
+    max_probes: int = 14
+    costs: Dict[int, float] = field(default_factory=dict)
+    center: int = -1
+    direction: int = 0  # the way the last move went (+1 up, -1 down, 0 none yet)
+
+    def __post_init__(self) -> None:
+        self.start = min(max(self.start, 0), self.n - 1)
+        self.center = self.start
+        self.step = max(1, self.step)
+
+    def record(self, index: int, cost: float) -> None:
+        self.costs[index] = cost
+        if index != self.center and self.center in self.costs and cost < self.costs[self.center]:
+            self.direction = 1 if index > self.center else -1
+            self.center = index
+
+    def _candidates(self) -> Tuple[int, ...]:
+        c, s = self.center, self.step
+        d = self.direction or 1  # having moved, look further the same way first
+        return tuple(i for i in (c + d * s, c - d * s) if 0 <= i < self.n)
+
+    def next_probe(self) -> Optional[int]:
+        """The next index to measure, or None when the search is over."""
+        if len(self.costs) >= self.max_probes:
+            return None
+        if self.center not in self.costs:
+            return self.center
+        while True:
+            for i in self._candidates():
+                if i not in self.costs:
+                    return i
+            if self.step == 1:
+                return None
+            self.step //= 2
+
+    @property
+    def best(self) -> int:
+        return min(self.costs, key=lambda i: (self.costs[i], i)) if self.costs else self.start
+
+
+class PriorPpwController(Controller):
+    """The PPW clock searched by measurement around the model's (a prior's) PPW clock.
+
+    The first step is about ``step_share`` of the prior clock (at least one table step), so
+    on a fine table (15 MHz, 81 clocks) the search covers a few percent either side in a few
+    probes and on a Jetson table (5-15 clocks) it tries the adjacent clocks. With probes of
+    ``settle_s`` + ``measure_s`` (2.3 s without an energy counter) it ends well within the
+    first minute of busy time.
+    """
+
+    def __init__(
+        self,
+        model: ClockModel,
+        *,
+        settle_s: float = 1.3,
+        measure_s: float = 1.0,
+        step_share: float = 0.03,
+    ) -> None:
+        super().__init__(model)
+        clocks = model.clocks_mhz
+        start = model.index(model.ppw_clock_mhz)
+        table_step = (clocks[-1] - clocks[0]) / max(1, len(clocks) - 1)
+        step = int(round(step_share * clocks[start] / table_step)) if table_step > 0 else 1
+        self.search = LocalSearch(n=len(clocks), start=start, step=max(1, step))
+        self.meter = ProbeMeter(settle_s, measure_s)
+        self.probe: Optional[int] = self.search.next_probe()
+        self.result: Optional[Dict[str, Any]] = None
+        self.elapsed_s = 0.0
+
+    def initial_mhz(self) -> float:
+        return self.model.clocks_mhz[self.search.start]
+
+    def decide(
+        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
+    ) -> Tuple[float, bool]:
+        self.elapsed_s = obs.elapsed_s + obs.dt_s
+        clocks = self.model.clocks_mhz
+        if self.probe is None:
+            return current_mhz, False
+        here = clocks[self.probe]
+        if obs.busy is False or obs.power_w is None or obs.applied_mhz != here:
+            return here, False
+        self.meter.add(obs.power_w, obs.dt_s, sum(t.units for t in ticks))
+        if not self.meter.done:
+            return here, False
+        per_unit = self.meter.units > 0
+        self.search.record(self.probe, self.meter.cost(here))
+        self.meter.reset()
+        self.probe = self.search.next_probe()
+        if self.probe is not None:
+            return clocks[self.probe], True
+        best = self.search.best
+        self.result = {
+            "clock_mhz": clocks[best],
+            "prior_clock_mhz": clocks[self.search.start],
+            "probes": len(self.search.costs),
+            "found_after_s": self.elapsed_s,
+            "cost": "energy per unit of work" if per_unit else "energy per cycle",
+        }
+        return clocks[best], True
+
+    def status(self) -> Dict[str, Any]:
+        return {"online_ppw": self.result, "probes_done": len(self.search.costs)}
