@@ -336,6 +336,12 @@ class Device:
         workload power profile), one line each; empty when nothing does."""
         return []
 
+    def fault_counts(self) -> Dict[str, int]:
+        """Driver faults absorbed so far: ``transient_retries`` (calls tried again after a
+        transient error) and ``transient_failures`` (calls that still failed); zeros for
+        devices without a driver that has transient errors."""
+        return {"transient_retries": 0, "transient_failures": 0}
+
     def control_reason(self) -> Optional[str]:
         """Why settings cannot be changed here, in one line; None when they can."""
         caps = self.capabilities

@@ -16,7 +16,10 @@ succeeds yet power and clocks raise NotSupported (seen on JetPack 6), so a singl
 must not hide the others. Units are converted here and nowhere else: NVML reports power in
 mW, energy in mJ, clocks in MHz and temperature in °C.
 
-Errors are translated where they enter: ``NVMLError_NoPermission`` becomes
+Errors are sorted where they enter (:mod:`governor.devices.nvml_faults`): transient ones
+(a timeout, a driver not ready) are tried again a few times and counted
+(:meth:`NvmlDevice.fault_counts`); a lost GPU raises :class:`~governor.errors.DeviceLostError`
+at once, from opening, reading and writing alike. Of the rest, ``NVMLError_NoPermission`` becomes
 :class:`~governor.errors.DevicePermissionError` (with how to get the right),
 ``NVMLError_NotSupported`` a missing capability or :class:`~governor.errors.UnsupportedError`,
 anything else :class:`~governor.errors.TelemetryError` (reads) or
@@ -42,7 +45,9 @@ from governor.devices.base import (
     PowerLimitRange,
     Sample,
 )
+from governor.devices.nvml_faults import FaultCounter, call_nvml, kind_of
 from governor.errors import (
+    DeviceLostError,
     DeviceNotFoundError,
     DevicePermissionError,
     GovernorError,
@@ -174,6 +179,8 @@ class NvmlDevice(Device):
         clock: Optional[Clock] = None,
     ) -> None:
         self._nv = nv
+        self._where = uri  # for error messages before the identity exists
+        self._faults = FaultCounter()
         self._handle = handle  # the GPU (the parent GPU for a MIG instance)
         self._mig = mig_parent is not None
         if self._mig:
@@ -208,10 +215,25 @@ class NvmlDevice(Device):
         super().__init__(identity, caps, clock=clock)
 
     # -- probing ---------------------------------------------------------------------------
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` with transient errors tried again (see nvml_faults).
+
+        Raises:
+            DeviceLostError: the GPU is lost; nv.NVMLError: any other error.
+        """
+        return call_nvml(self._nv, self._where, self._faults, fn, *args)
+
+    def fault_counts(self) -> Dict[str, int]:
+        return self._faults.to_dict()
+
     def _try(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Call an NVML getter; None when unsupported or failing (for probing only)."""
+        """Call an NVML getter; None when unsupported or failing (for probing only).
+
+        Raises:
+            DeviceLostError: the GPU is lost (probing it would only find nothing).
+        """
         try:
-            return fn(*args)
+            return self._call(fn, *args)
         except self._nv.NVMLError as err:
             log.debug("NVML %s%r: %s", getattr(fn, "__name__", fn), args[1:], err)
             return None
@@ -425,7 +447,7 @@ class NvmlDevice(Device):
     # -- reading ----------------------------------------------------------------------------
     def _read(self, fn: Callable[..., Any], *args: Any) -> Any:
         try:
-            return fn(*args)
+            return self._call(fn, *args)
         except self._nv.NVMLError as err:
             raise TelemetryError(f"{self.uri}: NVML {fn.__name__} failed: {err}") from err
 
@@ -515,7 +537,7 @@ class NvmlDevice(Device):
     def _write(self, what: str, flag: str, fn: Callable[..., Any], *args: Any) -> None:
         nv = self._nv
         try:
-            fn(self._handle, *args)
+            self._call(fn, self._handle, *args)
         except nv.NVMLError as err:
             if _is(nv, err, "NVMLError_NoPermission"):
                 raise DevicePermissionError(
@@ -622,6 +644,11 @@ def _handle_for(nv: Any, spec: str) -> Tuple[Any, Any]:
                 )
             handle = nv.nvmlDeviceGetHandleByPciBusId(_nvml_pci_text(pci))
     except nv.NVMLError as err:
+        if kind_of(err) == "lost":
+            raise DeviceLostError(
+                f"nvml:{spec}: the GPU is lost (NVML: {err}); it needs to come back on the bus "
+                "or be reset before governor can read or change it"
+            ) from err
         raise DeviceNotFoundError(f"no GPU nvml:{spec} in NVML: {err}") from err
     parent = None
     is_mig = getattr(nv, "nvmlDeviceIsMigDeviceHandle", None)

@@ -25,7 +25,12 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from governor.devices.base import Device, board_power_w, frozen_record
-from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
+from governor.errors import (
+    DeviceLostError,
+    GovernorError,
+    InvalidRequestError,
+    UnsupportedError,
+)
 from governor.runtime import policies as _policies
 from governor.runtime.controllers import (
     Controller,
@@ -128,6 +133,8 @@ class Governor:
         self._telemetry = Telemetry(device, self.model, fail_limit)
         self._changes = 0
         self._errors: List[str] = []
+        #: why the device stopped answering for good (a GPU off the bus); None while it answers
+        self.lost: Optional[str] = None
         self._exit_hooks = ExitHooks(self.stop, handle_signals)
         self._kernel_configs: Optional[KernelConfigFollower] = None  # made on first use
 
@@ -345,12 +352,15 @@ class Governor:
 
     def update(self) -> None:
         """One control step at the device clock's present time."""
-        if not self._running:
-            return
+        if not self._running or self.lost is not None:
+            return  # a lost device is left alone: nothing written to it can take effect
         with self._dev_lock:
             with self._tick_lock:
                 ticks, self._ticks = self._ticks, []
             obs = self._observe(ticks)
+            if self._telemetry.lost is not None:
+                self._lose(self._telemetry.lost)
+                return
             if obs is None:
                 with self._tick_lock:  # not a period yet: keep them for the next one
                     self._ticks[:0] = ticks
@@ -365,6 +375,9 @@ class Governor:
             self._steps += 1
             try:
                 self._set_clock(target, urgent=urgent)
+            except DeviceLostError as err:
+                self._lose(str(err))
+                return
             except GovernorError as err:
                 self._error(f"setting {target:g} MHz failed: {err}")
             result = self.controller.result
@@ -390,6 +403,12 @@ class Governor:
         self._telemetry.changes_since_reading = True
         if self._kernel_configs is not None:
             self._kernel_configs.clock_changed(self._applied)
+
+    def _lose(self, why: str) -> None:
+        """The device is gone: stop changing it (said once); the app's work goes on, and
+        ``stop()`` still tries the restore, which keeps the journal if it fails."""
+        self.lost = why
+        self._note(f"{why}; governor stopped changing it")
 
     def _error(self, text: str) -> None:
         log.error("%s: %s", self.device.uri, text)
@@ -439,6 +458,8 @@ class Governor:
         """Energy, duration, mean power and mean clock measured over the run so far."""
         doc = self._telemetry.meter.to_dict()
         doc["policy"] = self.policy.name
+        doc["device_lost"] = self.lost
+        doc.update(self.device.fault_counts())
         return doc
 
     def status(self) -> Dict[str, Any]:
@@ -454,6 +475,7 @@ class Governor:
             "power_w": telemetry.power_last,
             "safe_hold": telemetry.safe_hold,
             "safe_hold_reason": telemetry.safe_reason,
+            "device_lost": self.lost,
             "telemetry_failures": telemetry.failures_total,
             "steps": self._steps,
             "clock_changes": self._changes,
