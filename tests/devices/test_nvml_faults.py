@@ -181,3 +181,44 @@ def test_monitor_skips_a_lost_gpu_once_and_says_when_it_is_back(nvml):
     assert "governor: nvml:0 answers again" in err
     assert seen.count("nvml:1") == 40  # the T4 never missed a round
     assert seen[-1] == "nvml:1" and "nvml:0" in seen[-3:]  # the A100 is back
+
+
+def test_the_exporter_marks_a_lost_gpu_down_serves_the_other_and_brings_it_back(nvml, caplog):
+    pytest.importorskip("prometheus_client", reason="pip install 'gpu-governor[metrics]'")
+    import logging
+
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from governor.devices.registry import open_device
+    from governor.runtime.exporter import DeviceCollector
+
+    def scrape(collector):
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(collector)
+        up, clocked = {}, set()
+        for family in text_string_to_metric_families(generate_latest(registry).decode()):
+            for sample in family.samples:
+                if sample.name == "governor_device_up":
+                    up[sample.labels["device"]] = sample.value
+                if sample.name == "governor_clock_hertz":
+                    clocked.add(sample.labels["device"])
+        return up, clocked
+
+    devices = [open_device("nvml:0"), open_device("nvml:1")]
+    try:
+        collector = DeviceCollector(devices)
+        assert scrape(collector) == ({"nvml:0": 1.0, "nvml:1": 1.0}, {"nvml:0", "nvml:1"})
+        nvml.faults(lost=[0])
+        with caplog.at_level(logging.WARNING, logger="governor.runtime.exporter"):
+            for _ in range(3):
+                assert scrape(collector) == ({"nvml:0": 0.0, "nvml:1": 1.0}, {"nvml:1"})
+            nvml.faults()
+            assert scrape(collector) == ({"nvml:0": 1.0, "nvml:1": 1.0}, {"nvml:0", "nvml:1"})
+        said = [r.getMessage() for r in caplog.records]
+        assert len([m for m in said if "the GPU is lost" in m]) == 1  # once per episode
+        assert "nvml:0: answers again" in said
+    finally:
+        for dev in devices:
+            dev.close()
+    assert [gpu.writes for gpu in nvml.state()] == [0, 0]  # scrapes only read
