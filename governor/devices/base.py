@@ -336,6 +336,11 @@ class Device:
         workload power profile), one line each; empty when nothing does."""
         return []
 
+    def device_nodes(self) -> Tuple[str, ...]:
+        """The device files (``/dev/nvidia0``) a process must be able to open to use this
+        device; empty where there are none (simulated boards, sysfs devices)."""
+        return ()
+
     def fault_counts(self) -> Dict[str, int]:
         """Driver faults absorbed so far: ``transient_retries`` (calls tried again after a
         transient error) and ``transient_failures`` (calls that still failed); zeros for

@@ -200,6 +200,9 @@ class NvmlDevice(Device):
         if pci is not None:
             parsed = parse_pci_bus_id(_text(pci.busId))
             self.pci_bus_id = _nvml_pci_text(parsed) if parsed else None
+        minor_getter = getattr(nv, "nvmlDeviceGetMinorNumber", None)  # older bindings lack it
+        minor = self._try(minor_getter, self._handle) if minor_getter is not None else None
+        self._nodes = () if minor is None else (f"/dev/nvidia{int(minor)}",)
         gpu_uuid = _optional_text(self._try(nv.nvmlDeviceGetUUID, self._handle))
         physical = gpu_uuid or self.pci_bus_id
         identity = Identity(
@@ -225,6 +228,9 @@ class NvmlDevice(Device):
 
     def fault_counts(self) -> Dict[str, int]:
         return self._faults.to_dict()
+
+    def device_nodes(self) -> Tuple[str, ...]:
+        return self._nodes
 
     def _try(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Call an NVML getter; None when unsupported or failing (for probing only).
