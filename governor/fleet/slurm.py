@@ -915,6 +915,18 @@ def _epilog(env, settings, say, opener, resolver) -> int:
         doc["daemon_reset"] = _undo_daemon_changes(job, done, say)
     energies = [g["energy_j"] for g in doc["gpus"] if g.get("energy_j") is not None]
     doc["energy_j"] = round(sum(energies), 3) if energies and len(energies) == len(gpus) else None
+    if gpus and len(energies) < len(gpus):  # a GPU lost or unreadable: say what is missing
+        doc["energy_partial_j"] = round(sum(energies), 3) if energies else None
+        doc["energy_partial_why"] = [
+            f"{g.get('uri')}: {'; '.join(g.get('errors') or ['no energy reading'])}"
+            for g in doc["gpus"]
+            if g.get("energy_j") is None
+        ]
+        say(
+            f"energy of job {job} is partial ({len(energies)} of {len(gpus)} GPUs): "
+            + " | ".join(doc["energy_partial_why"]),
+            error=True,
+        )
     doc["admin_comment"] = admin_comment(doc) if doc["gpus"] else None
     doc["accounting"] = _store_admin_comment(settings, job, doc, say)
     path = job_record_path(settings, job)
