@@ -575,6 +575,16 @@ class Device:
             return {}
         return self._ownership.restore_top()
 
+    def leave_to_others(self, name: str) -> bool:
+        """Leave journal field ``name`` as another program set it: drop it from this owner's
+        top layer, so that restoring does not undo their change. Returns whether it was
+        journaled."""
+        own = self._ownership
+        if own is None or not own.journaled(name):
+            return False
+        own.forget(name)
+        return True
+
     def restore_everything(self) -> Dict[str, Any]:
         """Undo every layer this object owns and let the device go (``reset`` of a device
         whose state lives in this process). Returns field -> original value."""

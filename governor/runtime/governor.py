@@ -135,6 +135,10 @@ class Governor:
         self._errors: List[str] = []
         #: why the device stopped answering for good (a GPU off the bus); None while it answers
         self.lost: Optional[str] = None
+        #: what another program set the clock to while this governor held it (it then steps
+        #: back, see update()); None while nobody else writes it
+        self.overridden: Optional[str] = None
+        self._applied_range: Optional[Tuple[float, float]] = None
         self._exit_hooks = ExitHooks(self.stop, handle_signals)
         self._kernel_configs: Optional[KernelConfigFollower] = None  # made on first use
 
@@ -304,6 +308,7 @@ class Governor:
                     restored = self.device.release()  # this governor's layer only
         finally:
             self._applied = None
+            self._applied_range = None
             self._exit_hooks.remove()
         return restored
 
@@ -352,14 +357,16 @@ class Governor:
 
     def update(self) -> None:
         """One control step at the device clock's present time."""
-        if not self._running or self.lost is not None:
-            return  # a lost device is left alone: nothing written to it can take effect
+        if not self._running or self.lost is not None or self.overridden is not None:
+            return  # a lost device is left alone, and so is one another program took over
         with self._dev_lock:
             with self._tick_lock:
                 ticks, self._ticks = self._ticks, []
             obs = self._observe(ticks)
             if self._telemetry.lost is not None:
                 self._lose(self._telemetry.lost)
+                return
+            if self._taken_over():
                 return
             if obs is None:
                 with self._tick_lock:  # not a period yet: keep them for the next one
@@ -396,13 +403,39 @@ class Governor:
         raising = self._applied is not None and clock_mhz > self._applied
         if raising and not urgent and now - self._last_change_s < self.min_dwell_s - 1e-9:
             return  # rate limit: upward moves wait; downward ones never do
-        lo, _ = self.device.lock_gpu_clocks(clock_mhz)
+        lo, hi = self.device.lock_gpu_clocks(clock_mhz)
         self._applied = lo
+        self._applied_range = (lo, hi)
         self._last_change_s = now
         self._changes += 1
         self._telemetry.changes_since_reading = True
         if self._kernel_configs is not None:
             self._kernel_configs.clock_changed(self._applied)
+
+    def _taken_over(self) -> bool:
+        """Whether another program (``jetson_clocks``, ``nvpmodel``, a second tool) changed
+        the GPU clock this governor holds. The rule is to step back: say so once, stop
+        changing the clock, and leave that program's setting in place at the end (the clock
+        is dropped from this run's journal layer). Fighting it would flip the clock every
+        period. Devices that cannot read their lock back (NVML) are not checked."""
+        held = self._applied_range
+        if held is None or "gpu_clocks" in self.device.READ_BLIND:
+            return False
+        try:
+            now = self.device.state().gpu_clocks_mhz
+        except GovernorError:
+            return False  # an unreadable state is the telemetry's concern, not a takeover
+        tol = self.device.CLOCK_TOLERANCE_MHZ
+        if now is None or (abs(now[0] - held[0]) <= tol and abs(now[1] - held[1]) <= tol):
+            return False
+        self.overridden = f"{now[0]:g}-{now[1]:g} MHz"
+        self.device.leave_to_others("gpu_clocks")
+        self._note(
+            f"another program set the GPU clock to {self.overridden} while governor held "
+            f"{held[0]:g}-{held[1]:g} MHz; governor steps back: it stops changing the clock "
+            "and leaves that setting in place"
+        )
+        return True
 
     def _lose(self, why: str) -> None:
         """The device is gone: stop changing it (said once); the app's work goes on, and
@@ -476,6 +509,7 @@ class Governor:
             "safe_hold": telemetry.safe_hold,
             "safe_hold_reason": telemetry.safe_reason,
             "device_lost": self.lost,
+            "overridden_by_other": self.overridden,
             "telemetry_failures": telemetry.failures_total,
             "steps": self._steps,
             "clock_changes": self._changes,
