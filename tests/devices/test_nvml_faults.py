@@ -222,3 +222,38 @@ def test_the_exporter_marks_a_lost_gpu_down_serves_the_other_and_brings_it_back(
         for dev in devices:
             dev.close()
     assert [gpu.writes for gpu in nvml.state()] == [0, 0]  # scrapes only read
+
+
+def test_a_full_state_directory_changes_nothing_and_says_where(nvml, capsys, monkeypatch):
+    import errno
+    import os
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fsync", full)  # the journal's write reaches the disk last
+        code, _, err = run_cli(capsys, "apply", "--device", "nvml:0", "--clock", "1005")
+    assert code == 1
+    (line,) = err.strip().splitlines()
+    assert f"cannot write journal {state_dir()}" in line and "No space left on device" in line
+    assert "nothing is changed without its journal" in line
+    assert nvml.gpu(0).writes == 0 and nvml.gpu(0).gpu_locked is None
+
+
+def test_a_read_only_state_directory_changes_nothing_and_says_where(nvml, capsys):
+    import shutil
+
+    directory = state_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(directory)]).returncode != 0:
+        pytest.skip("needs chattr +i (root, on a file system with attributes) to refuse root")
+    try:
+        code, _, err = run_cli(capsys, "apply", "--device", "nvml:0", "--clock", "1005")
+    finally:
+        subprocess.run([chattr, "-i", str(directory)], check=True)
+    assert code == 1
+    (line,) = err.strip().splitlines()
+    assert str(directory) in line and "Operation not permitted" in line
+    assert nvml.gpu(0).writes == 0 and nvml.gpu(0).gpu_locked is None
