@@ -7,7 +7,9 @@ of them may change (``apply``, ``lock``, ``reset``; ``status`` is for everyone a
   ``daemon.admin_group``, and in-process callers (no peer credentials: the library itself);
 - **a Slurm job's process** changes the GPUs of that job only. The job is read from the
   process's cgroup (``/proc/<pid>/cgroup``: ``.../job_<id>/step_...``), which slurmd sets and
-  the user cannot change, unlike the environment; the job's GPUs from the record the Slurm
+  the user cannot change, unlike the environment; where Slurm tracks processes without
+  cgroups (``proctrack/linuxproc``), from the node's slurmd (``scontrol pidinfo <pid>``).
+  The job's GPUs come from the record the Slurm
   prolog wrote (``<job_records>/running/<job>.json``, by GPU UUID). A job without a record
   may change nothing here;
 - **anyone else** changes the devices whose device nodes (``/dev/nvidia<minor>``) their own
@@ -24,6 +26,7 @@ import json
 import os
 import re
 import stat
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import FrozenSet, List, Optional, Sequence, Tuple
@@ -31,9 +34,10 @@ from typing import FrozenSet, List, Optional, Sequence, Tuple
 from governor.devices.base import Device
 from governor.runtime.daemon.peers import PeerCredentials
 
-__all__ = ["Authority", "slurm_job_of"]
+__all__ = ["Authority", "slurm_job_by_pidinfo", "slurm_job_of"]
 
 _SLURM_JOB = re.compile(r"/job_([0-9]+)(?:/|$)")
+_PIDINFO = re.compile(r"Slurm job id ([0-9]+)")
 DEFAULT_JOB_RECORDS = Path("/var/lib/governor/jobs")  # the Slurm scripts' GOVERNOR_RECORD_DIR
 
 
@@ -48,6 +52,22 @@ def slurm_job_of(pid: int, proc_root: Path = Path("/proc")) -> Optional[str]:
         if match:
             return match.group(1)
     return None
+
+
+def slurm_job_by_pidinfo(pid: int, scontrol: str, timeout_s: float = 5.0) -> Optional[str]:
+    """The Slurm job of process ``pid`` as this node's slurmd tracks it (``scontrol pidinfo``),
+    or None (not a job's process, or slurmd not answering)."""
+    try:
+        done = subprocess.run(
+            [scontrol, "pidinfo", str(pid)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = _PIDINFO.search(done.stdout) if done.returncode == 0 else None
+    return match.group(1) if match else None
 
 
 def _groups_of(pid: int, uid: int, gid: int, proc_root: Path) -> FrozenSet[int]:
@@ -94,11 +114,17 @@ class Authority:
     admin_gid: Optional[int] = None
     job_records: Path = DEFAULT_JOB_RECORDS
     proc_root: Path = Path("/proc")
+    scontrol: Optional[str] = None  # asked where the cgroup names no job (None: not asked)
 
     def job_of(self, peer: PeerCredentials) -> Optional[str]:
         """The Slurm job of the client ``peer``, or None."""
         pid = peer[0]
-        return None if pid is None else slurm_job_of(pid, self.proc_root)
+        if pid is None:
+            return None
+        job = slurm_job_of(pid, self.proc_root)
+        if job is None and self.scontrol is not None:
+            job = slurm_job_by_pidinfo(pid, self.scontrol)
+        return job
 
     def job_gpus(self, job: str) -> Tuple[Optional[FrozenSet[str]], str]:
         """(the job's GPU identities, lower case: UUIDs and identity keys; None without a
@@ -127,7 +153,7 @@ class Authority:
             groups = frozenset({gid})
         if self.admin_gid is not None and self.admin_gid in groups:
             return None
-        job = slurm_job_of(pid, self.proc_root) if pid is not None else None
+        job = self.job_of(peer)
         if job is not None:
             mine, source = self.job_gpus(job)
 

@@ -129,9 +129,12 @@ class DaemonServer:
             self._peers = PeerPolicy.for_daemon(
                 group_id(self.config.socket_group, self.config.source), self.config.socket_group
             )
+            import shutil
+
             self.authority = dataclasses.replace(
                 self.authority,
                 admin_gid=group_id(self.config.admin_group, self.config.source, "admin_group"),
+                scontrol=shutil.which("scontrol", path=os.environ.get("PATH", "") + ":/usr/bin"),
             )
             self._open_devices()
             self._listener = bind_socket(
