@@ -37,7 +37,7 @@ from governor.runtime.daemon.peers import PeerCredentials
 __all__ = ["Authority", "slurm_job_by_pidinfo", "slurm_job_of"]
 
 _SLURM_JOB = re.compile(r"/job_([0-9]+)(?:/|$)")
-_PIDINFO = re.compile(r"Slurm job id ([0-9]+)")
+_PIDINFO = re.compile(r"Slurm (?:job id |JobId=)([0-9]+)")  # 22.05: "Slurm JobId=12 ends at"
 DEFAULT_JOB_RECORDS = Path("/var/lib/governor/jobs")  # the Slurm scripts' GOVERNOR_RECORD_DIR
 
 
