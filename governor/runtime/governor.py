@@ -139,6 +139,7 @@ class Governor:
         #: back, see update()); None while nobody else writes it
         self.overridden: Optional[str] = None
         self._applied_range: Optional[Tuple[float, float]] = None
+        self._write_failing = False  # a clock write failed and none has succeeded since
         self._exit_hooks = ExitHooks(self.stop, handle_signals)
         self._kernel_configs: Optional[KernelConfigFollower] = None  # made on first use
 
@@ -220,7 +221,7 @@ class Governor:
                 try:
                     self._set_clock(self.controller.initial_mhz(), urgent=True)
                 except GovernorError as err:
-                    self._error(f"setting the new policy's first clock failed: {err}")
+                    self._write_failed(f"setting the new policy's first clock failed: {err}")
 
     def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
         try:
@@ -386,7 +387,7 @@ class Governor:
                 self._lose(str(err))
                 return
             except GovernorError as err:
-                self._error(f"setting {target:g} MHz failed: {err}")
+                self._write_failed(f"setting {target:g} MHz failed: {err}")
             result = self.controller.result
             if result is not None and not self._online_saved:
                 self._online_saved = True
@@ -404,6 +405,9 @@ class Governor:
         if raising and not urgent and now - self._last_change_s < self.min_dwell_s - 1e-9:
             return  # rate limit: upward moves wait; downward ones never do
         lo, hi = self.device.lock_gpu_clocks(clock_mhz)
+        if self._write_failing:
+            self._write_failing = False
+            log.warning("%s: setting the clock works again (%g MHz)", self.device.uri, lo)
         self._applied = lo
         self._applied_range = (lo, hi)
         self._last_change_s = now
@@ -442,6 +446,18 @@ class Governor:
         ``stop()`` still tries the restore, which keeps the journal if it fails."""
         self.lost = why
         self._note(f"{why}; governor stopped changing it")
+
+    def _write_failed(self, text: str) -> None:
+        """A clock write refused (devfreq's EBUSY/EINVAL, a driver error): kept in
+        ``status()["errors"]`` each time, logged once until a write succeeds again; the next
+        period tries again."""
+        if self._write_failing:
+            self._errors.append(text)
+            del self._errors[:-10]
+            log.debug("%s: %s", self.device.uri, text)
+            return
+        self._write_failing = True
+        self._error(text + " (tried again each period; said once until it works)")
 
     def _error(self, text: str) -> None:
         log.error("%s: %s", self.device.uri, text)
