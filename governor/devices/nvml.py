@@ -346,9 +346,12 @@ class NvmlDevice(Device):
         mems = sorted(self._mem_to_graphics)
         wanted = self._mem_locked
         if wanted is None and self.capabilities.mem_clock:
-            current = self._try(
-                self._nv.nvmlDeviceGetClockInfo, self._handle, self._nv.NVML_CLOCK_MEM
-            )
+            try:
+                current = self._try(
+                    self._nv.nvmlDeviceGetClockInfo, self._handle, self._nv.NVML_CLOCK_MEM
+                )
+            except DeviceLostError:  # describing a lost GPU: its table at the top memory clock
+                current = None
             wanted = float(current) if current is not None else None
         if wanted is None:
             return mems[-1]
@@ -743,6 +746,8 @@ def inventory_nvml() -> List[Dict[str, Any]]:
     """Every GPU NVML lists, in NVML index order: ``{"index", "uuid", "minor", "name",
     "model", "pci_bus_id"}``. ``minor`` is the N of ``/dev/nvidiaN`` (what Slurm's gres.conf
     names and what ``SLURM_JOB_GPUS`` counts by), None where NVML does not report it (Jetson).
+    A GPU that is lost (off the bus) is ``{"index", "lost"}`` (``lost``: one line saying so),
+    so that a caller can say why a GPU it expected is missing.
 
     Raises:
         DeviceNotFoundError: nvidia-ml-py missing or no driver.
@@ -759,6 +764,8 @@ def inventory_nvml() -> List[Dict[str, Any]]:
                 handle = nv.nvmlDeviceGetHandleByIndex(index)
                 uuid = _text(nv.nvmlDeviceGetUUID(handle))
             except nv.NVMLError as err:
+                if kind_of(err) == "lost":
+                    found.append({"index": index, "lost": f"nvml:{index}: the GPU is lost ({err})"})
                 log.debug("NVML GPU %d: %s", index, err)
                 continue
             row: Dict[str, Any] = {"index": index, "uuid": uuid, "minor": None}

@@ -478,7 +478,9 @@ def _nvml_by_gres_index(
     index."""
     from governor.devices.nvml import inventory_nvml
 
-    gpus = inventory_nvml()
+    listed = inventory_nvml()
+    gpus = [g for g in listed if not g.get("lost")]
+    lost = "".join(f"; {g['lost']}" for g in listed if g.get("lost"))
     by_minor = {g["minor"]: g for g in gpus if g.get("minor") is not None}
     use_minor = len(by_minor) == len(gpus) and bool(gpus)
     found, problems = [], []
@@ -500,6 +502,7 @@ def _nvml_by_gres_index(
                     if use_minor
                     else f"{len(gpus)} GPUs"
                 )
+                + lost
                 + ")"
             )
             continue

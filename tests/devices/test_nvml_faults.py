@@ -257,3 +257,22 @@ def test_a_read_only_state_directory_changes_nothing_and_says_where(nvml, capsys
     (line,) = err.strip().splitlines()
     assert str(directory) in line and "Operation not permitted" in line
     assert nvml.gpu(0).writes == 0 and nvml.gpu(0).gpu_locked is None
+
+
+def test_apply_and_reset_on_a_lost_gpu_fail_in_one_line_and_keep_the_journal(nvml, capsys):
+    code, _, err = run_cli(capsys, "apply", "--device", "nvml:1", "--clock", "1005")
+    assert code == 0, err
+    nvml.faults(lost=[1])
+    code, _, err = run_cli(capsys, "apply", "--device", "nvml:1", "--clock", "900")
+    assert code == 1
+    (line,) = err.strip().splitlines()
+    assert line.startswith("governor: error: nvml:1: the GPU is lost")
+    code, _, err = run_cli(capsys, "reset", "--device", "nvml:1")
+    assert code == 1 and "the GPU is lost" in err and "Traceback" not in err
+    assert nvml.gpu(1).gpu_locked == (1005, 1005)  # the driver still holds the applied clock
+    (journal,) = journals()
+    assert journal["layers"][-1]["original"] == {"gpu_clocks": None}
+    nvml.faults(flaky={1: 2})  # back, but its driver times out on every other call
+    code, _, err = run_cli(capsys, "reset", "--device", "nvml:1")
+    assert code == 0, err
+    assert nvml.gpu(1).gpu_locked is None and journals() == []

@@ -71,3 +71,17 @@ def test_a_gpu_lost_during_the_job_makes_its_energy_partial(slurm, fake_nvml, ca
     code, _, err = run_cli(capsys, "reset", "--device", "nvml:0")
     assert code == 0, err
     assert fake_nvml.gpu(0).gpu_locked is None
+
+
+@pytest.mark.parametrize("strict", ["0", "1"])
+def test_a_gpu_lost_before_the_job_is_logged_and_drains_only_when_strict(slurm, fake_nvml, strict):
+    fake_nvml.faults(lost=[1])
+    done = slurm("prolog", 32, GOVERNOR_POLICY="max", GOVERNOR_STRICT=strict)
+    assert done.returncode == (1 if strict == "1" else 0), done.stderr
+    log = (slurm.records / "slurm.log").read_text()
+    assert "the GPU is lost" in log
+    assert fake_nvml.gpu(0).gpu_locked is not None  # the job's other GPU is governed
+    assert fake_nvml.gpu(1).writes == 0
+    fake_nvml.faults()
+    assert slurm("epilog", 32).returncode == 0
+    assert fake_nvml.gpu(0).gpu_locked is None
