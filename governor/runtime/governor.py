@@ -298,6 +298,8 @@ class Governor:
                 self._observe(ticks)  # close the last interval before restoring
         except Exception as err:  # metering must never block the restore
             log.debug("final reading failed: %s", err)
+        if self._telemetry.lost is not None and self.lost is None:
+            self._lose(self._telemetry.lost)  # lost after the last control step
         return self._restore_and_release()
 
     def _restore_and_release(self) -> Dict[str, Any]:
