@@ -191,3 +191,15 @@ def test_the_jobs_epilog_undoes_what_the_job_changed_through_the_daemon(daemon, 
     assert after.power_limit_mw == before.power_limit_mw
     doc = json.loads((daemon.records / "45.json").read_text())
     assert doc["daemon_reset"] == ["nvml:0"]
+
+
+def test_bad_authorization_settings_are_one_line_naming_the_key(fake_nvml):
+    from governor.runtime.daemon.config import ConfigError
+
+    sock = short_socket_dir() / "gd.sock"
+    with pytest.raises(ConfigError, match=r"^test.toml: daemon.job_records: must be an absolute"):
+        parse_config(config_text(sock, ['uri = "nvml:0"'], 'job_records = "jobs"'), "test.toml")
+    text = config_text(sock, ['uri = "nvml:0"'], 'test_mode = true\nadmin_group = "no-such-grp"')
+    with pytest.raises(ConfigError, match=r"^test.toml: daemon.admin_group: no group named"):
+        DaemonServer(parse_config(text, "test.toml")).start()
+    assert not sock.exists()
