@@ -423,7 +423,8 @@ class Governor:
         the GPU clock this governor holds. The rule is to step back: say so once, stop
         changing the clock, and leave that program's setting in place at the end (the clock
         is dropped from this run's journal layer). Fighting it would flip the clock every
-        period. Devices that cannot read their lock back (NVML) are not checked."""
+        period. Devices that cannot read their lock back (NVML) are not checked; a maximum
+        that only went down is taken for a thermal cap, not another writer."""
         held = self._applied_range
         if held is None or "gpu_clocks" in self.device.READ_BLIND:
             return False
@@ -432,7 +433,9 @@ class Governor:
         except GovernorError:
             return False  # an unreadable state is the telemetry's concern, not a takeover
         tol = self.device.CLOCK_TOLERANCE_MHZ
-        if now is None or (abs(now[0] - held[0]) <= tol and abs(now[1] - held[1]) <= tol):
+        # A lower maximum alone is not a takeover: devfreq's max_freq reads back the
+        # effective limit, which a thermal or PM QoS cap lowers without anyone writing it.
+        if now is None or (abs(now[0] - held[0]) <= tol and now[1] <= held[1] + tol):
             return False
         self.overridden = f"{now[0]:g}-{now[1]:g} MHz"
         self.device.leave_to_others("gpu_clocks")

@@ -119,3 +119,20 @@ def test_a_rail_that_disappears_holds_a_safe_clock_and_still_restores(orin):
         gov.stop()
         dev.close()
     assert files(orin) == original
+
+
+def test_a_lower_maximum_alone_is_a_cap_not_another_writer(orin):
+    dev = governor.open_device("jetson")
+    gov = Governor(dev, {"policy": "max"}, background=False, interval_s=0.01)
+    try:
+        gov.start()
+        low, high = files(orin)
+        assert low == high  # held at the top
+        capped = str(int(high) // 2)
+        (orin / "max_freq").write_text(capped + "\n")  # a thermal cap, read back in max_freq
+        status = gov.step(0.01)
+        assert status["overridden_by_other"] is None
+        assert not [n for n in gov.notes if "another program" in n]
+    finally:
+        gov.stop()
+        dev.close()
