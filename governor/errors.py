@@ -9,6 +9,8 @@ knows nothing of governor still does the right thing::
     ├── DevicePermissionError(GovernorError, PermissionError) says how to get the right
     ├── InvalidRequestError(GovernorError, ValueError)       a bad argument (clock, watts, ...)
     ├── TelemetryError(GovernorError, OSError)               a sensor read failed
+    │   └── DeviceLostError(TelemetryError)                  the GPU is gone (off the bus, needs
+    │                                                        a reset): reads and writes both fail
     ├── ProfileError(GovernorError, ValueError)              bad or mismatched profile (has .path)
     ├── CalibrationError(GovernorError, RuntimeError)        a fit or procedure failed (has .data)
     └── DeviceBusyError(GovernorError, RuntimeError)         another governor holds the device
@@ -24,6 +26,7 @@ from typing import Any, Optional
 __all__ = [
     "CalibrationError",
     "DeviceBusyError",
+    "DeviceLostError",
     "DeviceNotFoundError",
     "DevicePermissionError",
     "GovernorError",
@@ -56,6 +59,11 @@ class InvalidRequestError(GovernorError, ValueError):
 
 class TelemetryError(GovernorError, OSError):
     """A sensor could not be read."""
+
+
+class DeviceLostError(TelemetryError):
+    """The device stopped answering for good (an NVML GPU lost or needing a reset): no read
+    or write will work until it is back, so callers stop using it instead of retrying."""
 
 
 class ProfileError(GovernorError, ValueError):

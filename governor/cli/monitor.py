@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Dict, Optional
 
 import typer
 
@@ -53,12 +53,14 @@ def monitor(
     Simulated boards run on virtual time: with --count the samples come at once, each
     --interval-s apart in device time; without it they come in real time. With --mcap the
     recording's times are wall-clock: virtual time is laid out from the wall-clock start.
+    A sample that cannot be read (a GPU lost, a driver timing out) is skipped and said once on
+    stderr until the device answers again; the others go on.
     """
     import contextlib
 
     from governor.devices.base import WorkloadDevice
     from governor.devices.registry import last_auto_note, open_device, resolve_uris
-    from governor.errors import InvalidRequestError
+    from governor.errors import GovernorError, InvalidRequestError
 
     uris = resolve_uris(device)
     with contextlib.ExitStack() as stack:
@@ -83,6 +85,7 @@ def monitor(
             record = _mcap_writer(recorder, devs)
         tables = {} if json_out else {dev.uri: _Table(dev) for dev in devs}
         several = len(devs) > 1
+        failing: Dict[str, str] = {}  # device -> the error of its current failed episode
         n = 0
         while count is None or n < count:
             if n:
@@ -92,7 +95,17 @@ def monitor(
                 if count is None or not all(dev.clock.virtual for dev in devs):
                     time.sleep(interval_s)  # real time passes once for every device
             for dev in devs:
-                sample = dev.sample()
+                try:
+                    sample = dev.sample()
+                except GovernorError as err:
+                    if dev.uri not in failing:
+                        typer.echo(
+                            f"governor: {err}; skipping its samples until it answers", err=True
+                        )
+                    failing[dev.uri] = str(err)
+                    continue
+                if failing.pop(dev.uri, None) is not None:
+                    typer.echo(f"governor: {dev.uri} answers again", err=True)
                 if record is not None:
                     record(dev, sample)
                 if json_out:

@@ -2,7 +2,10 @@
 
 The command is started without a shell; Ctrl-C and SIGTERM are passed on to it; the device is
 restored however the command ends, and ``governor run`` exits with the command's code (127 when
-it cannot be found, 126 when it cannot be executed). On a simulated board (``sim:NAME``) the
+it cannot be found, 126 when it cannot be executed). A GPU lost while the command runs is left
+alone from then on and the command goes on; a restore that fails (the GPU still lost) is said
+on stderr and in the report (``device_lost``, ``restore_failed``) and stays journaled for
+``governor reset``: the exit code is still the command's. On a simulated board (``sim:NAME``) the
 board runs in real time with its compute workload for as long as the command runs, so the
 report is what the board would have used under that load.
 """
@@ -313,16 +316,25 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
             if isinstance(dev, WorkloadDevice):  # a simulated board runs its compute load
                 dev.run_workload("compute")
                 stack.callback(dev.stop_workload)
+        restore_failed: Dict[str, str] = {}
         for gov, printed in govs:
-            stack.enter_context(gov)  # each takes its device; all are restored on the way out
+            gov.start()  # each takes its device; all are restored on the way out
+            stack.callback(_stop, gov, restore_failed)
             for text in gov.notes[printed:]:  # found when it took the device
                 typer.echo(f"governor: {text}", err=True)
         if plan.out_stream is not None:
             stack.callback(plan.out_stream.close)
         code = _run_child(plan.command, stdout=plan.out_stream)
         for gov, _ in govs:  # close the last interval at the job's exit: a job shorter than
-            gov.stop()  # one control period is metered from start to exit, not reported as 0 J
+            _stop(gov, restore_failed)  # one period is metered from start to exit, not 0 J
         reports = [(gov.device, gov.report()) for gov, _ in govs]
+    for dev, report in reports:
+        if report["device_lost"] is not None:
+            sys.stderr.write(
+                f"governor: {dev.uri} was lost during the job: {report['device_lost']}\n"
+            )
+        if dev.uri in restore_failed:
+            sys.stderr.write(f"governor: {restore_failed[dev.uri]}\n")
     docs = [
         {
             "exit_code": code,
@@ -336,10 +348,25 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
             "device": dev.uri,
             "simulated": dev.identity.kind == "sim",
             "notes": gov.notes,
+            "device_lost": report["device_lost"],
+            "restore_failed": restore_failed.get(dev.uri),
+            "transient_retries": report["transient_retries"],
         }
         for (dev, report), (gov, _) in zip(reports, govs)
     ]
     return code, docs
+
+
+def _stop(gov: Any, restore_failed: Dict[str, str]) -> None:
+    """Stop ``gov`` and restore its device; a restore that fails is kept in
+    ``restore_failed`` (its settings stay journaled for ``governor reset``), not raised: the
+    job's exit code is the run's."""
+    from governor.errors import GovernorError
+
+    try:
+        gov.stop()
+    except GovernorError as err:
+        restore_failed[gov.device.uri] = str(err)
 
 
 def _device_policy(plan: _RunPlan, dev: Any) -> Any:
@@ -376,6 +403,11 @@ def _report(plan: _RunPlan, code: int, docs: List[Dict[str, Any]]) -> None:
             "device": ",".join(d["device"] for d in docs),
             "simulated": any(d["simulated"] for d in docs),
             "notes": [n for d in docs for n in d["notes"]],
+            "device_lost": next((d["device_lost"] for d in docs if d["device_lost"]), None),
+            "restore_failed": next(
+                (d["restore_failed"] for d in docs if d["restore_failed"]), None
+            ),
+            "transient_retries": sum(d["transient_retries"] for d in docs),
             "devices": docs,
         }
     if plan.json_file is not None:
@@ -397,7 +429,13 @@ def _report(plan: _RunPlan, code: int, docs: List[Dict[str, Any]]) -> None:
                 f"governor: {plan.policy.describe()} on {d['device']}: "
                 f"{show(d['duration_s'], 's', '.2f')}, "
                 f"{show(d['energy_j'], 'J', '.1f')}, mean {show(d['mean_power_w'], 'W', '.1f')} at "
-                f"{show(d['mean_clock_mhz'], 'MHz', '.0f')}; exit code {code}\n"
+                f"{show(d['mean_clock_mhz'], 'MHz', '.0f')}; exit code {code}"
+                + (
+                    f"; {d['transient_retries']} driver call(s) retried after a transient error"
+                    if d["transient_retries"]
+                    else ""
+                )
+                + "\n"
             )
 
 

@@ -336,6 +336,17 @@ class Device:
         workload power profile), one line each; empty when nothing does."""
         return []
 
+    def device_nodes(self) -> Tuple[str, ...]:
+        """The device files (``/dev/nvidia0``) a process must be able to open to use this
+        device; empty where there are none (simulated boards, sysfs devices)."""
+        return ()
+
+    def fault_counts(self) -> Dict[str, int]:
+        """Driver faults absorbed so far: ``transient_retries`` (calls tried again after a
+        transient error) and ``transient_failures`` (calls that still failed); zeros for
+        devices without a driver that has transient errors."""
+        return {"transient_retries": 0, "transient_failures": 0}
+
     def control_reason(self) -> Optional[str]:
         """Why settings cannot be changed here, in one line; None when they can."""
         caps = self.capabilities
@@ -563,6 +574,16 @@ class Device:
         if self._ownership is None or self._ownership.own_depth <= 0:
             return {}
         return self._ownership.restore_top()
+
+    def leave_to_others(self, name: str) -> bool:
+        """Leave journal field ``name`` as another program set it: drop it from this owner's
+        top layer, so that restoring does not undo their change. Returns whether it was
+        journaled."""
+        own = self._ownership
+        if own is None or not own.journaled(name):
+            return False
+        own.forget(name)
+        return True
 
     def restore_everything(self) -> Dict[str, Any]:
         """Undo every layer this object owns and let the device go (``reset`` of a device

@@ -344,6 +344,15 @@ def read_journal(path: Path) -> Optional[Journal]:
     return read_journal_bytes(b"".join(chunks), path)
 
 
+def _unwritable(path: Path, err: OSError) -> GovernorError:
+    """The one line for a journal that cannot be written (a full or read-only state
+    directory): where, why, and that the change it was for is not made."""
+    return GovernorError(
+        f"cannot write journal {path}: {err.strerror or err}; nothing is changed without its "
+        "journal (free space there, or set GOVERNOR_STATE_DIR to a writable directory)"
+    )
+
+
 def write_journal(path: Path, journal: Journal) -> None:
     """Write ``journal`` to ``path`` atomically; remove the file when nothing waits in it.
 
@@ -368,18 +377,20 @@ def write_journal(path: Path, journal: Journal) -> None:
     try:
         fd = os.open(str(tmp), flags, 0o600)
     except OSError as err:
-        raise GovernorError(f"cannot write journal {path}: {err.strerror or err}") from None
+        raise _unwritable(path, err) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(str(tmp), str(path))  # replaces a link itself, never its target
-    except BaseException:
+    except BaseException as err:
         try:
             os.unlink(str(tmp))
         except OSError:
             pass
+        if isinstance(err, OSError):  # a full or read-only state directory
+            raise _unwritable(path, err) from None
         raise
     try:
         dfd = os.open(str(path.parent), os.O_RDONLY)

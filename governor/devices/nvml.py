@@ -16,7 +16,10 @@ succeeds yet power and clocks raise NotSupported (seen on JetPack 6), so a singl
 must not hide the others. Units are converted here and nowhere else: NVML reports power in
 mW, energy in mJ, clocks in MHz and temperature in °C.
 
-Errors are translated where they enter: ``NVMLError_NoPermission`` becomes
+Errors are sorted where they enter (:mod:`governor.devices.nvml_faults`): transient ones
+(a timeout, a driver not ready) are tried again a few times and counted
+(:meth:`NvmlDevice.fault_counts`); a lost GPU raises :class:`~governor.errors.DeviceLostError`
+at once, from opening, reading and writing alike. Of the rest, ``NVMLError_NoPermission`` becomes
 :class:`~governor.errors.DevicePermissionError` (with how to get the right),
 ``NVMLError_NotSupported`` a missing capability or :class:`~governor.errors.UnsupportedError`,
 anything else :class:`~governor.errors.TelemetryError` (reads) or
@@ -42,7 +45,9 @@ from governor.devices.base import (
     PowerLimitRange,
     Sample,
 )
+from governor.devices.nvml_faults import FaultCounter, call_nvml, kind_of
 from governor.errors import (
+    DeviceLostError,
     DeviceNotFoundError,
     DevicePermissionError,
     GovernorError,
@@ -174,6 +179,8 @@ class NvmlDevice(Device):
         clock: Optional[Clock] = None,
     ) -> None:
         self._nv = nv
+        self._where = uri  # for error messages before the identity exists
+        self._faults = FaultCounter()
         self._handle = handle  # the GPU (the parent GPU for a MIG instance)
         self._mig = mig_parent is not None
         if self._mig:
@@ -193,6 +200,9 @@ class NvmlDevice(Device):
         if pci is not None:
             parsed = parse_pci_bus_id(_text(pci.busId))
             self.pci_bus_id = _nvml_pci_text(parsed) if parsed else None
+        minor_getter = getattr(nv, "nvmlDeviceGetMinorNumber", None)  # older bindings lack it
+        minor = self._try(minor_getter, self._handle) if minor_getter is not None else None
+        self._nodes = () if minor is None else (f"/dev/nvidia{int(minor)}",)
         gpu_uuid = _optional_text(self._try(nv.nvmlDeviceGetUUID, self._handle))
         physical = gpu_uuid or self.pci_bus_id
         identity = Identity(
@@ -208,10 +218,28 @@ class NvmlDevice(Device):
         super().__init__(identity, caps, clock=clock)
 
     # -- probing ---------------------------------------------------------------------------
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` with transient errors tried again (see nvml_faults).
+
+        Raises:
+            DeviceLostError: the GPU is lost; nv.NVMLError: any other error.
+        """
+        return call_nvml(self._nv, self._where, self._faults, fn, *args)
+
+    def fault_counts(self) -> Dict[str, int]:
+        return self._faults.to_dict()
+
+    def device_nodes(self) -> Tuple[str, ...]:
+        return self._nodes
+
     def _try(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Call an NVML getter; None when unsupported or failing (for probing only)."""
+        """Call an NVML getter; None when unsupported or failing (for probing only).
+
+        Raises:
+            DeviceLostError: the GPU is lost (probing it would only find nothing).
+        """
         try:
-            return fn(*args)
+            return self._call(fn, *args)
         except self._nv.NVMLError as err:
             log.debug("NVML %s%r: %s", getattr(fn, "__name__", fn), args[1:], err)
             return None
@@ -318,9 +346,12 @@ class NvmlDevice(Device):
         mems = sorted(self._mem_to_graphics)
         wanted = self._mem_locked
         if wanted is None and self.capabilities.mem_clock:
-            current = self._try(
-                self._nv.nvmlDeviceGetClockInfo, self._handle, self._nv.NVML_CLOCK_MEM
-            )
+            try:
+                current = self._try(
+                    self._nv.nvmlDeviceGetClockInfo, self._handle, self._nv.NVML_CLOCK_MEM
+                )
+            except DeviceLostError:  # describing a lost GPU: its table at the top memory clock
+                current = None
             wanted = float(current) if current is not None else None
         if wanted is None:
             return mems[-1]
@@ -425,7 +456,7 @@ class NvmlDevice(Device):
     # -- reading ----------------------------------------------------------------------------
     def _read(self, fn: Callable[..., Any], *args: Any) -> Any:
         try:
-            return fn(*args)
+            return self._call(fn, *args)
         except self._nv.NVMLError as err:
             raise TelemetryError(f"{self.uri}: NVML {fn.__name__} failed: {err}") from err
 
@@ -515,7 +546,7 @@ class NvmlDevice(Device):
     def _write(self, what: str, flag: str, fn: Callable[..., Any], *args: Any) -> None:
         nv = self._nv
         try:
-            fn(self._handle, *args)
+            self._call(fn, self._handle, *args)
         except nv.NVMLError as err:
             if _is(nv, err, "NVMLError_NoPermission"):
                 raise DevicePermissionError(
@@ -622,6 +653,11 @@ def _handle_for(nv: Any, spec: str) -> Tuple[Any, Any]:
                 )
             handle = nv.nvmlDeviceGetHandleByPciBusId(_nvml_pci_text(pci))
     except nv.NVMLError as err:
+        if kind_of(err) == "lost":
+            raise DeviceLostError(
+                f"nvml:{spec}: the GPU is lost (NVML: {err}); it needs to come back on the bus "
+                "or be reset before governor can read or change it"
+            ) from err
         raise DeviceNotFoundError(f"no GPU nvml:{spec} in NVML: {err}") from err
     parent = None
     is_mig = getattr(nv, "nvmlDeviceIsMigDeviceHandle", None)
@@ -710,6 +746,8 @@ def inventory_nvml() -> List[Dict[str, Any]]:
     """Every GPU NVML lists, in NVML index order: ``{"index", "uuid", "minor", "name",
     "model", "pci_bus_id"}``. ``minor`` is the N of ``/dev/nvidiaN`` (what Slurm's gres.conf
     names and what ``SLURM_JOB_GPUS`` counts by), None where NVML does not report it (Jetson).
+    A GPU that is lost (off the bus) is ``{"index", "lost"}`` (``lost``: one line saying so),
+    so that a caller can say why a GPU it expected is missing.
 
     Raises:
         DeviceNotFoundError: nvidia-ml-py missing or no driver.
@@ -726,6 +764,8 @@ def inventory_nvml() -> List[Dict[str, Any]]:
                 handle = nv.nvmlDeviceGetHandleByIndex(index)
                 uuid = _text(nv.nvmlDeviceGetUUID(handle))
             except nv.NVMLError as err:
+                if kind_of(err) == "lost":
+                    found.append({"index": index, "lost": f"nvml:{index}: the GPU is lost ({err})"})
                 log.debug("NVML GPU %d: %s", index, err)
                 continue
             row: Dict[str, Any] = {"index": index, "uuid": uuid, "minor": None}

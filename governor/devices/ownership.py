@@ -196,7 +196,11 @@ class Ownership:
     def record(self, name: str, original: Any) -> bool:
         recorded = self.journal.record(name, original)
         if recorded:
-            self.save()  # on disk before the caller writes the device
+            try:
+                self.save()  # on disk before the caller writes the device
+            except BaseException:
+                self.journal.forget(name)  # not journaled, so not changed: nothing to put back
+                raise
         return recorded
 
     def forget(self, name: str) -> None:

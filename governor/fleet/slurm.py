@@ -478,7 +478,9 @@ def _nvml_by_gres_index(
     index."""
     from governor.devices.nvml import inventory_nvml
 
-    gpus = inventory_nvml()
+    listed = inventory_nvml()
+    gpus = [g for g in listed if not g.get("lost")]
+    lost = "".join(f"; {g['lost']}" for g in listed if g.get("lost"))
     by_minor = {g["minor"]: g for g in gpus if g.get("minor") is not None}
     use_minor = len(by_minor) == len(gpus) and bool(gpus)
     found, problems = [], []
@@ -500,6 +502,7 @@ def _nvml_by_gres_index(
                     if use_minor
                     else f"{len(gpus)} GPUs"
                 )
+                + lost
                 + ")"
             )
             continue
@@ -910,8 +913,23 @@ def _epilog(env, settings, say, opener, resolver) -> int:
         row = _epilog_gpu(gpu, job, opener, say)
         failed = failed or bool(row.get("restore_failed"))
         doc["gpus"].append(row)
+    if settings.via == "daemon":
+        done = {g.get("daemon_uri") for g in gpus if g.get("via") == "daemon"}
+        doc["daemon_reset"] = _undo_daemon_changes(job, done, say)
     energies = [g["energy_j"] for g in doc["gpus"] if g.get("energy_j") is not None]
     doc["energy_j"] = round(sum(energies), 3) if energies and len(energies) == len(gpus) else None
+    if gpus and len(energies) < len(gpus):  # a GPU lost or unreadable: say what is missing
+        doc["energy_partial_j"] = round(sum(energies), 3) if energies else None
+        doc["energy_partial_why"] = [
+            f"{g.get('uri')}: {'; '.join(g.get('errors') or ['no energy reading'])}"
+            for g in doc["gpus"]
+            if g.get("energy_j") is None
+        ]
+        say(
+            f"energy of job {job} is partial ({len(energies)} of {len(gpus)} GPUs): "
+            + " | ".join(doc["energy_partial_why"]),
+            error=True,
+        )
     doc["admin_comment"] = admin_comment(doc) if doc["gpus"] else None
     doc["accounting"] = _store_admin_comment(settings, job, doc, say)
     path = job_record_path(settings, job)
@@ -926,6 +944,33 @@ def _epilog(env, settings, say, opener, resolver) -> int:
         f"accounting {doc['accounting']}; record {path}"
     )
     return 1 if failed and settings.strict else 0
+
+
+def _undo_daemon_changes(job: str, done: Any, say) -> List[str]:
+    """Reset every device the node's daemon holds for a change this job's processes asked
+    for (the daemon records the job, from the client's cgroup), except those in ``done``
+    (already reset); returns their URIs. Nothing leaks into the next job."""
+    from governor.devices.daemon.client import request
+
+    try:
+        status = request("status")
+    except GovernorError as err:
+        say(f"cannot ask the daemon what job {job} changed: {err}", error=True)
+        return []
+    undone = []
+    for dev in status.get("devices") or []:
+        override = dev.get("client_override") or {}
+        uri = dev.get("uri")
+        if str(override.get("by_job")) != job or uri in done:
+            continue
+        try:
+            request("reset", device=uri)
+        except GovernorError as err:
+            say(f"{uri}: the daemon did not undo job {job}'s change: {err}", error=True)
+            continue
+        say(f"{uri}: undid the change job {job} made through the daemon")
+        undone.append(uri)
+    return undone
 
 
 def _epilog_gpu(gpu: Dict[str, Any], job: str, opener, say) -> Dict[str, Any]:

@@ -9,6 +9,11 @@ GPU's UUID, or the device's identity key where it has no UUID), ``board`` (the c
 and ``device`` (the URI it was opened by); power also ``rail`` and ``scope`` (what the figure
 covers: ``gpu``, ``gpu+soc``, ``board input``...).
 
+A device that cannot be read (a GPU lost, a driver timing out past its retries) is
+``governor_device_up 0`` with no other series, while the others are served as usual; the
+warning is logged once when it starts failing and once when it answers again, not at every
+scrape.
+
 ``prometheus-client`` is imported only here, when metrics are served (``pip install
 'gpu-governor[metrics]'``).
 """
@@ -81,6 +86,7 @@ class DeviceCollector:
         self.devices = list(devices)
         self.policy_of = policy_of
         self._lock = threading.Lock()
+        self._down: Dict[str, str] = {}  # device URI -> why it is down (its failed episode)
 
     def describe(self) -> List[Any]:
         return []  # no reading of the devices when the collector is registered
@@ -99,9 +105,13 @@ class DeviceCollector:
         try:
             sample = device.sample()
         except GovernorError as err:
-            log.warning("%s: not read for this scrape: %s", device.uri, err)
+            if device.uri not in self._down:
+                log.warning("%s: down, not read until it answers: %s", device.uri, err)
+            self._down[device.uri] = str(err)
             families.up.add_metric(labels, 0.0)
             return
+        if self._down.pop(device.uri, None) is not None:
+            log.warning("%s: answers again", device.uri)
         families.up.add_metric(labels, 1.0)
         families.add_sample(labels, sample)
         info: Mapping[str, Any] = {}

@@ -25,7 +25,12 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from governor.devices.base import Device, board_power_w, frozen_record
-from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
+from governor.errors import (
+    DeviceLostError,
+    GovernorError,
+    InvalidRequestError,
+    UnsupportedError,
+)
 from governor.runtime import policies as _policies
 from governor.runtime.controllers import (
     Controller,
@@ -129,6 +134,13 @@ class Governor:
         self._telemetry = Telemetry(device, self.model, fail_limit)
         self._changes = 0
         self._errors: List[str] = []
+        #: why the device stopped answering for good (a GPU off the bus); None while it answers
+        self.lost: Optional[str] = None
+        #: what another program set the clock to while this governor held it (it then steps
+        #: back, see update()); None while nobody else writes it
+        self.overridden: Optional[str] = None
+        self._applied_range: Optional[Tuple[float, float]] = None
+        self._write_failing = False  # a clock write failed and none has succeeded since
         self._exit_hooks = ExitHooks(self.stop, handle_signals)
         self._kernel_configs: Optional[KernelConfigFollower] = None  # made on first use
 
@@ -216,7 +228,7 @@ class Governor:
                 try:
                     self._set_clock(self.controller.initial_mhz(), urgent=True)
                 except GovernorError as err:
-                    self._error(f"setting the new policy's first clock failed: {err}")
+                    self._write_failed(f"setting the new policy's first clock failed: {err}")
 
     def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
         try:
@@ -293,6 +305,8 @@ class Governor:
                 self._observe(ticks)  # close the last interval before restoring
         except Exception as err:  # metering must never block the restore
             log.debug("final reading failed: %s", err)
+        if self._telemetry.lost is not None and self.lost is None:
+            self._lose(self._telemetry.lost)  # lost after the last control step
         return self._restore_and_release()
 
     def _restore_and_release(self) -> Dict[str, Any]:
@@ -304,6 +318,7 @@ class Governor:
                     restored = self.device.release()  # this governor's layer only
         finally:
             self._applied = None
+            self._applied_range = None
             self._exit_hooks.remove()
         return restored
 
@@ -352,12 +367,17 @@ class Governor:
 
     def update(self) -> None:
         """One control step at the device clock's present time."""
-        if not self._running:
-            return
+        if not self._running or self.lost is not None or self.overridden is not None:
+            return  # a lost device is left alone, and so is one another program took over
         with self._dev_lock:
             with self._tick_lock:
                 ticks, self._ticks = self._ticks, []
             obs = self._observe(ticks)
+            if self._telemetry.lost is not None:
+                self._lose(self._telemetry.lost)
+                return
+            if self._taken_over():
+                return
             if obs is None:
                 with self._tick_lock:  # not a period yet: keep them for the next one
                     self._ticks[:0] = ticks
@@ -372,8 +392,11 @@ class Governor:
             self._steps += 1
             try:
                 self._set_clock(target, urgent=urgent)
+            except DeviceLostError as err:
+                self._lose(str(err))
+                return
             except GovernorError as err:
-                self._error(f"setting {target:g} MHz failed: {err}")
+                self._write_failed(f"setting {target:g} MHz failed: {err}")
             result = self.controller.result
             if result is not None and not self._online_saved:
                 self._online_saved = True
@@ -390,13 +413,63 @@ class Governor:
         raising = self._applied is not None and clock_mhz > self._applied
         if raising and not urgent and now - self._last_change_s < self.min_dwell_s - 1e-9:
             return  # rate limit: upward moves wait; downward ones never do
-        lo, _ = self.device.lock_gpu_clocks(clock_mhz)
+        lo, hi = self.device.lock_gpu_clocks(clock_mhz)
+        if self._write_failing:
+            self._write_failing = False
+            log.warning("%s: setting the clock works again (%g MHz)", self.device.uri, lo)
         self._applied = lo
+        self._applied_range = (lo, hi)
         self._last_change_s = now
         self._changes += 1
         self._telemetry.changes_since_reading = True
         if self._kernel_configs is not None:
             self._kernel_configs.clock_changed(self._applied)
+
+    def _taken_over(self) -> bool:
+        """Whether another program (``jetson_clocks``, ``nvpmodel``, a second tool) changed
+        the GPU clock this governor holds. The rule is to step back: say so once, stop
+        changing the clock, and leave that program's setting in place at the end (the clock
+        is dropped from this run's journal layer). Fighting it would flip the clock every
+        period. Devices that cannot read their lock back (NVML) are not checked; a maximum
+        that only went down is taken for a thermal cap, not another writer."""
+        held = self._applied_range
+        if held is None or "gpu_clocks" in self.device.READ_BLIND:
+            return False
+        try:
+            now = self.device.state().gpu_clocks_mhz
+        except GovernorError:
+            return False  # an unreadable state is the telemetry's concern, not a takeover
+        tol = self.device.CLOCK_TOLERANCE_MHZ
+        # A lower maximum alone is not a takeover: devfreq's max_freq reads back the
+        # effective limit, which a thermal or PM QoS cap lowers without anyone writing it.
+        if now is None or (abs(now[0] - held[0]) <= tol and now[1] <= held[1] + tol):
+            return False
+        self.overridden = f"{now[0]:g}-{now[1]:g} MHz"
+        self.device.leave_to_others("gpu_clocks")
+        self._note(
+            f"another program set the GPU clock to {self.overridden} while governor held "
+            f"{held[0]:g}-{held[1]:g} MHz; governor steps back: it stops changing the clock "
+            "and leaves that setting in place"
+        )
+        return True
+
+    def _lose(self, why: str) -> None:
+        """The device is gone: stop changing it (said once); the app's work goes on, and
+        ``stop()`` still tries the restore, which keeps the journal if it fails."""
+        self.lost = why
+        self._note(f"{why}; governor stopped changing it")
+
+    def _write_failed(self, text: str) -> None:
+        """A clock write refused (devfreq's EBUSY/EINVAL, a driver error): kept in
+        ``status()["errors"]`` each time, logged once until a write succeeds again; the next
+        period tries again."""
+        if self._write_failing:
+            self._errors.append(text)
+            del self._errors[:-10]
+            log.debug("%s: %s", self.device.uri, text)
+            return
+        self._write_failing = True
+        self._error(text + " (tried again each period; said once until it works)")
 
     def _error(self, text: str) -> None:
         log.error("%s: %s", self.device.uri, text)
@@ -446,6 +519,8 @@ class Governor:
         """Energy, duration, mean power and mean clock measured over the run so far."""
         doc = self._telemetry.meter.to_dict()
         doc["policy"] = self.policy.name
+        doc["device_lost"] = self.lost
+        doc.update(self.device.fault_counts())
         return doc
 
     def status(self) -> Dict[str, Any]:
@@ -461,6 +536,8 @@ class Governor:
             "power_w": telemetry.power_last,
             "safe_hold": telemetry.safe_hold,
             "safe_hold_reason": telemetry.safe_reason,
+            "device_lost": self.lost,
+            "overridden_by_other": self.overridden,
             "telemetry_failures": telemetry.failures_total,
             "steps": self._steps,
             "clock_changes": self._changes,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from governor.devices.base import Device, board_power_w, frozen_record
-from governor.errors import GovernorError
+from governor.errors import DeviceLostError, GovernorError
 from governor.runtime.controller_base import Observation, Tick
 from governor.runtime.metering import DutyMeter
 from governor.runtime.model import ClockModel
@@ -108,6 +108,7 @@ class Telemetry:
         self.failures_total = 0
         self.safe_hold = False
         self.safe_reason: Optional[str] = None
+        self.lost: Optional[str] = None  # why the device stopped answering for good
         self.meter = RunMeter()
         # no energy counter: a period's energy from the app's busy time (see metering.py)
         self.duty = None if device.capabilities.energy_counter else DutyMeter(model)
@@ -182,6 +183,10 @@ class Telemetry:
         out = _Reading()
         try:
             sample = self.device.sample()
+        except DeviceLostError as err:
+            self.lost = str(err)
+            out.problem = f"telemetry failed: {err}"
+            return out
         except (GovernorError, OSError) as err:
             out.problem = f"telemetry failed: {err}"
             return out

@@ -235,6 +235,6 @@ def test_a_failed_replace_raises_and_leaves_no_temporary(tmp_path):
     target = tmp_path / "j.json"
     target.mkdir()  # os.replace cannot put a file over a directory
     j = Journal("k", "sim:x", "sim", [Layer(OWNER, original={"mem_clock": 1.0})])
-    with pytest.raises(OSError):
+    with pytest.raises(GovernorError, match=f"cannot write journal {target}: Is a directory"):
         write_journal(target, j)
     assert [p.name for p in tmp_path.iterdir()] == ["j.json"]

@@ -133,12 +133,14 @@ def start_slurm(
     fake_env: Dict[str, str],
     accounting: bool,
     gres: Optional[Tuple[str, str]] = None,
+    extra_conf: str = "",
 ) -> Stack:
     """munged, (MariaDB + slurmdbd), slurmctld and slurmd, with the prolog/epilog of
     deploy/slurm/ behind a wrapper that gives them the fake NVML driver's environment.
 
     ``gres``: the node's ``Gres=`` and the text of gres.conf (``{w}`` stands for the work
-    directory); default: a typed A100 on ``dev/gpu0`` and T4 on ``dev/gpu1``."""
+    directory); default: a typed A100 on ``dev/gpu0`` and T4 on ``dev/gpu1``. ``extra_conf``:
+    more ``VAR=value`` lines for the scripts' governor-slurm.conf (later lines win)."""
     w = work
     w.mkdir(parents=True, exist_ok=True)
     w.chmod(0o755)  # munged refuses a socket directory others cannot search
@@ -157,7 +159,7 @@ def start_slurm(
     conf.write_text(
         f"GOVERNOR_BIN={gov}\nGOVERNOR_POLICY=ppw\nGOVERNOR_RECORD_DIR={w}/jobs\n"
         f"GOVERNOR_STATE_DIR={w}/gov-state\nGOVERNOR_DATA_DIR={w}/gov-data\n"
-        f"GOVERNOR_SYSLOG=0\nGOVERNOR_STRICT=1\nGOVERNOR_GRES_CONF={w}/gres.conf\n",
+        f"GOVERNOR_SYSLOG=0\nGOVERNOR_STRICT=1\nGOVERNOR_GRES_CONF={w}/gres.conf\n" + extra_conf,
         encoding="utf-8",
     )
     for mode in ("prolog", "epilog"):

@@ -5,6 +5,8 @@ Example (``deploy/governor-daemon.toml`` is the commented version)::
     [daemon]
     socket = "/run/governor/governor.sock"   # Unix socket clients connect to
     socket_group = "governor"                # group that may connect (mode 0660)
+    admin_group = "gpuadmin"                 # may change any device (else: own job's GPUs)
+    job_records = "/var/lib/governor/jobs"   # the Slurm prolog's records (GOVERNOR_RECORD_DIR)
     allow = ["status", "apply", "lock", "reset"]
     allow_policies = ["ppw", "max"]          # what "apply" may ask for
     interval_s = 0.5                         # control loop period of enforced policies
@@ -116,6 +118,8 @@ class DaemonConfig:
     test_mode: bool = False
     source: str = "<config>"
     metrics_listen: Optional[str] = None  # ADDR:PORT of Prometheus metrics, None: off
+    admin_group: Optional[str] = None  # members may change any device (see jobs.py)
+    job_records: Path = Path("/var/lib/governor/jobs")  # the Slurm prolog's job records
 
     def device(self, uri: str) -> Optional[DeviceConfig]:
         for dev in self.devices:
@@ -139,6 +143,8 @@ class DaemonConfig:
             "devices": [d.to_dict() for d in self.devices],
             "test_mode": self.test_mode,
             "metrics_listen": self.metrics_listen,
+            "admin_group": self.admin_group,
+            "job_records": str(self.job_records),
         }
 
 
@@ -298,6 +304,8 @@ _DAEMON_KEYS = (
     "workers",
     "test_mode",
     "metrics_listen",
+    "admin_group",
+    "job_records",
     *_RENAMED,
 )
 _DEVICE_KEYS = ("uri", "min_mhz", "max_mhz", "policy")
@@ -360,7 +368,17 @@ def parse_config(text: str, source: str = "<config>") -> DaemonConfig:
         test_mode=test_mode,
         source=source,
         metrics_listen=metrics_listen,
+        admin_group=check.string(daemon, "admin_group", "daemon", None),
+        job_records=_job_records(check, daemon),
     )
+
+
+def _job_records(check: _Checker, daemon: Dict[str, Any]) -> Path:
+    text = check.string(daemon, "job_records", "daemon", "/var/lib/governor/jobs")
+    path = Path(text or "/var/lib/governor/jobs")
+    if not path.is_absolute():
+        raise check.fail("daemon.job_records", f"must be an absolute path, not {text!r}")
+    return path
 
 
 def _spelled_names(check: _Checker, daemon: Dict[str, Any]) -> Dict[str, str]:

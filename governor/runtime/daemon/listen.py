@@ -22,7 +22,7 @@ __all__ = ["bind_socket", "group_id", "remove_socket"]
 log = logging.getLogger("governor.daemon")
 
 
-def group_id(name: Optional[str], source: str) -> Optional[int]:
+def group_id(name: Optional[str], source: str, key: str = "socket_group") -> Optional[int]:
     if name is None:
         return None
     if name.isdigit():
@@ -33,7 +33,7 @@ def group_id(name: Optional[str], source: str) -> Optional[int]:
         return grp.getgrnam(name).gr_gid
     except KeyError:
         raise ConfigError(
-            f"{source}: daemon.socket_group: no group named {name!r} "
+            f"{source}: daemon.{key}: no group named {name!r} "
             f"(create it with 'groupadd --system {name}')"
         ) from None
 

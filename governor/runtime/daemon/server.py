@@ -52,6 +52,7 @@ from governor.devices.daemon.protocol import (
 from governor.errors import GovernorError, InvalidRequestError
 from governor.runtime.daemon.config import DaemonConfig, DeviceConfig
 from governor.runtime.daemon.connections import ConnectionLoop
+from governor.runtime.daemon.jobs import Authority
 from governor.runtime.daemon.listen import bind_socket, group_id, remove_socket
 from governor.runtime.daemon.peers import PeerCredentials, PeerPolicy, peer_credentials
 from governor.runtime.daemon.slots import Slot
@@ -100,6 +101,10 @@ class DaemonServer:
         self._stopped = threading.Event()
         self._loop: Optional[ConnectionLoop] = None
         self._peers: Optional[PeerPolicy] = None
+        #: what each client may change; the admin group is resolved by start()
+        self.authority = Authority(
+            admin_uids=frozenset({0, os.geteuid()}), job_records=config.job_records
+        )
         self._started_at = time.monotonic()
         self._thread: Optional[threading.Thread] = None
         self._cleanup_lock = threading.Lock()
@@ -123,6 +128,13 @@ class DaemonServer:
         try:
             self._peers = PeerPolicy.for_daemon(
                 group_id(self.config.socket_group, self.config.source), self.config.socket_group
+            )
+            import shutil
+
+            self.authority = dataclasses.replace(
+                self.authority,
+                admin_gid=group_id(self.config.admin_group, self.config.source, "admin_group"),
+                scontrol=shutil.which("scontrol", path=os.environ.get("PATH", "") + ":/usr/bin"),
             )
             self._open_devices()
             self._listener = bind_socket(
@@ -298,6 +310,11 @@ class DaemonServer:
             )
             return ok_reply(request, self._status(slots, peer))
         slot = self._slot(request)
+        refusal = self.authority.refusal(
+            peer, slot.device, [s.device for s in self._slots.values()]
+        )
+        if refusal is not None:
+            raise ProtocolError("not-allowed", refusal, request.id)
         with slot.lock:
             if request.action == "apply":
                 result = self._apply(slot, request, peer)
@@ -339,7 +356,7 @@ class DaemonServer:
         slot.stop_governor()
         previous = slot.device.state().to_dict()
         applied = slot.apply_static(policy)
-        slot.mark(applied, peer)
+        slot.mark(applied, peer, self.authority.job_of(peer))
         return {"device": slot.device.uri, "applied": applied, "previous": previous}
 
     def _lock(self, slot: Slot, request: Request, peer: PeerCredentials) -> Dict[str, Any]:
@@ -357,7 +374,7 @@ class DaemonServer:
         previous = slot.device.state().to_dict()
         lo, hi = slot.device.lock_gpu_clocks(slot.nearest_allowed(low), slot.nearest_allowed(high))
         applied = {"gpu_clocks_mhz": [lo, hi]}
-        slot.mark(applied, peer)
+        slot.mark(applied, peer, self.authority.job_of(peer))
         return {"device": slot.device.uri, "applied": applied, "previous": previous}
 
     def _reset(self, slot: Slot) -> Dict[str, Any]:

@@ -171,10 +171,13 @@ class Slot:
             except GovernorError as err:
                 log.warning("%s: stopping the policy: %s", self.device.uri, err)
 
-    def mark(self, what: Dict[str, Any], peer: PeerCredentials) -> None:
-        """Record a client's action (``what``) and who asked, for status and the metrics."""
+    def mark(self, what: Dict[str, Any], peer: PeerCredentials, job: Optional[str] = None) -> None:
+        """Record a client's action (``what``) and who asked (and from which Slurm job, which
+        that job's epilog reads to undo it), for status and the metrics."""
         pid, uid, _ = peer
-        self.override = dict(what, by_uid=uid, by_pid=pid, at_unix_s=round(time.time(), 3))
+        self.override = dict(
+            what, by_uid=uid, by_pid=pid, by_job=job, at_unix_s=round(time.time(), 3)
+        )
 
     def release(self) -> None:
         """Stop the policy, restore what was changed and close the device (errors logged)."""

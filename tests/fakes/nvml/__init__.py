@@ -18,6 +18,10 @@ the binding's real marshalling, versioned symbols, buffer conventions and error 
   failure). The library reads it when ``nvmlInit`` takes the reference count from 0 to 1.
   Without ``FAKE_NVML_CONFIG`` it acts like a machine whose driver is not loaded, so the
   library staying loaded in this process shows no GPU to tests that did not ask for one.
+- **What goes wrong**: :meth:`FakeNvml.faults` writes ``FAKE_NVML_FAULTS``, which the library
+  reads again on every call on a GPU: a GPU lost (``NVML_ERROR_GPU_IS_LOST`` from every call)
+  or flaky (every k-th call in each process returns a transient error), switched on and off
+  while governor runs.
 """
 
 from __future__ import annotations
@@ -208,11 +212,13 @@ class FakeNvml:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.config_path = self.work_dir / "config"
         self.state_path = self.work_dir / "state"
+        self.faults_path = self.work_dir / "faults"
         self.lib = load_in_process(self.lib_dir)
         self._balance()
         self.configure()
         self.monkeypatch.setenv("FAKE_NVML_CONFIG", str(self.config_path))
         self.monkeypatch.setenv("FAKE_NVML_STATE", str(self.state_path))
+        self.monkeypatch.setenv("FAKE_NVML_FAULTS", str(self.faults_path))
 
     def configure(
         self,
@@ -242,7 +248,22 @@ class FakeNvml:
         env["LD_LIBRARY_PATH"] = ":".join(paths)
         env["FAKE_NVML_CONFIG"] = str(self.config_path)
         env["FAKE_NVML_STATE"] = str(self.state_path)
+        env["FAKE_NVML_FAULTS"] = str(self.faults_path)
         return env
+
+    def faults(
+        self, lost: Sequence[int] = (), flaky: Optional[Mapping[int, int]] = None, code: int = 10
+    ) -> FakeNvml:
+        """Switch faults on (or, with no arguments, all off), effective from the next call in
+        every process: the GPUs in ``lost`` fall off the bus (``NVML_ERROR_GPU_IS_LOST``);
+        on GPU ``i`` of ``flaky``, every ``flaky[i]``-th call returns ``code`` (default
+        ``NVML_ERROR_TIMEOUT``, 10)."""
+        lines = [f"gpu.{i}.lost = 1" for i in lost]
+        lines += [f"gpu.{i}.flaky = {every}:{code}" for i, every in (flaky or {}).items()]
+        partial = self.faults_path.with_name(self.faults_path.name + ".new")
+        partial.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        os.replace(partial, self.faults_path)  # the library never reads a half-written file
+        return self
 
     def state(self) -> List[GpuState]:
         """The fake driver's state file, GPU by GPU in NVML index order ([] before any init)."""

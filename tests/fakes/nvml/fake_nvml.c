@@ -24,6 +24,12 @@
  *       gpu.N.power_limits = min:max:default   (mW)
  *       gpu.N.mig = MIG-uuid,MIG-uuid     MIG mode on, with these instances
  *       gpu.N.not_supported = nvmlX,...
+ *   FAKE_NVML_FAULTS  a text file of faults, read again on every call on a GPU, so a test can
+ *       switch them on and off while a process runs (absent or empty: no fault):
+ *           gpu.N.lost = 1             every call on GPU N returns NVML_ERROR_GPU_IS_LOST
+ *                                      (the GPU fell off the bus; 0 or no line: it is back)
+ *           gpu.N.flaky = K[:code]     every K-th call on GPU N (counted in each process)
+ *                                      returns code (default NVML_ERROR_TIMEOUT)
  *   FAKE_NVML_STATE   a text file holding what setters change (locked clocks, power limits)
  *       and the energy epoch, shared by every process under flock(2):
  *           fake-nvml-state 1
@@ -58,7 +64,12 @@ enum {
     NVML_ERROR_NOT_FOUND = 6,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_TIMEOUT = 10,
+    NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_RESET_REQUIRED = 16,
+    NVML_ERROR_IN_USE = 19,
     NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
+    NVML_ERROR_NOT_READY = 27,
     NVML_ERROR_UNKNOWN = 999,
 };
 
@@ -441,6 +452,39 @@ static void state_close(int fd) {
 /* Refresh g_state from the file (if any) for a read. */
 static void state_refresh(void) { state_close(state_open(0)); }
 
+/* -- injected faults (FAKE_NVML_FAULTS) --------------------------------------------------------- */
+static unsigned long g_calls[MAX_GPUS]; /* calls on each GPU in this process, for gpu.N.flaky */
+
+/* The fault of this call on GPU gpu (NVML_SUCCESS: none). The file is small and read on every
+ * call, so a fault switched on or off by the test takes effect on the next call. */
+static nvmlReturn_t injected_fault(int gpu) {
+    const char *path = getenv("FAKE_NVML_FAULTS");
+    if (!path || !*path || gpu < 0 || gpu >= MAX_GPUS) return NVML_SUCCESS;
+    FILE *f = fopen(path, "r");
+    if (!f) return NVML_SUCCESS;
+    int lost = 0;
+    unsigned long every = 0;
+    int code = NVML_ERROR_TIMEOUT;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        int n = -1, used = 0;
+        if (sscanf(line, " gpu.%d.%n", &n, &used) != 1 || n != gpu || used == 0) continue;
+        char *eq = strchr(line, '=');
+        if (!eq) continue;
+        if (strncmp(line + used, "lost", 4) == 0) lost = atoi(eq + 1);
+        else if (strncmp(line + used, "flaky", 5) == 0) {
+            char *colon = strchr(eq + 1, ':');
+            every = strtoul(eq + 1, NULL, 10);
+            if (colon) code = atoi(colon + 1);
+        }
+    }
+    fclose(f);
+    if (lost) return NVML_ERROR_GPU_IS_LOST;
+    g_calls[gpu]++;
+    if (every > 0 && g_calls[gpu] % every == 0) return code;
+    return NVML_SUCCESS;
+}
+
 /* -- argument checks ---------------------------------------------------------------------------- */
 static nvmlReturn_t check_device(nvmlDevice_t device, int *gpu, int *mig) {
     if (g_init_count <= 0) return NVML_ERROR_UNINITIALIZED;
@@ -452,7 +496,7 @@ static nvmlReturn_t check_device(nvmlDevice_t device, int *gpu, int *mig) {
         return NVML_ERROR_INVALID_ARGUMENT;
     *gpu = device->gpu;
     *mig = device->mig;
-    return NVML_SUCCESS;
+    return injected_fault(device->gpu);
 }
 
 /* A GPU handle (not a MIG instance) for function fn. */
@@ -534,6 +578,11 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT: return "Timeout";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED: return "GPU requires restart";
+    case NVML_ERROR_IN_USE: return "In use by another client";
+    case NVML_ERROR_NOT_READY: return "System is not ready";
     case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument Version Mismatch";
     default: return "Unknown Error";
     }
@@ -568,6 +617,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice
     LOCK();
     if (g_init_count <= 0) RETURN(NVML_ERROR_UNINITIALIZED);
     if (device == NULL || index >= (unsigned)g_ngpus) RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    if (injected_fault((int)index) == NVML_ERROR_GPU_IS_LOST) RETURN(NVML_ERROR_GPU_IS_LOST);
     *device = &g_handles[index][0];
     RETURN(NVML_SUCCESS);
 }
