@@ -60,8 +60,7 @@ class BurstStats:
 
     def cyclic(self) -> bool:
         """Whether the load has shown a duty cycle: MIN_BURSTS bursts and gaps, each begun
-        and ended in the mission. Fewer are phases (a robot waiting at a dock, then working),
-        and the share of them idle says nothing of the time left."""
+        and ended in the mission, so its mean gap says how long a gap between bursts is."""
         return len(self.lengths_s) >= MIN_BURSTS and self.gaps_n >= MIN_BURSTS
 
     def wait_threshold_s(self) -> float:
