@@ -108,8 +108,8 @@ class BatteryController(Controller):
         if remaining <= 0 and self.exhausted_at_s is None:
             self.exhausted_at_s = obs.elapsed_s
         self.target_w, self.busy_target_w = self.plan.plan(remaining, obs.elapsed_s)
-        if obs.busy is False:  # idle: keep the clock the next burst starts at
-            return current_mhz, False
+        if obs.busy is False:
+            return self._idle_mhz(current_mhz), False
         gpu_w = self.plan.gpu_target(self.busy_target_w, self.board_scope)
         ratio = self.ratio.ratio(self.tracker.scale)
         self.level = self._level(gpu_w, ratio)
@@ -122,6 +122,14 @@ class BatteryController(Controller):
                 return clock, False
         self.phase_level = self._phase_level(self.level, gpu_w, over_top)
         return self._pick(self.phase_level), False
+
+    def _idle_mhz(self, current_mhz: float) -> float:
+        """The clock while idle: in a gap between bursts, the one the next burst starts at;
+        in a wait (:meth:`.BurstStats.waiting`), the lowest, whose idle power is the least
+        the board can idle at, so the wait banks the rest for the busy time left."""
+        if self.plan.bursts.waiting():
+            return self.model.clocks_mhz[0]
+        return current_mhz
 
     def _learn_busy(self, obs: Observation, power_w: float, ticks: Sequence[Tick]) -> None:
         """A steady busy period with a power reading: the model's correction, the power

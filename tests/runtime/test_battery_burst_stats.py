@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from governor.runtime.battery_parts.bursts import MAX_BURSTS, MIN_BURSTS, BurstStats
+from governor.runtime.battery_parts.bursts import MAX_BURSTS, MIN_BURSTS, WAIT_S, BurstStats
 
 
 def _cycle(stats: BurstStats, busy_s: float, gap_s: float, dt: float = 0.5) -> None:
@@ -69,3 +69,38 @@ def test_the_kept_lengths_stay_bounded_and_sorted_with_their_tail_sums():
     assert stats.lengths_s == sorted(stats.lengths_s)
     assert stats.tail_s[0] == pytest.approx(sum(stats.lengths_s))
     assert stats.tail_s[100] == pytest.approx(sum(stats.lengths_s[100:]))
+
+
+def test_a_load_is_cyclic_after_min_bursts_whole_bursts_and_gaps():
+    stats = BurstStats()
+    stats.note(False, 1.0)  # begun before the mission: not kept
+    for _ in range(MIN_BURSTS - 1):
+        _cycle(stats, 2.0, 1.0)
+    assert not stats.cyclic()
+    _cycle(stats, 2.0, 1.0)
+    assert not stats.cyclic()  # the last gap is under way
+    stats.note(True, 0.5)
+    assert len(stats.lengths_s) == MIN_BURSTS and stats.gaps_n == MIN_BURSTS
+    assert stats.cyclic()
+
+
+def test_an_idle_run_is_a_wait_past_wait_s_or_twice_a_cyclic_loads_mean_gap():
+    stats = BurstStats()
+    stats.note(True, 5.0)
+    assert not stats.waiting()  # busy
+    stats.note(False, WAIT_S)
+    assert not stats.waiting()
+    stats.note(False, 0.5)
+    assert stats.waiting()  # no duty cycle seen: a wait once past WAIT_S
+    gap_s = 0.75 * WAIT_S  # a cyclic load whose mean gap is 3/4 of WAIT_S
+    cyclic = BurstStats()
+    cyclic.note(False, 1.0)
+    for _ in range(MIN_BURSTS + 1):
+        _cycle(cyclic, 2.0, gap_s)
+    cyclic.note(True, 0.5)
+    assert cyclic.cyclic()
+    assert cyclic.wait_threshold_s() == pytest.approx(2.0 * gap_s)
+    cyclic.note(False, 1.9 * gap_s)  # past WAIT_S, under two mean gaps: a gap
+    assert not cyclic.waiting()
+    cyclic.note(False, 0.2 * gap_s)
+    assert cyclic.waiting()

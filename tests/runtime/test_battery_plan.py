@@ -27,6 +27,28 @@ def test_the_slack_is_spent_while_busy_and_idle_time_pays_idle_power():
     assert busy_w > mean_w
 
 
+def test_a_wait_is_left_out_of_the_duty_cycle_and_its_savings_go_to_the_time_left():
+    """A wait of a third of the mission, then work: the joules the wait did not use are
+    spread over all the time left, not over the sliver a recurring wait would leave."""
+    plan = MissionPlan(target_s=600.0, reserve_j=0.0)
+    for _ in range(2000):
+        plan.observe(False, 0.1, 5.0)
+    assert plan.wait_s == pytest.approx(200.0)  # the whole run, once known to be a wait
+    for _ in range(3):
+        plan.observe(True, 0.1, 15.0)
+    mean_w, busy_w = plan.plan(remaining_j=4000.0, elapsed_s=200.3)
+    assert plan.busy_left_s == pytest.approx(399.7)
+    assert busy_w == pytest.approx(4000.0 / 399.7) == pytest.approx(mean_w)
+    # a gap shorter than a wait still counts idle
+    for _ in range(50):
+        plan.observe(False, 0.1, 5.0)
+    assert plan.wait_s == pytest.approx(200.0)
+    plan.observe(True, 0.1, 15.0)
+    plan.plan(remaining_j=3900.0, elapsed_s=205.4)
+    duty = (0.4 + PRIOR_BUSY_S) / (5.4 + PRIOR_BUSY_S)
+    assert plan.busy_left_s == pytest.approx(duty * (600.0 - 205.4))
+
+
 def test_past_the_end_the_plan_is_unbounded_while_energy_is_left_else_nothing():
     plan = MissionPlan(target_s=10.0, reserve_j=0.0)
     assert plan.plan(1.0, 10.0) == (math.inf, math.inf)

@@ -9,6 +9,11 @@ from typing import List, Optional
 __all__ = ["BurstStats"]
 
 MIN_BURSTS = 8  # bursts (and gaps) seen before their lengths shape the forecast busy time
+# an idle run longer than this (and than twice a cyclic load's mean gap) is a wait: long
+# enough that the idle power it saves at the lowest clock outweighs the next burst's first
+# period at that clock (about P_busy / (P_idle(f) - P_idle(lowest)) periods, 5 s on the
+# catalog's boards)
+WAIT_S = 10.0
 MAX_BURSTS = 512  # burst lengths kept (a bounded sample: the middle one makes way)
 
 
@@ -52,6 +57,22 @@ class BurstStats:
         for x in reversed(lengths):
             tail.append(tail[-1] + x)
         self.tail_s = tail[::-1]
+
+    def cyclic(self) -> bool:
+        """Whether the load has shown a duty cycle: MIN_BURSTS bursts and gaps, each begun
+        and ended in the mission, so its mean gap says how long a gap between bursts is."""
+        return len(self.lengths_s) >= MIN_BURSTS and self.gaps_n >= MIN_BURSTS
+
+    def wait_threshold_s(self) -> float:
+        """How long an idle run lasts before it is a wait rather than a gap between bursts:
+        WAIT_S, or on a cyclic load twice its mean gap if that is longer."""
+        if self.cyclic():
+            return max(WAIT_S, 2.0 * self.gaps_s / self.gaps_n)
+        return WAIT_S
+
+    def waiting(self) -> bool:
+        """Whether the idle run under way is a wait (:meth:`wait_threshold_s`)."""
+        return self.busy is False and self.run_s > self.wait_threshold_s()
 
     def expected_busy_s(self, left_s: float, duty: float) -> float:
         """Busy seconds expected in the ``left_s`` left: the duty cycle's share, except that

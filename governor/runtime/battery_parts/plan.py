@@ -9,6 +9,13 @@ with ``busy_left`` the busy time forecast for the time left (:class:`.BurstStats
 cycle's share, or a burst's residual life and a gap) and ``P_idle`` the measured idle power
 on the budget's scope. Spending slack only while the GPU computes is what buys work: a plan
 that assumed the rest of the mission busy under-spends on bursty loads.
+
+A wait (an idle run past :meth:`.BurstStats.wait_threshold_s`: a robot at a dock, waiting
+for a goal) is a phase, not part of a duty cycle, and its time is left out of the duty
+cycle: the joules it saves are spread over the time left as if busy. Counted, a wait at
+the start of a mission forecast the rest as mostly idle, the budget went at the top clock
+in the first minutes of work and the end ran short; a plan that under-spends makes it up
+in the busy time after, one that over-spends can strand the mission.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ class MissionPlan:
     reserve_j: float
     busy_s: float = 0.0
     idle_s: float = 0.0
+    wait_s: float = 0.0  # the idle time in waits (left out of the duty cycle)
+    run_wait_s: float = 0.0  # the idle run under way's time counted in wait_s
     idle_w: Optional[float] = None
     rest_w: Optional[float] = None
     busy_left_s: float = 0.0  # the last plan's busy time left
@@ -53,6 +62,9 @@ class MissionPlan:
         self.bursts.note(busy, dt_s)
         if busy is False:
             self.idle_s += dt_s
+            if self.bursts.waiting():  # the run so far, once it is known to be a wait
+                self.wait_s += self.bursts.run_s - self.run_wait_s
+                self.run_wait_s = self.bursts.run_s
             if scoped_w is not None and steady:
                 self.idle_w = (
                     scoped_w
@@ -61,6 +73,8 @@ class MissionPlan:
                 )
         else:
             self.busy_s += dt_s
+            if busy:
+                self.run_wait_s = 0.0
         return steady
 
     def learn_rest(self, rest_w: float) -> None:
@@ -76,8 +90,10 @@ class MissionPlan:
         return busy_w
 
     def duty(self) -> float:
-        """The busy share of the mission so far, with PRIOR_BUSY_S busy seconds in it."""
-        return (self.busy_s + PRIOR_BUSY_S) / (self.busy_s + self.idle_s + PRIOR_BUSY_S)
+        """The busy share of the mission so far, waits left out, with PRIOR_BUSY_S busy
+        seconds in it."""
+        idle_s = self.idle_s - self.wait_s
+        return (self.busy_s + PRIOR_BUSY_S) / (self.busy_s + idle_s + PRIOR_BUSY_S)
 
     def plan(self, remaining_j: float, elapsed_s: float) -> Tuple[float, float]:
         """(mean power target, busy power target) on the budget's scope, for the period
