@@ -346,18 +346,18 @@ def _slope_candidates(x: np.ndarray, y: np.ndarray, r: float):
     (a stationary point of the fit through the origin), so the candidates are those of both
     families (:func:`_ratio_candidates`): the free family's where its c0 >= 0, the origin
     family's where it fits better than the flat line (otherwise the best fit at that slope
-    is a = 0, no CMOS law). Every candidate is a feasible fit, so the least of them is the
-    least SSE. None: no fit (no candidates)."""
+    is a = 0, no CMOS law; that family is only needed when the free family's best has
+    c0 < 0). Every candidate is a feasible fit, so the least of them is the least SSE.
+    None: no fit (no candidates)."""
     d = np.maximum(0.0, x - r)
     basis = np.stack([x, 2.0 * x * d, x * d * d])  # g = basis[0] + b·basis[1] + b²·basis[2]
     mean_g = basis.mean(axis=1)
     y_mean = float(y.mean())
     syy = float(np.sum((y - y_mean) ** 2))
-    found = [
-        (sse, b)
-        for sse, b, a_mean_g in _ratio_candidates(basis - mean_g[:, None], y - y_mean, mean_g)
-        if y_mean - a_mean_g >= 0.0  # c0 = mean(y) - a·mean(g) >= 0
-    ]
+    free = _ratio_candidates(basis - mean_g[:, None], y - y_mean, mean_g)
+    found = [(sse, b) for sse, b, a_mean_g in free if y_mean - a_mean_g >= 0.0]  # c0 >= 0
+    if found and min(c[0] for c in found) <= min(c[0] for c in free):
+        return found  # the free family's best has c0 >= 0: no bounded fit does better
     found += [(sse, b) for sse, b, _ in _ratio_candidates(basis, y, None) if sse < syy]
     return found
 
