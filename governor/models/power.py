@@ -12,6 +12,10 @@ each grid point, and the best point is then refined by non-linear least squares,
 Jacobian gives the uncertainties. The ridge's 90 % interval is the exact profile-likelihood
 interval, its ends solved where the profile crosses the limit. Power-capped points
 (measured at the limit) are not explained by the CMOS law; they set ``P_max`` instead.
+
+The fit stays in the physical region by bounds, not by a clamp after it: idle power >= 0 and
+alpha >= 0 (alpha = 0 is no CMOS law: refused), the ridge within the probed clocks, ``P_max``
+at least the highest unclipped point; the ridge's profile is taken under the same bounds.
 """
 
 from __future__ import annotations

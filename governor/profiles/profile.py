@@ -284,7 +284,7 @@ def save_calibration(
             or the new document breaks a rule (a bug; nothing written).
     """
     user_path = profile_paths(board_key(device))[0]
-    base = _merge_base(device)
+    base = _merge_base(device, _workload_key(load))
     doc = build_profile(device, result, load, base.doc)
     aside = _copy_aside(user_path) if base.problem else None
     try:
@@ -333,10 +333,11 @@ def _copy_aside(path: Path) -> Path:
     return aside
 
 
-def _merge_base(device: Device) -> _MergeBase:
+def _merge_base(device: Device, replacing: str = "") -> _MergeBase:
     """The user's profile of ``device``'s board as a calibration finds it (see
     :func:`existing_profile`); a file that is not a profile (not JSON, not an object) leaves
     nothing to keep, one that breaks a rule keeps the parts that do not (schema.salvage).
+    ``replacing``: the ``workloads`` entry the calibration writes.
 
     Raises:
         ProfileError: the file cannot be read, or is of a newer schema than this governor's.
@@ -350,29 +351,38 @@ def _merge_base(device: Device) -> _MergeBase:
         raise _refusal(
             ProfileError(f"cannot read profile: {err.strerror or err}", user_path)
         ) from err
+    problem: Optional[str] = None
     try:
-        existing = parse_profile(data, user_path)
+        existing: Any = parse_profile(data, user_path)
     except ProfileError as err:
+        problem = str(err)
         try:
-            raw = json_loads(data.decode("utf-8"))
+            existing = json_loads(data.decode("utf-8"))
         except (UnicodeDecodeError, RecursionError, ValueError):
-            return _MergeBase(None, str(err), ("the whole file",))
-        try:
-            kept, dropped = salvage(raw, device.supported_clocks_mhz())
-        except ProfileError as newer:
-            raise _refusal(
-                ProfileError(str(newer).replace("profile (given)", "profile"), user_path)
-            ) from None
-        existing, problem, left_out = kept, str(err), tuple(dropped)
-    else:
-        problem, left_out = None, ()
-    theirs = existing.get("fingerprint")  # None: only tuning caches so far
+            return _MergeBase(None, problem, ("the whole file",))
+    clocks = device.supported_clocks_mhz()
+    try:
+        kept, dropped = salvage(existing, clocks)
+    except ProfileError as newer:
+        raise _refusal(
+            ProfileError(str(newer).replace("profile (given)", "profile"), user_path)
+        ) from None
+    theirs = kept.get("fingerprint")  # None: only tuning caches so far
     if theirs and (
         theirs.get("model") != device.identity.model
         or (theirs.get("kind") == "sim") != (device.identity.kind == "sim")
     ):
-        return _MergeBase(None)  # another board's (or a simulation's) file: start afresh
-    return _MergeBase(existing, problem, left_out)
+        # another board's (or a simulation's) file: start afresh (an invalid one set aside)
+        return _MergeBase(None, problem, ("the whole file",) if problem else ())
+    # a valid file made with another clock table: what lies outside this one is set aside,
+    # unless the new calibration replaces it anyway (the top level, the load calibrated)
+    replaced = ("the top-level calibration", f"workloads.{replacing}")
+    if problem is None and any(part not in replaced for part in dropped):
+        problem = (
+            f"profile {user_path}: {', '.join(dropped)} lie outside this device's clock "
+            f"table ({min(clocks):g}-{max(clocks):g} MHz)"
+        )
+    return _MergeBase(kept, problem, tuple(dropped))
 
 
 def _refusal(err: ProfileError) -> ProfileError:

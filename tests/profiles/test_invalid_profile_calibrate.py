@@ -182,3 +182,41 @@ def test_salvage_keeps_exactly_the_parts_that_pass():
     assert kept["tuning"]["blocks"] == doc["tuning"]["blocks"]
     assert kept["power_model"] == doc["power_model"] and "fingerprint" not in kept
     assert salvage([1, 2], clocks) == ({}, ["the whole document"])
+
+
+def _sweep(path, clocks):
+    """A replay sweep over ``clocks``: power rising with the clock, run time falling."""
+    rows = [f"{c:g},{20.0 + 0.1 * c:.6g},{1.0 / c + 1e-3:.6g}" for c in clocks]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("clock_mhz,power_w,time_s\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_a_profile_made_with_another_clock_table_keeps_what_still_fits(capsys, tmp_path):
+    # one board name (a replay file's stem), two clock tables: the first calibration's clocks
+    # lie outside the second's table, so merging them would write a profile the reader
+    # refuses; instead that part is set aside with the old file, and the tuning cache kept
+    first = _sweep(tmp_path / "a" / "sweep.csv", range(300, 1501, 100))
+    code, out, err = run_cli(capsys, "calibrate", "--device", f"replay:{first}", "--json")
+    assert code == 0, err
+    path = profile_paths("replay-sweep")[0]
+    doc = json.loads(path.read_text())
+    doc["tuning"] = {"tiles": {"gemm/single": {"tiles": {"i": 32}}}}
+    doc["workloads"]["memory"] = doc["workloads"]["replay"]  # another load's, same clocks
+    path.write_text(json.dumps(doc))
+    low = doc["ppw_optimal_clock_mhz"]  # about 450 MHz: where 20/f + 1e-4·f is least
+    second = _sweep(tmp_path / "b" / "sweep.csv", [c for c in range(300, 1501, 50) if c > low])
+    code, out, err = run_cli(capsys, "calibrate", "--device", f"replay:{second}", "--json")
+    assert code == 0, err
+    line = next(line for line in err.splitlines() if str(path) in line)
+    assert "workloads.memory" in line and "lie outside this device's clock table" in line
+    assert "keeping tuning.tiles" in line
+    new = check_calibrated(read_profile_file(path), path)
+    assert new["tuning"] == doc["tuning"] and len(_asides(path)) == 1
+    assert sorted(new["workloads"]) == ["replay"]
+    # the same with only the load being calibrated outside the table: it is replaced anyway,
+    # so nothing is set aside and nothing said
+    low = new["ppw_optimal_clock_mhz"]
+    third = _sweep(tmp_path / "c" / "sweep.csv", [c for c in range(300, 1501, 25) if c > low])
+    code, out, err = run_cli(capsys, "calibrate", "--device", f"replay:{third}")
+    assert code == 0 and str(path) not in err and len(_asides(path)) == 1, err
