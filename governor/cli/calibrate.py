@@ -74,15 +74,15 @@ def calibrate_command(
 
 
 def _user_profile(dev) -> Optional[Path]:
-    """The data directory's calibrated profile of ``dev``'s board, if there is one."""
-    from governor.profiles.profile import board_key
+    """The data directory's calibrated profile of ``dev``'s board, if there is one (one that
+    breaks the schema's rules is none: calibrating replaces its invalid parts)."""
+    from governor.profiles.profile import board_key, invalid_profile
     from governor.profiles.store import profile_paths, read_profile_file
 
     path = profile_paths(board_key(dev))[0]
-    if not path.exists():
+    if not path.exists() or invalid_profile(dev) is not None:
         return None
-    doc = read_profile_file(path)  # a malformed one: ProfileError, as when merging into it
-    return path if "power_model" in doc else None
+    return path if "power_model" in read_profile_file(path) else None
 
 
 def _calibrate_one(device, load, max_probes, window_s, save, plot, if_missing, json_out):
@@ -110,7 +110,7 @@ def _calibrate_one(device, load, max_probes, window_s, save, plot, if_missing, j
                 "profile_path": str(found),
             }
         if save:
-            existing_profile(dev)  # a malformed profile to merge into: refused before probing
+            existing_profile(dev)  # an unreadable or newer profile: refused before probing
         if dev.identity.kind == "replay":
             prober = ReplayProber(dev)
             load_info = {"kind": "replay", "name": dev.sweep.workload or "recorded"}  # type: ignore[attr-defined]
@@ -138,7 +138,10 @@ def _calibrate_one(device, load, max_probes, window_s, save, plot, if_missing, j
         for warning in result.warnings:
             text = warning.replace("raw points kept", f"raw points kept in {raw_path}")
             typer.echo(f"governor: warning: {text}", err=True)
-        profile_path = save_calibration(dev, result, load_info) if save else None
+        saved_notes: list = []
+        profile_path = save_calibration(dev, result, load_info, saved_notes) if save else None
+        for saved_note in saved_notes:
+            typer.echo(f"governor: {saved_note}", err=True)
         plot_path = None
         if plot is not None and result.modelled:
             from governor.calibrate.plot import plot_calibration

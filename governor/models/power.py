@@ -12,6 +12,10 @@ each grid point, and the best point is then refined by non-linear least squares,
 Jacobian gives the uncertainties. The ridge's 90 % interval is the exact profile-likelihood
 interval, its ends solved where the profile crosses the limit. Power-capped points
 (measured at the limit) are not explained by the CMOS law; they set ``P_max`` instead.
+
+The fit stays in the physical region by bounds, not by a clamp after it: idle power >= 0 and
+alpha >= 0 (alpha = 0 is no CMOS law: refused), the ridge within the probed clocks, ``P_max``
+at least the highest unclipped point; the ridge's profile is taken under the same bounds.
 """
 
 from __future__ import annotations
@@ -168,11 +172,20 @@ def _detect_capped(f: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def _linear(x: np.ndarray, y: np.ndarray, r: float, b: float):
-    """Best (y0, a) for y = y0 + a·x·V² at fixed ridge r and slope b (normalised units)."""
+    """Best (y0, a) for y = y0 + a·x·V² at fixed ridge r and slope b (normalised units) with
+    y0 >= 0 and a >= 0. The problem is convex in (y0, a): its minimum is the least-squares
+    pair when that is feasible, else on a face: y0 = 0 (the best a through the origin) or
+    a = 0 (the flat line, no CMOS law: the caller refuses a <= 0), whichever fits better."""
     g = formulas.cmos_power_w(x, 1.0, r, b)
     design = np.stack([np.ones_like(x), g], 1)
     (c0, a), *_ = np.linalg.lstsq(design, y, rcond=None)
-    return float(c0), float(a)
+    if c0 >= 0 and a > 0:
+        return float(c0), float(a)
+    a0 = float(g @ y) / float(g @ g)
+    flat = float(np.mean(y))
+    if a0 > 0 and np.sum((a0 * g - y) ** 2) < np.sum((y - flat) ** 2):
+        return 0.0, a0
+    return flat, 0.0
 
 
 def fit_power_model(
@@ -211,7 +224,10 @@ def fit_power_model(
     if free.sum() < 3:
         cap = np.zeros_like(cap)
         free = ~cap
-    p_max = float(np.mean(p[cap])) if cap.any() else math.inf
+    # P_max is the least-squares constant of the capped points, bounded below by the highest
+    # unclipped point (a cap under a point measured without it would clip that point): the
+    # bounded estimate of a constant is the unbounded one moved onto the bound
+    p_max = max(float(np.mean(p[cap])), float(np.max(p[free]))) if cap.any() else math.inf
 
     f_scale, p_scale = float(f.max()), float(p.max())
     x, y = f[free] / f_scale, p[free] / p_scale
@@ -238,9 +254,11 @@ def fit_power_model(
         raise CalibrationError("power does not rise with clock: no CMOS power model fits", raw)
     _, c0, a, r, b = best
 
-    # 2. refine all parameters together. A ridge below the lowest probe is no ridge the data
-    # can tell from the lowest probe itself (V = 1 + b·(f - r) is then c·(1 + b/c·(f - f_min))
-    # at every probe, and c² goes into alpha), so the lowest probe bounds it.
+    # 2. refine all parameters together, within the physical region: idle power >= 0,
+    # alpha >= 0 (0 is no CMOS law: refused below), the ridge within the probed clocks. A
+    # ridge below the lowest probe is no ridge the data can tell from the lowest probe itself
+    # (V = 1 + b·(f - r) is then c·(1 + b/c·(f - f_min)) at every probe, and c² goes into
+    # alpha), so the lowest probe bounds it.
     def model(params, xs):
         c, aa, rr, bb = params
         return formulas.power_w(xs, c, aa, rr, bb)
@@ -248,13 +266,15 @@ def fit_power_model(
     def sse(params) -> float:
         return float(np.sum((model(params, x) - y) ** 2))
 
-    lower = [-np.inf, 0.0, float(x.min()), 0.0]
+    lower = [0.0, 0.0, float(x.min()), 0.0]
     upper = [np.inf, np.inf, 1.0, np.inf]
     start = np.clip([c0, a, r, b], lower, upper)
     sol = least_squares(lambda q: model(q, x) - y, start, bounds=(lower, upper), method="trf")
     # TRF does not end above its start in practice; keep whichever is better all the same
     params = min((sol.x, start), key=sse)
     c0, a, r, b = (float(v) for v in params)
+    if not a > 0:
+        raise CalibrationError("power does not rise with clock: no CMOS power model fits", raw)
 
     # 3. uncertainties from the Jacobian (normalised -> physical units)
     resid = model(params, x) - y
@@ -323,23 +343,43 @@ def _ridge_scan(x: np.ndarray, *extra: float) -> np.ndarray:
 
 def _slope_candidates(x: np.ndarray, y: np.ndarray, r: float):
     """(SSE, slope) of every candidate for the best fit of y = c0 + a·x·V² with the ridge held
-    at ``r`` (normalised units), a > 0 and slope b >= 0, the linear c0 and a solved exactly.
+    at ``r`` (normalised units), c0 >= 0, a > 0 and slope b >= 0, the linear c0 and a solved
+    exactly.
 
-    With d = max(0, x - r) and centred sums S, the fit's explained sum of squares is
-    N(b)²/D(b), N = S(g·y) quadratic and D = S(g·g) quartic in b (g = x + 2b·x·d + b²·x·d²).
-    Its maximum over b >= 0 lies at b = 0, at a real positive root of the quintic
-    2·N'·D - N·D' = 0, or at b -> inf (slope ``math.inf``). Only candidates with N > 0
-    (a > 0) count; none: no fit (no candidates)."""
-    from numpy.polynomial import polynomial as poly
-
+    The best fit has c0 > 0 (then it is a stationary point of the fit with c0 free) or c0 = 0
+    (a stationary point of the fit through the origin), so the candidates are those of both
+    families (:func:`_ratio_candidates`): the free family's where its c0 >= 0, the origin
+    family's where it fits better than the flat line (otherwise the best fit at that slope
+    is a = 0, no CMOS law; that family is only needed when the free family's best has
+    c0 < 0). Every candidate is a feasible fit, so the least of them is the least SSE.
+    None: no fit (no candidates)."""
     d = np.maximum(0.0, x - r)
     basis = np.stack([x, 2.0 * x * d, x * d * d])  # g = basis[0] + b·basis[1] + b²·basis[2]
-    basis = basis - basis.mean(axis=1, keepdims=True)
-    yc = y - y.mean()
-    syy = float(yc @ yc)
-    gy = basis @ yc
+    mean_g = basis.mean(axis=1)
+    y_mean = float(y.mean())
+    syy = float(np.sum((y - y_mean) ** 2))
+    free = _ratio_candidates(basis - mean_g[:, None], y - y_mean, mean_g)
+    found = [(sse, b) for sse, b, a_mean_g in free if y_mean - a_mean_g >= 0.0]  # c0 >= 0
+    if found and min(c[0] for c in found) <= min(c[0] for c in free):
+        return found  # the free family's best has c0 >= 0: no bounded fit does better
+    found += [(sse, b) for sse, b, _ in _ratio_candidates(basis, y, None) if sse < syy]
+    return found
+
+
+def _ratio_candidates(basis: np.ndarray, y: np.ndarray, mean_g: Optional[np.ndarray]):
+    """(SSE, slope, a·mean(g)) of every stationary slope of the one-term fit y ≈ a·g(b), with
+    g = basis[0] + b·basis[1] + b²·basis[2] (centred sums when ``mean_g`` is given: the fit
+    with an intercept; raw sums without: the fit through the origin), a > 0, b >= 0.
+
+    Its explained sum of squares is N(b)²/D(b), N = S(g·y) quadratic and D = S(g·g) quartic
+    in b. Its maximum over b >= 0 lies at b = 0, at a real positive root of the quintic
+    2·N'·D - N·D' = 0, or at b -> inf (slope ``math.inf``). Only candidates with N > 0 (a > 0)
+    count. ``a·mean(g)`` (0 without ``mean_g``) gives the intercept c0 = mean(y) - a·mean(g)."""
+    from numpy.polynomial import polynomial as poly
+
+    syy = float(y @ y)
+    num = basis @ y  # N(b) = num[0] + num[1]·b + num[2]·b²
     gg = basis @ basis.T
-    num = gy  # N(b) = gy[0] + gy[1]·b + gy[2]·b²
     power = np.arange(len(num))  # D(b) = sum of gg[i, j]·b^(i + j)
     den = np.bincount(np.add.outer(power, power).ravel(), weights=gg.ravel())
     stationary = poly.polysub(
@@ -355,9 +395,12 @@ def _slope_candidates(x: np.ndarray, y: np.ndarray, r: float):
     for b in slopes:
         n_b = float(poly.polyval(b, num))
         if n_b > 0:  # then D(b) > 0 too (Cauchy-Schwarz: N² <= D·S(y·y))
-            found.append((max(syy - n_b * n_b / float(poly.polyval(b, den)), 0.0), b))
-    if num[2] > 0:  # b -> inf: N/b² -> S(x·d²·y), D/b⁴ -> S((x·d²)²)
-        found.append((max(syy - num[2] * num[2] / den[4], 0.0), math.inf))
+            d_b = float(poly.polyval(b, den))
+            a_mean_g = 0.0 if mean_g is None else n_b / d_b * float(poly.polyval(b, mean_g))
+            found.append((max(syy - n_b * n_b / d_b, 0.0), b, a_mean_g))
+    if num[2] > 0:  # b -> inf: N/b² -> S(x·d²·y), D/b⁴ -> S((x·d²)²), a·b² -> N/D·b²
+        a_mean_g = 0.0 if mean_g is None else num[2] / den[4] * float(mean_g[2])
+        found.append((max(syy - num[2] * num[2] / den[4], 0.0), math.inf, a_mean_g))
     return found
 
 

@@ -18,16 +18,19 @@ import datetime as _dt
 import math
 import platform
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from governor._compat import json_loads
 from governor._version import __version__
 from governor.devices.base import Device
 from governor.errors import ProfileError
 from governor.paths import shipped_profiles_dir
-from governor.profiles.schema import check_calibrated, check_clocks_for
+from governor.profiles.schema import check_calibrated, check_clocks_for, salvage
 from governor.profiles.store import (
     SCHEMA_VERSION,
+    parse_profile,
     profile_paths,
     read_profile_file,
     user_profiles_dir,
@@ -42,6 +45,7 @@ __all__ = [
     "existing_profile",
     "find_profile",
     "fingerprint",
+    "invalid_profile",
     "list_profiles",
     "load_profile_for",
     "lookup_profile_for",
@@ -114,6 +118,13 @@ def _calibration_entry(result: Any, load: Dict[str, str], created: str) -> Dict[
     }
 
 
+def _workload_key(load: Dict[str, str]) -> str:
+    """The ``workloads`` entry a calibration with ``load`` writes."""
+    if load.get("kind") == "command":
+        return "command:" + load.get("name", "")
+    return load.get("kind", "builtin")
+
+
 def build_profile(
     device: Device, result: Any, load: Dict[str, str], existing: Optional[Dict[str, Any]] = None
 ) -> Dict[str, Any]:
@@ -122,11 +133,7 @@ def build_profile(
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     doc: Dict[str, Any] = dict(existing or {})
     workloads = dict(doc.get("workloads") or {})
-    key = (
-        load.get("kind", "builtin")
-        if load.get("kind") != "command"
-        else "command:" + load.get("name", "")
-    )
+    key = _workload_key(load)
     workloads[key] = _calibration_entry(result, load, created)
     primary = workloads.get("builtin") or workloads[key]
     doc.update(
@@ -262,40 +269,152 @@ def check_profile_for(doc: Dict[str, Any], device: Device, path: Any = None) -> 
     return doc
 
 
-def save_calibration(device: Device, result: Any, load: Dict[str, str]) -> Path:
-    """Write (or update) the user's profile of ``device`` with ``result``. Returns its path."""
-    user_path = profile_paths(board_key(device))[0]
-    existing = existing_profile(device)
-    return write_profile_file(user_path, build_profile(device, result, load, existing))
+def save_calibration(
+    device: Device, result: Any, load: Dict[str, str], notes: Optional[List[str]] = None
+) -> Path:
+    """Write (or update) the user's profile of ``device`` with ``result``. Returns its path.
 
-
-def existing_profile(device: Device) -> Optional[Dict[str, Any]]:
-    """The user's profile of ``device``'s board that a new calibration merges into: None when
-    there is none or it was made on another board (or on a simulation of it: replaced).
+    Merged into the existing profile (other loads' calibrations and tuning caches kept). An
+    existing profile that breaks the schema's rules is no dead end: its valid parts are
+    merged into, the old file is copied aside (``<board>.json.invalid-<UTC stamp>-<pid>``)
+    and one line saying so is appended to ``notes``.
 
     Raises:
-        ProfileError: the file is unreadable or malformed; nothing is merged into (or thrown
-            over) it until it is fixed or removed, which the message says.
+        ProfileError: the existing file is unreadable or of a newer schema (nothing written),
+            or the new document breaks a rule (a bug; nothing written).
+    """
+    user_path = profile_paths(board_key(device))[0]
+    base = _merge_base(device, _workload_key(load))
+    doc = build_profile(device, result, load, base.doc)
+    aside = _copy_aside(user_path) if base.problem else None
+    try:
+        write_profile_file(user_path, doc)
+    except ProfileError:
+        if aside is not None:
+            aside.unlink()
+        raise
+    if aside is not None and notes is not None:
+        notes.append(base.describe(aside, _workload_key(load)))
+    return user_path
+
+
+@dataclass(frozen=True)
+class _MergeBase:
+    """What a calibration merges into: ``doc`` (None: start afresh) and, for a profile that
+    broke a rule, the ``problem`` and the parts ``dropped``."""
+
+    doc: Optional[Dict[str, Any]]
+    problem: Optional[str] = None
+    dropped: Tuple[str, ...] = ()
+
+    def describe(self, aside: Path, replaced: str) -> str:
+        """One line: what was wrong, where the old file went, what the new one kept from it
+        (other loads' calibrations than the ``replaced`` one, tuning caches)."""
+        doc = self.doc or {}
+        kept = sorted(
+            [f"workloads.{k}" for k in doc.get("workloads") or {} if k != replaced]
+            + [f"tuning.{k}" for k in doc.get("tuning") or {}]
+        )
+        return (
+            f"{self.problem}; set it aside as {aside.name} and wrote a new one"
+            + (f" keeping {', '.join(kept)}" if kept else "")
+            + (f" (left out: {', '.join(self.dropped)})" if self.dropped else "")
+        )
+
+
+def _copy_aside(path: Path) -> Path:
+    """Copy ``path`` beside itself with a UTC timestamp, before it is replaced."""
+    import os
+    import shutil
+
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.name}.invalid-{stamp}-{os.getpid()}")
+    shutil.copyfile(str(path), str(aside))
+    return aside
+
+
+def _merge_base(device: Device, replacing: str = "") -> _MergeBase:
+    """The user's profile of ``device``'s board as a calibration finds it (see
+    :func:`existing_profile`); a file that is not a profile (not JSON, not an object) leaves
+    nothing to keep, one that breaks a rule keeps the parts that do not (schema.salvage).
+    ``replacing``: the ``workloads`` entry the calibration writes.
+
+    Raises:
+        ProfileError: the file cannot be read, or is of a newer schema than this governor's.
     """
     user_path = profile_paths(board_key(device))[0]
     if not user_path.exists():
-        return None
+        return _MergeBase(None)
     try:
-        existing = read_profile_file(user_path)
+        data = user_path.read_bytes()
+    except OSError as err:
+        raise _refusal(
+            ProfileError(f"cannot read profile: {err.strerror or err}", user_path)
+        ) from err
+    problem: Optional[str] = None
+    try:
+        existing: Any = parse_profile(data, user_path)
     except ProfileError as err:
-        refused = ProfileError(
-            f"{err}; fix or remove it to calibrate (it may hold other loads' calibrations "
-            "and tuning caches)"
-        )
-        refused.path = err.path
-        raise refused from None
-    theirs = existing.get("fingerprint")  # None: only tuning caches so far
+        problem = str(err)
+        try:
+            existing = json_loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, RecursionError, ValueError):
+            return _MergeBase(None, problem, ("the whole file",))
+    clocks = device.supported_clocks_mhz()
+    try:
+        kept, dropped = salvage(existing, clocks)
+    except ProfileError as newer:
+        raise _refusal(
+            ProfileError(str(newer).replace("profile (given)", "profile"), user_path)
+        ) from None
+    theirs = kept.get("fingerprint")  # None: only tuning caches so far
     if theirs and (
         theirs.get("model") != device.identity.model
         or (theirs.get("kind") == "sim") != (device.identity.kind == "sim")
     ):
-        return None  # another board's (or a simulation's) file: start afresh
-    return existing
+        # another board's (or a simulation's) file: start afresh (an invalid one set aside)
+        return _MergeBase(None, problem, ("the whole file",) if problem else ())
+    # a valid file made with another clock table: what lies outside this one is set aside,
+    # unless the new calibration replaces it anyway (the top level, the load calibrated)
+    replaced = ("the top-level calibration", f"workloads.{replacing}")
+    if problem is None and any(part not in replaced for part in dropped):
+        problem = (
+            f"profile {user_path}: {', '.join(dropped)} lie outside this device's clock "
+            f"table ({min(clocks):g}-{max(clocks):g} MHz)"
+        )
+    return _MergeBase(kept, problem, tuple(dropped))
+
+
+def _refusal(err: ProfileError) -> ProfileError:
+    refused = ProfileError(
+        f"{err}; fix or remove it to calibrate (it may hold other loads' calibrations "
+        "and tuning caches)"
+    )
+    refused.path = err.path
+    return refused
+
+
+def existing_profile(device: Device) -> Optional[Dict[str, Any]]:
+    """The user's profile of ``device``'s board that a new calibration merges into: None when
+    there is none or it was made on another board (or on a simulation of it: replaced). A
+    profile that breaks a rule gives its valid parts (:func:`save_calibration` then sets the
+    file aside).
+
+    Raises:
+        ProfileError: the file is unreadable or of a newer schema; nothing is merged into (or
+            thrown over) it until it is fixed or removed, which the message says.
+    """
+    return _merge_base(device).doc
+
+
+def invalid_profile(device: Device) -> Optional[str]:
+    """Why the user's profile of ``device``'s board breaks the schema (one line), or None
+    when it is valid or absent. A calibration replaces such a profile's invalid parts.
+
+    Raises:
+        ProfileError: the file is unreadable or of a newer schema.
+    """
+    return _merge_base(device).problem
 
 
 def list_profiles() -> List[Dict[str, Any]]:

@@ -44,7 +44,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from governor.errors import ProfileError
 
-__all__ = ["CLOCK_TOLERANCE_MHZ", "check_calibrated", "check_clocks_for", "check_document"]
+__all__ = [
+    "CLOCK_TOLERANCE_MHZ",
+    "check_calibrated",
+    "check_clocks_for",
+    "check_document",
+    "salvage",
+]
 
 #: how far (MHz) a profile's clock may lie outside a clock table's range (Jetson 1300.5 ...)
 CLOCK_TOLERANCE_MHZ = 0.5
@@ -474,6 +480,117 @@ def check_document(doc: Any, path: Any = None) -> Dict[str, Any]:
     if "provenance" in doc:
         c.obj(doc["provenance"], "provenance")
     return doc
+
+
+#: the top-level fields of a calibration: a copy of the primary load's entry, which a new
+#: calibration writes afresh (governor.profiles.profile.build_profile)
+_TOP_CALIBRATION = (
+    "method",
+    "ppw_optimal_clock_mhz",
+    "ridge_clock_mhz",
+    "predicted_optimum_mhz",
+    "optimum_interval",
+    "idle_power_w",
+    "device_time_s",
+    "power_model",
+    "time_model",
+    "probes",
+    "load",
+    "notes",
+    "warnings",
+    "created",
+    "device_uri",
+)
+
+
+def _passes(check: Any, *args: Any) -> bool:
+    """Whether ``check(*args)`` (a :class:`_Checker` method) finds no rule broken."""
+    try:
+        check(*args)
+    except ProfileError:
+        return False
+    return True
+
+
+def salvage(doc: Any, clocks_mhz: Sequence[float]) -> Tuple[Dict[str, Any], List[str]]:
+    """The parts of a profile that break no rule, for a calibration to merge into when the
+    whole document does not pass :func:`check_document`: ``(kept, dropped)``, ``dropped``
+    naming what was left out (``workloads.memory``, ``tuning.tiles.gemm/single``,
+    ``the top-level calibration``, ...).
+
+    Parts are checked one by one, each as the reader would check it in a profile made on a
+    board with ``clocks_mhz`` (the board being calibrated): each ``workloads`` entry, each
+    ``tuning`` entry, ``fingerprint``, ``provenance``, and the top-level calibration as a
+    whole (which the new calibration writes afresh anyway). Fields no rule covers are kept.
+    A ``schema_version`` newer than this governor's is not salvaged: ProfileError.
+
+    Raises:
+        ProfileError: the document is of a newer schema.
+    """
+    if not isinstance(doc, dict):
+        return {}, ["the whole document"]
+    version = doc.get("schema_version", SCHEMA_VERSION)
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        check_document({"schema_version": version})  # raises: newer than understood
+    c = _Checker(None)
+    table = list(clocks_mhz) or None
+    kept: Dict[str, Any] = {}
+    dropped: List[str] = []
+    for key, value in doc.items():
+        if key in _TOP_CALIBRATION or key == "schema_version":
+            continue
+        if key == "workloads":
+            entries = value if isinstance(value, dict) else {}
+            if not isinstance(value, dict):
+                dropped.append("workloads")
+            good = {}
+            for name, entry in entries.items():
+                if _passes(c.workloads, {name: entry}, table):
+                    good[name] = entry
+                else:
+                    dropped.append(f"workloads.{_key(name)}")
+            kept["workloads"] = good
+        elif key == "tuning":
+            sections = value if isinstance(value, dict) else {}
+            if not isinstance(value, dict):
+                dropped.append("tuning")
+            tuning: Dict[str, Any] = {}
+            for section, entries in sections.items():
+                if not isinstance(entries, dict):
+                    dropped.append(f"tuning.{_key(section)}")
+                    continue
+                good = {}
+                for name, entry in entries.items():
+                    if _passes(c.tuning, {section: {name: entry}}):
+                        good[name] = entry
+                    else:
+                        dropped.append(f"tuning.{_key(section)}.{_key(name)}")
+                tuning[section] = good
+            kept["tuning"] = tuning
+        elif key == "fingerprint":
+            if _passes(c.fingerprint, value, "fingerprint"):
+                kept[key] = value
+            else:
+                dropped.append("fingerprint")
+        elif key == "provenance":
+            if isinstance(value, dict):
+                kept[key] = value
+            else:
+                dropped.append("provenance")
+        elif key == "board":
+            if isinstance(value, str) and value:
+                kept[key] = value
+            else:
+                dropped.append("board")
+        else:
+            kept[key] = value
+    top = {k: doc[k] for k in _TOP_CALIBRATION if k in doc}
+    if top and _passes(c.calibration, top, "", table):
+        kept.update(top)
+    elif top:
+        dropped.append("the top-level calibration")
+    kept["schema_version"] = SCHEMA_VERSION
+    return kept, dropped
 
 
 def check_calibrated(doc: Dict[str, Any], path: Any = None) -> Dict[str, Any]:

@@ -87,11 +87,29 @@ def read_profile_file(path: Path) -> Dict[str, Any]:
 
 
 def write_profile_file(path: Path, doc: Dict[str, Any]) -> Path:
-    """Write ``doc`` to ``path`` atomically, pretty-printed. Returns the path."""
+    """Write ``doc`` to ``path`` atomically, pretty-printed. Returns the path.
+
+    ``doc`` is first checked by the rules the reader applies (:func:`check_document`), so
+    governor never writes a profile it would refuse to read; the file on disk is then left
+    as it was.
+
+    Raises:
+        ProfileError: ``doc`` breaks a rule (a bug in the code that built it: the message says
+            so, one line naming the file and the field).
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     doc = dict(doc)
     doc.setdefault("schema_version", SCHEMA_VERSION)
+    try:
+        check_document(doc, path)
+    except ProfileError as err:
+        refused = ProfileError(
+            f"refusing to write an invalid {err} (a bug in governor: please report it; the "
+            "file was left as it was)"
+        )
+        refused.path = path
+        raise refused from None
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=2, sort_keys=False)

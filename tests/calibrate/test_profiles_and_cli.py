@@ -129,8 +129,9 @@ def test_corrupt_profile_names_the_file(capsys, tmp_path, monkeypatch):
     bad.write_text('{"schema_version": 99, "board": "t4"}')
     with pytest.raises(ProfileError, match="newer"):
         find_profile("t4")
-    # calibrating neither merges into a malformed file nor throws it away: it says so, and
-    # works once the file is fixed or removed
+    # calibrating neither merges into a newer governor's file nor sets it aside: it says so,
+    # and works once the file is removed (an invalid one it replaces:
+    # tests/profiles/test_invalid_profile_calibrate.py)
     code, out, err = run(["calibrate", "--device", "sim:t4", "--json"], capsys)
     assert code == 1 and "fix or remove it" in err and str(bad) in err
     assert "newer" in json.loads(out)["error"] and "Traceback" not in err
