@@ -35,23 +35,19 @@ from governor.runtime import policies as _policies
 from governor.runtime.controllers import (
     Controller,
     Observation,
-    OnlinePpwController,
-    PriorPpwController,
-    StaticController,
     Tick,
-    make_controller,
 )
 from governor.runtime.exit_hooks import ExitHooks
 from governor.runtime.kernel_config import KernelConfigFollower
 from governor.runtime.model import ClockModel, model_for_device
+from governor.runtime.ppw_store import governed_controller, keep_online_ppw
 from governor.runtime.telemetry import Telemetry
 from governor.runtime.tuning_cache import (
     Cached,
     cached_block_size_for,
     cached_tiles_for,
-    load_online_ppw,
-    save_online_ppw,
 )
+from governor.runtime.watch import DeviceWatch
 
 __all__ = ["Cached", "Governor"]
 
@@ -133,14 +129,7 @@ class Governor:
         self._steps = 0
         self._telemetry = Telemetry(device, self.model, fail_limit)
         self._changes = 0
-        self._errors: List[str] = []
-        #: why the device stopped answering for good (a GPU off the bus); None while it answers
-        self.lost: Optional[str] = None
-        #: what another program set the clock to while this governor held it (it then steps
-        #: back, see update()); None while nobody else writes it
-        self.overridden: Optional[str] = None
-        self._applied_range: Optional[Tuple[float, float]] = None
-        self._write_failing = False  # a clock write failed and none has succeeded since
+        self._watch = DeviceWatch(device, self._note)
         self._exit_hooks = ExitHooks(self.stop, handle_signals)
         self._kernel_configs: Optional[KernelConfigFollower] = None  # made on first use
 
@@ -168,35 +157,13 @@ class Governor:
         return loaded.model
 
     def _make_controller(self) -> Controller:
-        """The controller of ``self.policy`` on ``self.model`` (an online PPW clock an
-        earlier run found is held at once, not searched again)."""
-        known = None
-        self._online_saved = False
-        searched = not self.model.fitted or self.model.prior
-        if isinstance(self.policy, _policies.MaxEfficiency) and searched:
-            known = load_online_ppw(self.device, self.policy.workload)
-        if known is not None:
-            self._online_saved = True
-            self._note(
-                f"PPW clock {known['clock_mhz']:g} MHz found online by an earlier run "
-                f"({known.get('probes', '?')} probes, {known.get('date', '?')}); "
-                "governor calibrate makes it exact"
-            )
-            return StaticController(self.model, float(known["clock_mhz"]))
-        controller = make_controller(
-            self.policy,
-            self.model,
-            interval_s=self.interval_s,
-            battery=self._battery,
-            energy_counter=self.device.capabilities.energy_counter,
+        """The controller of ``self.policy`` on ``self.model`` (see
+        :func:`~governor.runtime.ppw_store.governed_controller`)."""
+        controller, notes, self._online_saved = governed_controller(
+            self.policy, self.model, self.device, self.interval_s, self._battery
         )
-        if isinstance(controller, OnlinePpwController):
-            self._note("finding the PPW clock online: a few probes of the running load")
-        elif isinstance(controller, PriorPpwController):
-            self._note(
-                f"confirming the profile's PPW clock {self.model.ppw_clock_mhz:g} MHz on this "
-                "unit: a few probes of the running load around it"
-            )
+        for text in notes:
+            self._note(text)
         return controller
 
     def set_policy(self, policy: PolicyLike) -> None:
@@ -228,18 +195,11 @@ class Governor:
                 try:
                     self._set_clock(self.controller.initial_mhz(), urgent=True)
                 except GovernorError as err:
-                    self._write_failed(f"setting the new policy's first clock failed: {err}")
+                    self._watch.write_failed(f"setting the new policy's first clock failed: {err}")
 
     def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
-        try:
-            path = save_online_ppw(self.device, getattr(self.policy, "workload", None), result)
-        except (OSError, GovernorError) as err:
-            self._note(f"PPW clock {result['clock_mhz']:g} MHz found online; not kept: {err}")
-            return
-        self._note(
-            f"PPW clock {result['clock_mhz']:g} MHz found online after "
-            f"{result['found_after_s']:.0f} s ({result['probes']} probes); kept in {path}"
-        )
+        workload = getattr(self.policy, "workload", None)
+        self._note(keep_online_ppw(self.device, workload, result))
 
     def _note(self, text: str) -> None:
         self.notes.append(text)
@@ -305,8 +265,8 @@ class Governor:
                 self._observe(ticks)  # close the last interval before restoring
         except Exception as err:  # metering must never block the restore
             log.debug("final reading failed: %s", err)
-        if self._telemetry.lost is not None and self.lost is None:
-            self._lose(self._telemetry.lost)  # lost after the last control step
+        if self._telemetry.lost is not None and self._watch.lost is None:
+            self._watch.lose(self._telemetry.lost)  # lost after the last control step
         return self._restore_and_release()
 
     def _restore_and_release(self) -> Dict[str, Any]:
@@ -318,7 +278,7 @@ class Governor:
                     restored = self.device.release()  # this governor's layer only
         finally:
             self._applied = None
-            self._applied_range = None
+            self._watch.applied_range = None
             self._exit_hooks.remove()
         return restored
 
@@ -339,7 +299,7 @@ class Governor:
                 try:
                     self.update()
                 except Exception as err:  # the loop must outlive one bad period
-                    self._error(f"control step failed: {type(err).__name__}: {err}")
+                    self._watch.error(f"control step failed: {type(err).__name__}: {err}")
                 due = max(due + self.interval_s, now + self.interval_s * 0.5)
                 wait_s = 0.005 if clock.virtual else max(0.0, due - clock.now_s())
             else:
@@ -367,16 +327,16 @@ class Governor:
 
     def update(self) -> None:
         """One control step at the device clock's present time."""
-        if not self._running or self.lost is not None or self.overridden is not None:
+        if not self._running or self._watch.hands_off:
             return  # a lost device is left alone, and so is one another program took over
         with self._dev_lock:
             with self._tick_lock:
                 ticks, self._ticks = self._ticks, []
             obs = self._observe(ticks)
             if self._telemetry.lost is not None:
-                self._lose(self._telemetry.lost)
+                self._watch.lose(self._telemetry.lost)
                 return
-            if self._taken_over():
+            if self._watch.taken_over():
                 return
             if obs is None:
                 with self._tick_lock:  # not a period yet: keep them for the next one
@@ -393,10 +353,10 @@ class Governor:
             try:
                 self._set_clock(target, urgent=urgent)
             except DeviceLostError as err:
-                self._lose(str(err))
+                self._watch.lose(str(err))
                 return
             except GovernorError as err:
-                self._write_failed(f"setting {target:g} MHz failed: {err}")
+                self._watch.write_failed(f"setting {target:g} MHz failed: {err}")
             result = self.controller.result
             if result is not None and not self._online_saved:
                 self._online_saved = True
@@ -414,67 +374,25 @@ class Governor:
         if raising and not urgent and now - self._last_change_s < self.min_dwell_s - 1e-9:
             return  # rate limit: upward moves wait; downward ones never do
         lo, hi = self.device.lock_gpu_clocks(clock_mhz)
-        if self._write_failing:
-            self._write_failing = False
-            log.warning("%s: setting the clock works again (%g MHz)", self.device.uri, lo)
+        self._watch.wrote(lo, hi)
         self._applied = lo
-        self._applied_range = (lo, hi)
         self._last_change_s = now
         self._changes += 1
         self._telemetry.changes_since_reading = True
         if self._kernel_configs is not None:
             self._kernel_configs.clock_changed(self._applied)
 
-    def _taken_over(self) -> bool:
-        """Whether another program (``jetson_clocks``, ``nvpmodel``, a second tool) changed
-        the GPU clock this governor holds. The rule is to step back: say so once, stop
-        changing the clock, and leave that program's setting in place at the end (the clock
-        is dropped from this run's journal layer). Fighting it would flip the clock every
-        period. Devices that cannot read their lock back (NVML) are not checked; a maximum
-        that only went down is taken for a thermal cap, not another writer."""
-        held = self._applied_range
-        if held is None or "gpu_clocks" in self.device.READ_BLIND:
-            return False
-        try:
-            now = self.device.state().gpu_clocks_mhz
-        except GovernorError:
-            return False  # an unreadable state is the telemetry's concern, not a takeover
-        tol = self.device.CLOCK_TOLERANCE_MHZ
-        # A lower maximum alone is not a takeover: devfreq's max_freq reads back the
-        # effective limit, which a thermal or PM QoS cap lowers without anyone writing it.
-        if now is None or (abs(now[0] - held[0]) <= tol and now[1] <= held[1] + tol):
-            return False
-        self.overridden = f"{now[0]:g}-{now[1]:g} MHz"
-        self.device.leave_to_others("gpu_clocks")
-        self._note(
-            f"another program set the GPU clock to {self.overridden} while governor held "
-            f"{held[0]:g}-{held[1]:g} MHz; governor steps back: it stops changing the clock "
-            "and leaves that setting in place"
-        )
-        return True
+    @property
+    def lost(self) -> Optional[str]:
+        """Why the device stopped answering for good (a GPU off the bus); None while it
+        answers. The governor then leaves it alone; the app's work goes on."""
+        return self._watch.lost
 
-    def _lose(self, why: str) -> None:
-        """The device is gone: stop changing it (said once); the app's work goes on, and
-        ``stop()`` still tries the restore, which keeps the journal if it fails."""
-        self.lost = why
-        self._note(f"{why}; governor stopped changing it")
-
-    def _write_failed(self, text: str) -> None:
-        """A clock write refused (devfreq's EBUSY/EINVAL, a driver error): kept in
-        ``status()["errors"]`` each time, logged once until a write succeeds again; the next
-        period tries again."""
-        if self._write_failing:
-            self._errors.append(text)
-            del self._errors[:-10]
-            log.debug("%s: %s", self.device.uri, text)
-            return
-        self._write_failing = True
-        self._error(text + " (tried again each period; said once until it works)")
-
-    def _error(self, text: str) -> None:
-        log.error("%s: %s", self.device.uri, text)
-        self._errors.append(text)
-        del self._errors[:-10]
+    @property
+    def overridden(self) -> Optional[str]:
+        """What another program set the clock to while this governor held it (it then steps
+        back); None while nobody else writes it."""
+        return self._watch.overridden
 
     # -- the app's side ------------------------------------------------------------------
     def tick(self, units: float = 1.0, busy_s: Optional[float] = None) -> None:
@@ -519,7 +437,7 @@ class Governor:
         """Energy, duration, mean power and mean clock measured over the run so far."""
         doc = self._telemetry.meter.to_dict()
         doc["policy"] = self.policy.name
-        doc["device_lost"] = self.lost
+        doc["device_lost"] = self._watch.lost
         doc.update(self.device.fault_counts())
         return doc
 
@@ -536,8 +454,8 @@ class Governor:
             "power_w": telemetry.power_last,
             "safe_hold": telemetry.safe_hold,
             "safe_hold_reason": telemetry.safe_reason,
-            "device_lost": self.lost,
-            "overridden_by_other": self.overridden,
+            "device_lost": self._watch.lost,
+            "overridden_by_other": self._watch.overridden,
             "telemetry_failures": telemetry.failures_total,
             "steps": self._steps,
             "clock_changes": self._changes,
@@ -545,7 +463,7 @@ class Governor:
             "model": self.model.to_dict(),
             "profile_path": self.profile_path,
             "notes": list(self.notes),
-            "errors": list(self._errors),
+            "errors": list(self._watch.errors),
         }
         doc.update(self.controller.status())
         doc.update(
