@@ -16,11 +16,7 @@ The profiles are calibrated by this checkout (the same for both trees of an A/B)
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,27 +69,16 @@ def main() -> None:
         sys.exit(f"check_battery_decisions: {args.tree} holds no governor package")
     if not args.duration_s >= 10.0:
         sys.exit("check_battery_decisions: --duration-s must be at least 10")
-    # as bench_runtime.py: no stored state or profile of this machine's user is read
-    os.environ.setdefault("GOVERNOR_STATE_DIR", tempfile.mkdtemp(prefix="governor-bench-state-"))
-    os.environ.setdefault("GOVERNOR_DATA_DIR", tempfile.mkdtemp(prefix="governor-bench-data-"))
-    sys.path.insert(0, str(REPO / "scripts"))
-    from bench_runtime import calibrated
+    from decision_harness import run_missions
 
-    from governor.devices.sim.catalog import board_names
-
-    boards = [b for b in args.boards.split(",") if b] or list(board_names())
-    unknown = [b for b in boards if b not in board_names()]
-    if unknown:
-        sys.exit(f"check_battery_decisions: unknown boards {', '.join(unknown)}")
-    with tempfile.TemporaryDirectory(prefix="governor-decisions-") as tmp:
-        profiles = os.path.join(tmp, "profiles.json")
-        with open(profiles, "w") as f:
-            json.dump({b: calibrated(b) for b in boards}, f)
-        env = dict(os.environ, PYTHONHASHSEED="0")
-        cmd = [sys.executable, "-c", CHILD, str(args.tree), str(REPO / "scripts"), profiles]
-        done = subprocess.run(cmd + [repr(args.duration_s)], env=env)
-        if done.returncode:
-            sys.exit(f"check_battery_decisions: the missions failed in {args.tree} (above)")
+    run_missions(
+        "check_battery_decisions",
+        args.tree,
+        args.boards,
+        lambda profiles: (
+            [CHILD, str(args.tree), str(REPO / "scripts"), profiles] + [repr(args.duration_s)]
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -36,11 +36,7 @@ profiles (two missions' worth of time per board is the rest).
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -159,28 +155,15 @@ def main() -> None:
             f"check_decisions: unknown policies {', '.join(unknown)}; "
             f"choose from {', '.join(POLICIES)}"
         )
-    # as bench_runtime.py: no stored state or profile of this machine's user is read
-    os.environ.setdefault("GOVERNOR_STATE_DIR", tempfile.mkdtemp(prefix="governor-bench-state-"))
-    os.environ.setdefault("GOVERNOR_DATA_DIR", tempfile.mkdtemp(prefix="governor-bench-data-"))
-    sys.path.insert(0, str(REPO / "scripts"))
-    from bench_runtime import calibrated
+    from decision_harness import run_missions
 
-    from governor.devices.sim.catalog import board_names
-
-    boards = [b for b in args.boards.split(",") if b] or list(board_names())
-    unknown = [b for b in boards if b not in board_names()]
-    if unknown:
-        sys.exit(f"check_decisions: unknown boards {', '.join(unknown)}")
-    with tempfile.TemporaryDirectory(prefix="governor-decisions-") as tmp:
-        profiles = os.path.join(tmp, "profiles.json")
-        with open(profiles, "w") as f:
-            json.dump({b: calibrated(b) for b in boards}, f)
-        env = dict(os.environ, PYTHONHASHSEED="0")
-        seconds = "default" if args.duration_s is None else repr(args.duration_s)
-        cmd = [sys.executable, "-c", CHILD, str(args.tree), profiles, ",".join(policies), seconds]
-        done = subprocess.run(cmd, env=env)
-        if done.returncode:
-            sys.exit(f"check_decisions: the missions failed in {args.tree} (above)")
+    seconds = "default" if args.duration_s is None else repr(args.duration_s)
+    run_missions(
+        "check_decisions",
+        args.tree,
+        args.boards,
+        lambda profiles: [CHILD, str(args.tree), profiles, ",".join(policies), seconds],
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_THREADS",
     "LaunchError",
     "LaunchPlan",
+    "block_threads",
     "find_template",
     "plan_launch",
     "static_shared_limit_bytes",
@@ -33,6 +34,12 @@ _STATIC_SHARED_BYTES = 48 * 1024
 
 class LaunchError(InvalidRequestError):
     """A configuration that cannot launch on the board; the message names limit and value."""
+
+
+def block_threads(thread_block: Tuple[int, int, int]) -> int:
+    """Threads in a thread block of shape ``(x, y, z)``."""
+    x, y, z = thread_block
+    return x * y * z
 
 
 @dataclass(frozen=True)
@@ -49,8 +56,7 @@ class LaunchPlan:
 
     @property
     def threads_per_block(self) -> int:
-        x, y, z = self.thread_block
-        return x * y * z
+        return block_threads(self.thread_block)
 
     def to_dict(self) -> Dict[str, Any]:
         return {

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from governor.errors import InvalidRequestError, ProfileError
-from governor.kernels.mapping import LaunchError, find_template
+from governor.kernels.mapping import LaunchError, block_threads, find_template
 
 __all__ = [
     "MEMORY_SHARE",
@@ -65,8 +65,7 @@ class KernelConfig:
 
     @property
     def threads_per_block(self) -> int:
-        x, y, z = self.thread_block
-        return x * y * z
+        return block_threads(self.thread_block)
 
     def to_dict(self) -> Dict[str, Any]:
         return {
