@@ -93,18 +93,23 @@ def select_kernel_tiles(kernel: str, board: str, precision: str = "double") -> T
     template = find_template(kernel)
     arch = board_arch(board)
     resources = _eatss_resources(board)
-    default = {loop: PPCG_DEFAULT_TILE for loop in template.loops}
-    if resources is None:
+
+    def ppcg_default(note: str) -> TileSelection:
         return TileSelection(
             kernel=kernel,
             board=board,
-            tiles=default,
+            tiles={loop: PPCG_DEFAULT_TILE for loop in template.loops},
             selector="ppcg-default",
             shared_fraction=0.0,
             warp_fraction=None,
             objective=None,
             precision=precision,
-            note=f"no EATSS resource set for {board}: PPCG's default tiles (32 per loop)",
+            note=note,
+        )
+
+    if resources is None:
+        return ppcg_default(
+            f"no EATSS resource set for {board}: PPCG's default tiles (32 per loop)"
         )
     for warp in WARP_FRACTIONS:
         best = None
@@ -135,14 +140,6 @@ def select_kernel_tiles(kernel: str, board: str, precision: str = "double") -> T
                     f"fraction {shared:g} ({precision})"
                 ),
             )
-    return TileSelection(
-        kernel=kernel,
-        board=board,
-        tiles=default,
-        selector="ppcg-default",
-        shared_fraction=0.0,
-        warp_fraction=None,
-        objective=None,
-        precision=precision,
-        note=f"no EATSS case for {template.eatss_kernel} fits {board}: PPCG's default tiles",
+    return ppcg_default(
+        f"no EATSS case for {template.eatss_kernel} fits {board}: PPCG's default tiles"
     )
