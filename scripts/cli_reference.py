@@ -2,12 +2,15 @@
 
 Run as a script it prints the reference as Markdown; loaded by MkDocs as a hook (mkdocs.yml,
 ``hooks:``) it replaces the marker line in docs/reference/cli.md with the same text at build
-time, so the published reference is always the installed commands' own help.
+time, so the published reference is always the installed commands' own help. As a hook it
+also tidies the API reference: the docstrings' Sphinx roles (``:class:`~a.b.C```), which
+mkdocstrings' Google style leaves as text, are shown as the code name alone (``C``).
 """
 
 from __future__ import annotations
 
 import enum
+import re
 import sys
 from typing import Any, Iterator, List, Tuple
 
@@ -115,6 +118,19 @@ def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
             raise ValueError(f"{PAGE} lost its marker line {MARKER!r}")
         return markdown.replace(MARKER, render())
     return markdown
+
+
+_ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj):<code>(~?)([\w.]+)</code>")
+
+
+def _role(match: re.Match[str]) -> str:
+    name = match.group(2).rsplit(".", 1)[-1] if match.group(1) else match.group(2)
+    return f"<code>{name}</code>"
+
+
+def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
+    """MkDocs hook: Sphinx roles in the rendered docstrings shown as plain code names."""
+    return _ROLE.sub(_role, html)
 
 
 if __name__ == "__main__":

@@ -185,3 +185,9 @@ def test_runtime_reference_lists_every_status_key(tmp_path, monkeypatch):
         dev.close()
         missing = sorted(k for k in keys if f"`{k}`" not in section)
         assert not missing, f"{spec['policy']}: {missing}"
+
+
+def test_sphinx_roles_in_docstrings_show_as_code_names():
+    mod = _reference()
+    html = "a :class:<code>~governor.devices.base.Device</code>, :func:<code>from_spec</code> b"
+    assert mod.on_page_content(html, page=None) == "a <code>Device</code>, <code>from_spec</code> b"
