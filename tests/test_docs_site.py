@@ -191,3 +191,17 @@ def test_sphinx_roles_in_docstrings_show_as_code_names():
     mod = _reference()
     html = "a :class:<code>~governor.devices.base.Device</code>, :func:<code>from_spec</code> b"
     assert mod.on_page_content(html, page=None) == "a <code>Device</code>, <code>from_spec</code> b"
+
+
+def test_runtime_reference_shows_the_governors_signature():
+    import inspect
+
+    from governor.runtime import Governor
+
+    params = []
+    for p in inspect.signature(Governor).parameters.values():
+        if p.kind is p.KEYWORD_ONLY and "*" not in params:
+            params.append("*")
+        params.append(p.name if p.default is p.empty else f"{p.name}={p.default!r}")
+    shown = f"`Governor({', '.join(params)})`"
+    assert shown in (DOCS / "runtime.md").read_text(encoding="utf-8")
