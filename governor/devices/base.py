@@ -433,7 +433,9 @@ class Device:
         instead). Returns the range applied, in MHz.
 
         Raises:
-            UnsupportedError, InvalidRequestError, DevicePermissionError.
+            UnsupportedError: the device cannot lock its GPU clock.
+            InvalidRequestError: a clock it does not support (``strict``), or min above max.
+            DevicePermissionError: this process may not change the clock.
         """
         self._require("lock_gpu_clocks", "locking the GPU clock")
         lo = self.snap_clock_mhz(min_mhz, strict=strict)
@@ -461,7 +463,9 @@ class Device:
         """Set the board power limit (W) within the device's range. Returns the limit set.
 
         Raises:
-            UnsupportedError, InvalidRequestError, DevicePermissionError.
+            UnsupportedError: the device has no settable power limit.
+            InvalidRequestError: a limit that is not a number or is outside the range.
+            DevicePermissionError: this process may not change the limit.
         """
         self._require("power_limit", "setting a power limit")
         value = _finite(power_w, "power limit")
