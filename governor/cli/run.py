@@ -161,6 +161,40 @@ def policy_spec(
     }
 
 
+#: The option that gives each policy field on the command line. ``--until`` ends a mission
+#: (the battery's hours from now, or a battery floor's ``until``); a field missing here
+#: (``energy_j``, ``margin``, ...) is the Python API's and daemon config's only.
+POLICY_FLAGS: Dict[str, str] = {
+    "policy": "--policy",
+    "cap_w": "--cap-w",
+    "battery_wh": "--battery-wh",
+    "hours": "--hours",
+    "duration_s": "--until",
+    "until": "--until",
+    "rate_hz": "--rate-hz",
+    "clock_mhz": "--clock",
+    "scope": "--scope",
+}
+
+
+def policy_from_options(spec: Dict[str, Any], flags: Optional[Dict[str, str]] = None) -> Any:
+    """The policy of ``spec`` (from :func:`policy_spec`); a spec that names no policy (a
+    required option missing, two that exclude each other, one of another policy) is a usage
+    error naming the options (``flags``, default :data:`POLICY_FLAGS`), exit code 2.
+
+    Raises:
+        OptionValueError: the options do not make a policy.
+        InvalidRequestError: a value out of range (the options' own checks catch most).
+    """
+    from governor.runtime import policies
+
+    names = POLICY_FLAGS if flags is None else flags
+    problem = policies.spec_problem(spec, names.get)
+    if problem is not None:
+        raise values.OptionValueError(problem)
+    return policies.from_spec(spec)
+
+
 def run_command(
     command: Annotated[List[str], typer.Argument(help="The command to run, after --.")],
     device: DeviceOpt = "auto",
@@ -237,17 +271,30 @@ def _validate(
 ) -> _RunPlan:
     """The policy, the battery it reads and the output streams, or a usage error, before
     anything runs or any device is touched."""
-    from governor.errors import InvalidRequestError
     from governor.runtime import policies
 
-    pol = policies.from_spec(spec)
+    usage = values.OptionValueError
+    pol = policy_from_options(spec)
+    if isinstance(pol, policies.Throughput):
+        raise usage(
+            "--policy throughput needs the app to report progress with gov.tick(); "
+            "use the Python API"
+        )
+    if kernel is not None:
+        from governor.kernels.mapping import find_template
+
+        if not isinstance(pol, policies.MaxEfficiency):
+            raise usage("--kernel goes with --policy ppw")
+        find_template(kernel)  # an unknown kernel is one line naming the known ones
+    if not command:
+        raise usage("no command to run: governor run [options] -- CMD ...")
     battery = None
     if isinstance(pol, policies.Battery):
         from governor.runtime.battery import find_battery
 
         battery = find_battery()  # the real battery, when the machine has one
         if battery is None and pol.budget_j is None:
-            raise InvalidRequestError(
+            raise usage(
                 "the battery policy needs --battery-wh: no battery found under "
                 "/sys/class/power_supply"
             )
@@ -256,18 +303,6 @@ def _validate(
                 f"governor: reading battery {battery.name} "
                 f"({battery.remaining_j() / 3600.0:.1f} Wh left)\n"
             )
-    if isinstance(pol, policies.Throughput):
-        raise InvalidRequestError(
-            "the throughput policy needs the app to report progress with gov.tick(); use the Python API"
-        )
-    if kernel is not None:
-        from governor.kernels.mapping import find_template
-
-        if not isinstance(pol, policies.MaxEfficiency):
-            raise InvalidRequestError("--kernel goes with --policy ppw")
-        find_template(kernel)  # an unknown kernel is one line naming the known ones
-    if not command:
-        raise InvalidRequestError("no command to run: governor run [options] -- CMD ...")
     if json_out and job_stdout is None:
         raise typer.BadParameter(
             "--json would mix the report with the job's output on stdout; write it to a file "
