@@ -344,25 +344,23 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
                 handle_signals=False,
                 battery=plan.battery,
             )
-            for text in gov.notes:
-                typer.echo(f"governor: {text}", err=True)
-            govs.append((gov, len(gov.notes)))
+            govs.append(_NoteEcho(gov))
         for dev in devs:
             if isinstance(dev, WorkloadDevice):  # a simulated board runs its compute load
                 dev.run_workload("compute")
                 stack.callback(dev.stop_workload)
         restore_failed: Dict[str, str] = {}
-        for gov, printed in govs:
-            gov.start()  # each takes its device; all are restored on the way out
-            stack.callback(_stop, gov, restore_failed)
-            for text in gov.notes[printed:]:  # found when it took the device
-                typer.echo(f"governor: {text}", err=True)
+        for echo in govs:
+            echo.gov.start()  # each takes its device; all are restored on the way out
+            stack.callback(_stop, echo.gov, restore_failed)
+            echo()  # what it found when it took the device
         if plan.out_stream is not None:
             stack.callback(plan.out_stream.close)
         code = _run_child(plan.command, stdout=plan.out_stream)
-        for gov, _ in govs:  # close the last interval at the job's exit: a job shorter than
-            _stop(gov, restore_failed)  # one period is metered from start to exit, not 0 J
-        reports = [(gov.device, gov.report()) for gov, _ in govs]
+        for echo in govs:  # close the last interval at the job's exit: a job shorter than
+            _stop(echo.gov, restore_failed)  # one period is metered from start to exit, not 0 J
+            echo()  # what it could not meet during the job (a budget run out, a cap too low)
+        reports = [(echo.gov.device, echo.gov.report()) for echo in govs]
     for dev, report in reports:
         if report["device_lost"] is not None:
             sys.stderr.write(
@@ -382,14 +380,29 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
             "board_energy_j": report["board_energy_j"],
             "device": dev.uri,
             "simulated": dev.identity.kind == "sim",
-            "notes": gov.notes,
+            "notes": echo.gov.notes,
+            "unmet": echo.gov.status()["unmet"],
             "device_lost": report["device_lost"],
             "restore_failed": restore_failed.get(dev.uri),
             "transient_retries": report["transient_retries"],
         }
-        for (dev, report), (gov, _) in zip(reports, govs)
+        for (dev, report), echo in zip(reports, govs)
     ]
     return code, docs
+
+
+class _NoteEcho:
+    """Says a governor's notes on stderr as they come, each once (call it to say the new)."""
+
+    def __init__(self, gov: Any) -> None:
+        self.gov = gov
+        self.said = 0
+        self()
+
+    def __call__(self) -> None:
+        for text in self.gov.notes[self.said :]:
+            typer.echo(f"governor: {text}", err=True)
+        self.said = len(self.gov.notes)
 
 
 def _stop(gov: Any, restore_failed: Dict[str, str]) -> None:
@@ -438,6 +451,7 @@ def _report(plan: _RunPlan, code: int, docs: List[Dict[str, Any]]) -> None:
             "device": ",".join(d["device"] for d in docs),
             "simulated": any(d["simulated"] for d in docs),
             "notes": [n for d in docs for n in d["notes"]],
+            "unmet": [n for d in docs for n in d["unmet"]],
             "device_lost": next((d["device_lost"] for d in docs if d["device_lost"]), None),
             "restore_failed": next(
                 (d["restore_failed"] for d in docs if d["restore_failed"]), None
