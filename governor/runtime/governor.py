@@ -450,7 +450,10 @@ class Governor:
         return doc
 
     def status(self) -> Dict[str, Any]:
-        """What the governor is doing now (plain data, JSON-ready)."""
+        """What the governor is doing now (plain data, JSON-ready). ``notes``: all it said
+        (a missing profile, the device's quirks, what it cannot meet); ``unmet``: those of
+        them that say what of the policy the board cannot do (a clock clamped or snapped, a
+        cap below its least power, a budget run out; see :mod:`governor.runtime.unmet`)."""
         telemetry = self._telemetry
         doc: Dict[str, Any] = {
             "device": self.device.uri,
