@@ -4,7 +4,14 @@
 lasts until ``governor reset --device URI`` (which also undoes a governor killed with
 ``kill -9``); a ``governor run`` started later returns to the applied state when it ends. A
 simulated board lives in the command's process: ``apply`` shows what it would set and says
-that nothing outlives the command. ``reset --all`` resets every device that has a journal.
+that nothing outlives the command (so there is nothing to reset). ``reset --all`` resets
+every device that has a journal.
+
+What cannot be applied as asked is said on stderr and in the JSON ``notes`` (exit code 0, the
+change is made): a clock between two supported clocks is snapped to the nearer, and ``ppw``
+on a board with no profile of its own sets a guessed clock (75 % of the top), labelled as a
+guess, with the command that calibrates the board. A clock outside the board's range, or a
+power limit outside its limits, is refused (exit 1) and nothing is changed.
 """
 
 from __future__ import annotations
@@ -99,13 +106,18 @@ def apply_command(
             parts.append(f"GPU clock {applied['gpu_clocks_mhz'][0]:g} MHz")
         if "power_limit_w" in applied:
             parts.append(f"power limit {applied['power_limit_w']:g} W")
-        typer.echo(
-            f"{doc['device']}: {', '.join(parts)} ({target or 'manual'}); undo with 'governor reset --device {doc['device']}'"
-        )
+        label = target or "manual"
+        if doc.get("guessed"):
+            label += ", a guess: no calibrated profile"
         if doc["simulated"]:
             typer.echo(
-                "note: a simulated board lives in this process; nothing outlives this command",
-                err=True,
+                f"{doc['device']}: {', '.join(parts)} ({label}) for this command only: a "
+                "simulated board lives in its process, so nothing outlives it or needs a reset"
+            )
+        else:
+            typer.echo(
+                f"{doc['device']}: {', '.join(parts)} ({label}); undo with "
+                f"'governor reset --device {doc['device']}'"
             )
 
 
@@ -115,8 +127,10 @@ def _apply_one(
     """Apply to one device, still holding it; returns its JSON document and the device (the
     caller keeps the change once every device took it, or closes it to restore it)."""
     from governor.errors import InvalidRequestError
+    from governor.runtime.unmet import clock_note
 
     notes = []
+    guessed = False
     dev = open_device(uri)
     try:
         # decide and validate everything before taking the device
@@ -126,10 +140,16 @@ def _apply_one(
         elif target == "ppw":
             clock_mhz, note = _ppw_clock(dev, workload, model_from_profile, fallback_model)
             if note:
+                guessed = True
+                note += f"; calibrate it once with 'governor calibrate --device {dev.uri}'"
                 notes.append(note)
                 typer.echo(f"governor: {note}", err=True)
         elif clock is not None:
-            clock_mhz = dev.snap_clock_mhz(clock)
+            clock_mhz = dev.snap_clock_mhz(clock)  # outside the range: refused
+            note = clock_note(clock, dev.supported_clocks_mhz(), dev.uri)
+            if note:
+                notes.append(note)
+                typer.echo(f"governor: {note}", err=True)
         if clock_mhz is not None and not dev.capabilities.lock_gpu_clocks:
             raise InvalidRequestError(f"{dev.uri} cannot lock its GPU clock")
         if power_limit is not None:
@@ -164,6 +184,7 @@ def _apply_one(
         "previous": previous,
         "simulated": simulated,
         "persists": not simulated,
+        "guessed": guessed,
         "notes": notes,
     }
     return doc, dev
@@ -215,6 +236,7 @@ def reset_command(
     from governor.devices.registry import open_device, resolve_uris
     from governor.devices.reset import reset_all
 
+    simulated = set()
     if all_devices:
         reports = reset_all()
     else:
@@ -223,6 +245,8 @@ def reset_command(
             dev = open_device(uri)
             try:
                 reports.append(reset_device(dev, command=_command_line("reset")))
+                if not dev.persistent_state:
+                    simulated.add(dev.uri)
             finally:
                 dev.close()
     failed = any(r["failed"] for r in reports)
@@ -238,6 +262,11 @@ def reset_command(
                 typer.echo(
                     f"{r['device']}: restored "
                     + ", ".join(f"{k}={v}" for k, v in r["restored"].items())
+                )
+            elif r["device"] in simulated and not r["failed"]:
+                typer.echo(
+                    f"{r['device']}: nothing to restore: a simulated board lives in one "
+                    "command's process and keeps nothing between commands"
                 )
             elif not r["failed"]:
                 typer.echo(f"{r['device']}: nothing to restore (no journal)")

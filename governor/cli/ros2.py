@@ -16,12 +16,14 @@ import typer
 
 from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
 from governor.cli.run import (
+    POLICY_FLAGS,
     BatteryOpt,
     CapOpt,
     ClockOpt,
     HoursOpt,
     IntervalOpt,
     RateOpt,
+    policy_from_options,
     policy_spec,
     quiet_runtime_log,
 )
@@ -102,6 +104,7 @@ def ros2_command(
         spec: Any = "none"
     else:
         spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock)
+        policy_from_options(spec, {k: v for k, v in POLICY_FLAGS.items() if v != "--until"})
     uris = resolve_uris(device)
     if len(uris) != 1:
         raise InvalidRequestError("governor ros2 governs one device; run one node per device")

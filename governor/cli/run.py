@@ -161,6 +161,40 @@ def policy_spec(
     }
 
 
+#: The option that gives each policy field on the command line. ``--until`` ends a mission
+#: (the battery's hours from now, or a battery floor's ``until``); a field missing here
+#: (``energy_j``, ``margin``, ...) is the Python API's and daemon config's only.
+POLICY_FLAGS: Dict[str, str] = {
+    "policy": "--policy",
+    "cap_w": "--cap-w",
+    "battery_wh": "--battery-wh",
+    "hours": "--hours",
+    "duration_s": "--until",
+    "until": "--until",
+    "rate_hz": "--rate-hz",
+    "clock_mhz": "--clock",
+    "scope": "--scope",
+}
+
+
+def policy_from_options(spec: Dict[str, Any], flags: Optional[Dict[str, str]] = None) -> Any:
+    """The policy of ``spec`` (from :func:`policy_spec`); a spec that names no policy (a
+    required option missing, two that exclude each other, one of another policy) is a usage
+    error naming the options (``flags``, default :data:`POLICY_FLAGS`), exit code 2.
+
+    Raises:
+        OptionValueError: the options do not make a policy.
+        InvalidRequestError: a value out of range (the options' own checks catch most).
+    """
+    from governor.runtime import policies
+
+    names = POLICY_FLAGS if flags is None else flags
+    problem = policies.spec_problem(spec, names.get)
+    if problem is not None:
+        raise values.OptionValueError(problem)
+    return policies.from_spec(spec)
+
+
 def run_command(
     command: Annotated[List[str], typer.Argument(help="The command to run, after --.")],
     device: DeviceOpt = "auto",
@@ -237,17 +271,30 @@ def _validate(
 ) -> _RunPlan:
     """The policy, the battery it reads and the output streams, or a usage error, before
     anything runs or any device is touched."""
-    from governor.errors import InvalidRequestError
     from governor.runtime import policies
 
-    pol = policies.from_spec(spec)
+    usage = values.OptionValueError
+    pol = policy_from_options(spec)
+    if isinstance(pol, policies.Throughput):
+        raise usage(
+            "--policy throughput needs the app to report progress with gov.tick(); "
+            "use the Python API"
+        )
+    if kernel is not None:
+        from governor.kernels.mapping import find_template
+
+        if not isinstance(pol, policies.MaxEfficiency):
+            raise usage("--kernel goes with --policy ppw")
+        find_template(kernel)  # an unknown kernel is one line naming the known ones
+    if not command:
+        raise usage("no command to run: governor run [options] -- CMD ...")
     battery = None
     if isinstance(pol, policies.Battery):
         from governor.runtime.battery import find_battery
 
         battery = find_battery()  # the real battery, when the machine has one
         if battery is None and pol.budget_j is None:
-            raise InvalidRequestError(
+            raise usage(
                 "the battery policy needs --battery-wh: no battery found under "
                 "/sys/class/power_supply"
             )
@@ -256,18 +303,6 @@ def _validate(
                 f"governor: reading battery {battery.name} "
                 f"({battery.remaining_j() / 3600.0:.1f} Wh left)\n"
             )
-    if isinstance(pol, policies.Throughput):
-        raise InvalidRequestError(
-            "the throughput policy needs the app to report progress with gov.tick(); use the Python API"
-        )
-    if kernel is not None:
-        from governor.kernels.mapping import find_template
-
-        if not isinstance(pol, policies.MaxEfficiency):
-            raise InvalidRequestError("--kernel goes with --policy ppw")
-        find_template(kernel)  # an unknown kernel is one line naming the known ones
-    if not command:
-        raise InvalidRequestError("no command to run: governor run [options] -- CMD ...")
     if json_out and job_stdout is None:
         raise typer.BadParameter(
             "--json would mix the report with the job's output on stdout; write it to a file "
@@ -309,25 +344,23 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
                 handle_signals=False,
                 battery=plan.battery,
             )
-            for text in gov.notes:
-                typer.echo(f"governor: {text}", err=True)
-            govs.append((gov, len(gov.notes)))
+            govs.append(_NoteEcho(gov))
         for dev in devs:
             if isinstance(dev, WorkloadDevice):  # a simulated board runs its compute load
                 dev.run_workload("compute")
                 stack.callback(dev.stop_workload)
         restore_failed: Dict[str, str] = {}
-        for gov, printed in govs:
-            gov.start()  # each takes its device; all are restored on the way out
-            stack.callback(_stop, gov, restore_failed)
-            for text in gov.notes[printed:]:  # found when it took the device
-                typer.echo(f"governor: {text}", err=True)
+        for echo in govs:
+            echo.gov.start()  # each takes its device; all are restored on the way out
+            stack.callback(_stop, echo.gov, restore_failed)
+            echo()  # what it found when it took the device
         if plan.out_stream is not None:
             stack.callback(plan.out_stream.close)
         code = _run_child(plan.command, stdout=plan.out_stream)
-        for gov, _ in govs:  # close the last interval at the job's exit: a job shorter than
-            _stop(gov, restore_failed)  # one period is metered from start to exit, not 0 J
-        reports = [(gov.device, gov.report()) for gov, _ in govs]
+        for echo in govs:  # close the last interval at the job's exit: a job shorter than
+            _stop(echo.gov, restore_failed)  # one period is metered from start to exit, not 0 J
+            echo()  # what it could not meet during the job (a budget run out, a cap too low)
+        reports = [(echo.gov.device, echo.gov.report()) for echo in govs]
     for dev, report in reports:
         if report["device_lost"] is not None:
             sys.stderr.write(
@@ -347,14 +380,29 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
             "board_energy_j": report["board_energy_j"],
             "device": dev.uri,
             "simulated": dev.identity.kind == "sim",
-            "notes": gov.notes,
+            "notes": echo.gov.notes,
+            "unmet": echo.gov.status()["unmet"],
             "device_lost": report["device_lost"],
             "restore_failed": restore_failed.get(dev.uri),
             "transient_retries": report["transient_retries"],
         }
-        for (dev, report), (gov, _) in zip(reports, govs)
+        for (dev, report), echo in zip(reports, govs)
     ]
     return code, docs
+
+
+class _NoteEcho:
+    """Says a governor's notes on stderr as they come, each once (call it to say the new)."""
+
+    def __init__(self, gov: Any) -> None:
+        self.gov = gov
+        self.said = 0
+        self()
+
+    def __call__(self) -> None:
+        for text in self.gov.notes[self.said :]:
+            typer.echo(f"governor: {text}", err=True)
+        self.said = len(self.gov.notes)
 
 
 def _stop(gov: Any, restore_failed: Dict[str, str]) -> None:
@@ -403,6 +451,7 @@ def _report(plan: _RunPlan, code: int, docs: List[Dict[str, Any]]) -> None:
             "device": ",".join(d["device"] for d in docs),
             "simulated": any(d["simulated"] for d in docs),
             "notes": [n for d in docs for n in d["notes"]],
+            "unmet": [n for d in docs for n in d["unmet"]],
             "device_lost": next((d["device_lost"] for d in docs if d["device_lost"]), None),
             "restore_failed": next(
                 (d["restore_failed"] for d in docs if d["restore_failed"]), None

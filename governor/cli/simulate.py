@@ -18,6 +18,7 @@ from governor.cli.run import (
     RateOpt,
     ScopeOpt,
     UntilOpt,
+    policy_from_options,
     policy_spec,
     quiet_runtime_log,
 )
@@ -92,6 +93,7 @@ def simulate_command(
     if battery_wh is not None and spec["hours"] is None and spec["until"] is None:
         if policy in ("battery", "throughput"):
             spec["duration_s"] = duration_s  # the mission is the simulated run
+    policy_from_options(spec)  # a missing or misplaced option names the option, exit 2
     doc = simulate(
         board,
         spec,

@@ -406,6 +406,7 @@ class GovernorNode(Node):
             except Exception as err:
                 error = f"telemetry failed: {err}"
             status = self.governor.status() if self.governor is not None else {}
+            self._note_all([f"{self.device.uri}: {text}" for text in status.get("notes", [])])
             if status.get("errors") and status["errors"] != self._seen_errors:
                 self._seen_errors = status["errors"]
                 error = error or status["errors"][-1]

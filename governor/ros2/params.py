@@ -156,7 +156,7 @@ def make_policy(values: Mapping[str, Any]) -> Tuple[Optional[policies.Policy], L
             text = str(err)
             if "unknown policy option" in text and "scope" in text:
                 notes.append(f"scope {scope!r} is kept but not supported by this runtime yet")
-            elif ("do not apply" in text or "battery floor" in text) and "scope" in text:
+            elif ("not apply" in text or "battery floor" in text) and "scope" in text:
                 notes.append(f"scope {scope!r} is kept but not used by the {name} policy")
             else:
                 raise

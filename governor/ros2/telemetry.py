@@ -107,8 +107,9 @@ def device_status(
 
     ``sample`` is a fresh :class:`~governor.devices.base.Sample` (None when reading failed,
     then ``error`` says why); ``status`` the governor's ``status()`` when one runs; ``policy``
-    its description. Level: ERROR when the device failed, WARN in safe hold or throttled,
-    else OK.
+    its description. Level: ERROR when the device failed, WARN in safe hold, throttled or
+    when the governor cannot meet the policy (``status["unmet"]``: a cap below the board's
+    least power, a budget run out, a clock clamped), else OK.
     """
     status = status or {}
     values: List[Tuple[str, str]] = [("policy", policy)]
@@ -138,6 +139,8 @@ def device_status(
     hold = bool(status.get("safe_hold"))
     reason = status.get("safe_hold_reason") or "telemetry failed"
     values.append(("safe hold", f"yes: {reason}" if hold else "no"))
+    unmet = list(status.get("unmet") or [])
+    values.append(("request not met", "; ".join(unmet) or "no"))
     values.extend(extra)
 
     throttled = sorted(set(reasons) & THROTTLING)
@@ -147,6 +150,8 @@ def device_status(
         level, message = WARN, f"safe hold: {reason}"
     elif throttled:
         level, message = WARN, f"throttled: {', '.join(throttled)}"
+    elif unmet:
+        level, message = WARN, unmet[-1]
     else:
         level, message = OK, (f"governing: {policy}" if policy != "none" else "not governing")
     return {

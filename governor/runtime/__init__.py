@@ -18,7 +18,10 @@ Who owns a device and its journal (locks, layers, ``reset``) is the device layer
 see :mod:`governor.devices.ownership` and docs/ownership.md.
 
 A missing profile is not an error: the governor falls back to a generic model (PPW clock
-guessed at 75 % of the top clock) and says so in ``status()["notes"]`` and on the log.
+guessed at 75 % of the top clock) and says so in ``status()["notes"]`` and on the log, naming
+``governor calibrate``. What the policy asks that the board cannot do (a clock clamped or
+snapped, a cap below its least power, a budget run out) is governed as near as it can and said
+once, in ``status()["notes"]`` and ``status()["unmet"]`` (see :mod:`governor.runtime.unmet`).
 Nothing here imports numpy or scipy.
 """
 

@@ -47,6 +47,7 @@ from governor.runtime.tuning_cache import (
     cached_block_size_for,
     cached_tiles_for,
 )
+from governor.runtime.unmet import UnmetWatch
 from governor.runtime.watch import DeviceWatch
 
 __all__ = ["Cached", "Governor"]
@@ -113,7 +114,9 @@ class Governor:
         self._profile_arg = profile
         self._battery = battery
         self._online_saved = False
+        self._unmet = UnmetWatch(device.uri, self._note)
         self.controller = self._make_controller()
+        self._unmet.new_policy(self.policy, self.model)
         if getattr(self.policy, "scope", None) == "board" and battery is None:
             self._note_unmetered_board()
         # run state
@@ -153,6 +156,8 @@ class Governor:
         self.profile_path = loaded.profile_path
         self.notes.extend(loaded.found_notes)
         for text in loaded.warnings:
+            if text == loaded.model.source and not loaded.model.fitted:
+                text += f"; calibrate it once with 'governor calibrate --device {self.device.uri}'"
             self._note(text)
         return loaded.model
 
@@ -191,6 +196,7 @@ class Governor:
             with self._tick_lock:
                 self._ticks = []  # progress under the old policy says nothing of the new
             self._telemetry.new_policy()  # a budget or a mission counts from here
+            self._unmet.new_policy(new, self.model)
             if self._running:
                 try:
                     self._set_clock(self.controller.initial_mhz(), urgent=True)
@@ -262,7 +268,8 @@ class Governor:
             with self._dev_lock:
                 with self._tick_lock:
                     ticks, self._ticks = self._ticks, []
-                self._observe(ticks)  # close the last interval before restoring
+                obs = self._observe(ticks)  # close the last interval before restoring
+                self._unmet.observe(obs, self.controller)
         except Exception as err:  # metering must never block the restore
             log.debug("final reading failed: %s", err)
         if self._telemetry.lost is not None and self._watch.lost is None:
@@ -357,6 +364,7 @@ class Governor:
                 return
             except GovernorError as err:
                 self._watch.write_failed(f"setting {target:g} MHz failed: {err}")
+            self._unmet.observe(obs, self.controller)
             result = self.controller.result
             if result is not None and not self._online_saved:
                 self._online_saved = True
@@ -442,7 +450,10 @@ class Governor:
         return doc
 
     def status(self) -> Dict[str, Any]:
-        """What the governor is doing now (plain data, JSON-ready)."""
+        """What the governor is doing now (plain data, JSON-ready). ``notes``: all it said
+        (a missing profile, the device's quirks, what it cannot meet); ``unmet``: those of
+        them that say what of the policy the board cannot do (a clock clamped or snapped, a
+        cap below its least power, a budget run out; see :mod:`governor.runtime.unmet`)."""
         telemetry = self._telemetry
         doc: Dict[str, Any] = {
             "device": self.device.uri,
@@ -463,6 +474,7 @@ class Governor:
             "model": self.model.to_dict(),
             "profile_path": self.profile_path,
             "notes": list(self.notes),
+            "unmet": list(self._unmet.unmet),
             "errors": list(self._watch.errors),
         }
         doc.update(self.controller.status())

@@ -24,7 +24,19 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple, Type, Union
+from typing import (
+    Any,
+    Callable,
+    ClassVar,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Tuple,
+    Type,
+    Union,
+)
 
 from governor.errors import InvalidRequestError
 
@@ -34,6 +46,7 @@ __all__ = [
     "POLICIES",
     "SCOPES",
     "Battery",
+    "FieldRule",
     "FixedClock",
     "MaxEfficiency",
     "Performance",
@@ -44,6 +57,7 @@ __all__ = [
     "check_number",
     "from_spec",
     "seconds_until",
+    "spec_problem",
 ]
 
 #: where a battery budget is metered: the board's input rail, or the device's GPU figure
@@ -103,11 +117,62 @@ def _budget_j(energy_j: Optional[float], battery_wh: Optional[float]) -> Optiona
     return float(battery_wh) * 3600.0 if battery_wh is not None else None
 
 
+#: how a caller's user writes a spec key (``cap_w`` -> ``--cap-w``); None: they cannot give it
+Spelling = Callable[[str], Optional[str]]
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    """Which of a policy's optional fields must be given together: exactly one of ``fields``
+    (at most one with ``at_most``), checked only when one of ``when`` is given (always when
+    ``when`` is empty). ``what`` names what needs them (default: the policy)."""
+
+    fields: Tuple[str, ...]
+    at_most: bool = False
+    when: Tuple[str, ...] = ()
+    what: str = ""
+
+    def problem(self, policy: str, given: Iterable[str], spell: Spelling) -> Optional[str]:
+        """Why the fields ``given`` break this rule, spelled by ``spell``; None if they keep it."""
+        given = set(given)
+        if self.when and not given.intersection(self.when):
+            return None
+        count = len(given.intersection(self.fields))
+        if count == 1 or (self.at_most and count == 0):
+            return None
+        names = _listed(self.fields, spell, "or")
+        who = self.what or f"the {policy} policy"
+        if self.at_most:
+            return f"{who} takes one of {names}, not both"
+        if " or " not in names:  # the caller's user can give only one of them
+            return f"{who} needs {names}"
+        return f"{who} needs exactly one of {names}"
+
+
+def _listed(fields: Iterable[str], spell: Spelling, word: str) -> str:
+    """``fields`` as the user writes them ("--hours or --until"), each once; the field names
+    where none can be written."""
+    names: List[str] = []
+    for field in fields:
+        name = spell(field)
+        if name is not None and name not in names:
+            names.append(name)
+    if not names:
+        names = list(fields)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
+
+
+def _as_is(field: str) -> Optional[str]:
+    return field
+
+
 @dataclass(frozen=True)
 class Policy:
-    """Base of every policy (a frozen dataclass). ``name`` is the ``--policy`` spelling."""
+    """Base of every policy (a frozen dataclass). ``name`` is the ``--policy`` spelling;
+    ``rules`` say which optional fields go together (see :class:`FieldRule`)."""
 
     name = "policy"
+    rules: ClassVar[Tuple[FieldRule, ...]] = ()
 
     def to_spec(self, *, defaults: bool = True) -> Dict[str, Any]:
         """The dictionary :func:`from_spec` turns back into this policy: every field that is
@@ -216,18 +281,17 @@ class Battery(Policy):
     reserve: Optional[float] = None
     scope: str = "board"
     name = "battery"
+    rules = (
+        FieldRule(("battery_wh", "energy_j"), at_most=True),
+        FieldRule(("hours", "duration_s")),
+    )
 
     def __post_init__(self) -> None:
-        if self.battery_wh is not None and self.energy_j is not None:
-            raise InvalidRequestError(
-                "the battery policy takes exactly one of battery_wh (Wh) or energy_j (J), not both"
-            )
+        _check_rules(self)
         if self.scope not in SCOPES:
             raise InvalidRequestError(
                 f"scope must be one of {', '.join(SCOPES)}, not {self.scope!r}"
             )
-        if (self.hours is None) == (self.duration_s is None):
-            raise InvalidRequestError("the battery policy needs exactly one of hours or duration_s")
         if self.battery_wh is not None:
             object.__setattr__(self, "battery_wh", check_number("battery_wh", self.battery_wh))
         if self.energy_j is not None:
@@ -285,6 +349,10 @@ def seconds_until(until: str, now: Optional[float] = None) -> float:
     return target - t
 
 
+#: the fields of a throughput policy's battery floor: any of them asks for one
+_FLOOR_KEYS = ("battery_wh", "energy_j", "hours", "duration_s", "until", "scope")
+
+
 @dataclass(frozen=True)
 class Throughput(Policy):
     """Keep the app's progress rate (``gov.tick()`` per frame or step) at ``rate_hz`` with
@@ -313,23 +381,18 @@ class Throughput(Policy):
     until: Optional[str] = None
     scope: Optional[str] = None
     name = "throughput"
+    rules = (
+        FieldRule(("battery_wh", "energy_j"), when=_FLOOR_KEYS, what="a battery floor"),
+        FieldRule(("hours", "duration_s", "until"), when=_FLOOR_KEYS, what="a battery floor"),
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rate_hz", check_number("rate_hz", self.rate_hz))
         if self.margin is not None:
             object.__setattr__(self, "margin", _fraction(self.margin, "margin", 0.0, 0.9))
-        budget = (self.battery_wh, self.energy_j)
-        mission = (self.hours, self.duration_s, self.until)
-        if all(v is None for v in budget + mission) and self.scope is None:
+        _check_rules(self)
+        if all(getattr(self, key) is None for key in _FLOOR_KEYS):
             return
-        if sum(v is not None for v in budget) != 1:
-            raise InvalidRequestError(
-                "a battery floor takes exactly one of battery_wh (Wh) or energy_j (J)"
-            )
-        if sum(v is not None for v in mission) != 1:
-            raise InvalidRequestError(
-                "a battery floor needs exactly one of hours, duration_s or until (HH:MM)"
-            )
         if self.until is not None:
             seconds_until(self.until)  # checks the spelling
         self.floor(now=0.0 if self.until is None else None)  # checks the numbers
@@ -450,18 +513,51 @@ def from_spec(spec: Union[Mapping[str, Any], Policy]) -> Policy:
         return spec
     if not isinstance(spec, Mapping):
         raise InvalidRequestError(f"a policy spec must be a mapping, not {type(spec).__name__}")
+    problem = spec_problem(spec)
+    if problem is not None:
+        raise InvalidRequestError(problem)
     given = {k: v for k, v in spec.items() if v is not None}
-    unknown = sorted(str(k) for k in set(given) - _ALL_KEYS)
+    return POLICIES[given.pop("policy")].policy(**given)
+
+
+def spec_problem(spec: Mapping[str, Any], spell: Optional[Spelling] = None) -> Optional[str]:
+    """Why ``spec`` cannot make a policy whatever its values: an unknown policy or option, an
+    option of another policy, a required one missing, or a :class:`FieldRule` broken; None
+    when the keys given (those not None) make one. The message writes each key as ``spell``
+    does (the CLI: its options, ``cap_w`` -> ``--cap-w``; default: the key itself) and
+    ``spell("policy")`` for the policy's own key."""
+    say = spell or _as_is
+    given = {str(k) for k, v in spec.items() if v is not None}
+    unknown = sorted(given - _ALL_KEYS)
     if unknown:
-        raise InvalidRequestError(f"unknown policy option(s) {', '.join(unknown)}")
-    name = given.pop("policy", None)
+        return f"unknown policy option(s) {_listed(unknown, say, 'and')}"
+    name = spec.get("policy")
     kind = POLICIES.get(name) if isinstance(name, str) else None
     if kind is None:
-        raise InvalidRequestError(f"unknown policy {name!r}; choose one of {', '.join(NAMES)}")
-    extra = sorted(set(given) - set(kind.keys))
+        return f"unknown {say('policy') or 'policy'} {name!r}; choose one of {', '.join(NAMES)}"
+    given.discard("policy")
+    extra = sorted(given - set(kind.keys))
     if extra:
-        raise InvalidRequestError(f"option(s) {', '.join(extra)} do not apply to the {name} policy")
-    for key in kind.required:
-        if key not in given:
-            raise InvalidRequestError(f"the {name} policy needs {key}")
-    return kind.policy(**given)
+        verb = "does" if len(extra) == 1 else "do"
+        return f"{_listed(extra, say, 'and')} {verb} not apply to the {name} policy"
+    missing = [key for key in kind.required if key not in given]
+    if missing:
+        return f"the {name} policy needs {_listed(missing, say, 'and')}"
+    for rule in kind.policy.rules:
+        problem = rule.problem(kind.policy.name, given, say)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _check_rules(policy: Policy) -> None:
+    """Raise when ``policy``'s fields break one of its :class:`FieldRule` s.
+
+    Raises:
+        InvalidRequestError: the first rule broken, in the fields' own names.
+    """
+    given = [f.name for f in dataclasses.fields(policy) if getattr(policy, f.name) is not None]
+    for rule in policy.rules:
+        problem = rule.problem(policy.name, given, _as_is)
+        if problem is not None:
+            raise InvalidRequestError(problem)

@@ -178,7 +178,7 @@ def test_kernel_goes_with_ppw_only(capsys):
         "--",
         "true",
     )
-    assert code == 1 and "--kernel goes with --policy ppw" in err
+    assert code == 2 and "--kernel goes with --policy ppw" in err
 
 
 @pytest.mark.parametrize(

@@ -125,9 +125,9 @@ def test_sigterm_restores_a_jetsons_devfreq_files(ros, tmp_path):
 def test_bad_ros_arguments_and_bad_parameters_are_one_line(ros):
     proc = _node("--device", "sim:orin-nano", "--policy", "power-cap")
     out, err = proc.communicate(timeout=WAIT_S * 2)
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # a usage error naming the option
     lines = [line for line in err.splitlines() if line.startswith("governor: error:")]
-    assert len(lines) == 1 and "cap_w" in lines[0], err
+    assert len(lines) == 1 and "--cap-w" in lines[0], err
     proc = _node("--device", "sim:orin-nano", "stray")
     out, err = proc.communicate(timeout=WAIT_S * 2)
     assert proc.returncode == 2  # a usage error

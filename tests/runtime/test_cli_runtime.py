@@ -124,7 +124,7 @@ def test_apply_power_limit_on_a_datacenter_board(capsys):
         ),
         (["apply", "max", "--device", "sim:nope"], 1, "unknown simulated board"),
         (["apply", "max", "--device", "sim:agx-orin", "--frobnicate"], 2, "No such option"),
-        (["simulate", "--policy", "power-cap"], 1, "needs cap_w"),
+        (["simulate", "--policy", "power-cap"], 2, "needs --cap-w"),
         (["simulate", "--policy", "max", "--trace", "zigzag"], 1, "unknown trace"),
         (["simulate", "--policy", "max", "--duration-s", "-1"], 2, "--duration-s must be"),
         (
@@ -139,13 +139,13 @@ def test_apply_power_limit_on_a_datacenter_board(capsys):
                 "--",
                 "true",
             ],
-            1,
+            2,
             "gov.tick()",
         ),
         (
             ["run", "--device", "sim:agx-orin", "--policy", "power-cap", "--", "true"],
-            1,
-            "needs cap_w",
+            2,
+            "needs --cap-w",
         ),
     ],
 )
@@ -275,4 +275,4 @@ def test_until_is_a_time_of_day_and_only_for_a_mission(capsys):
     assert code == 2 and "mission end" in err
     # a floor needs a budget and a mission end
     code, out, err = _floor_sim(capsys, "--hours", "1")
-    assert code != 0 and "battery_wh" in err and err.count("\n") == 1
+    assert code != 0 and "needs --battery-wh" in err and err.count("\n") == 1

@@ -93,7 +93,7 @@ def test_battery_run_reads_the_real_battery_when_there_is_one(tmp_path, capsys, 
     assert "reading battery BAT0 (20.0 Wh left)" in err
     monkeypatch.setenv("GOVERNOR_SYSFS_ROOT", str(tmp_path / "nothing"))
     code, _, err = run_cli(capsys, *args, "--", "true")
-    assert code == 1 and "needs --battery-wh" in err and err.count("\n") == 1
+    assert code == 2 and "needs --battery-wh" in err and err.count("\n") == 1
 
 
 def test_simulate_scope_reports_board_and_gpu_figures(capsys):
