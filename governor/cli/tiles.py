@@ -137,6 +137,9 @@ def register(app: typer.Typer) -> None:
         if model is not Model.eatss:
             from governor.cli import tiles_analytic
 
+            if board:  # its profile is read and the choice cached there: a real board only
+                board = _checked_board(board)
+
             return tiles_analytic.run(
                 model=model.value,
                 stencil=stencil,
@@ -247,13 +250,21 @@ def _profile_board(board: Optional[str], device: Optional[str], save: bool) -> O
     if board and device:
         raise typer.BadParameter("give --board or --device, not both", param_hint="--board")
     if board:
-        try:
-            return eatss.check_board(board)
-        except eatss.UnknownBoardError as err:
-            raise typer.BadParameter(str(err), param_hint="--board") from None
+        return _checked_board(board)
     if device or save:
         return eatss.current_board(device)
     return None
+
+
+def _checked_board(board: str) -> str:
+    """``board`` if it is a catalog board or has a profile; a usage error listing the boards
+    otherwise (a GPU spec name or a typo would create a profile no runtime reads)."""
+    from governor.tuning import eatss
+
+    try:
+        return eatss.check_board(board)
+    except eatss.UnknownBoardError as err:
+        raise typer.BadParameter(str(err), param_hint="--board") from None
 
 
 def _resources(gpu: Optional[str], gpu_spec: Optional[Path], board: Optional[str]) -> Any:

@@ -268,3 +268,18 @@ def test_a_save_for_no_board_is_refused_and_writes_nothing(
     assert (got, err.count("\n")) == (code, 1), err
     assert text in err and "Traceback" not in err
     assert not (data_dir / "profiles").exists()
+
+
+@pytest.mark.parametrize(
+    "model_args",
+    [
+        ["--model", "doacross", "--nest", "sor2d", "--size", "48,48", "--steps", "48"],
+        ["--model", "hhc", "--stencil", "jacobi2d", "--size", "64,64", "--steps", "8"],
+    ],
+    ids=["doacross", "hhc"],
+)
+def test_the_analytic_models_refuse_a_board_that_is_no_board(capsys, data_dir, model_args):
+    code, out, err = run(capsys, "tiles", *model_args, "--board", "agx-orn")
+    assert (code, out, err.count("\n")) == (2, "", 1)
+    assert "'agx-orn' is no board; boards: a100-pcie" in err
+    assert not (data_dir / "profiles").exists()
