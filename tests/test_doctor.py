@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from cli_helpers import run_cli
 
 sys.path.insert(0, str(Path(__file__).parent / "hardware"))
@@ -54,3 +55,32 @@ def test_unrestored_journals_are_reported(capsys, monkeypatch, tmp_path):
     assert rows["journals"]["status"] == "problem" and "jetson" in rows["journals"]["found"]
     assert rows["journals"]["fix"].startswith("governor reset --all")
     assert run_cli(capsys, "reset", "--all")[0] == 0
+
+
+def test_every_optional_extra_has_a_row_with_its_install_line(capsys, monkeypatch):
+    import importlib
+
+    for module in ("prometheus_client", "mcap", "rclpy", "jtop", "cupy", "matplotlib"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
+        with pytest.raises(ImportError):
+            importlib.import_module(module)
+    rows = _checks(capsys)
+    expected = {
+        "prometheus_client": "pip install 'gpu-governor[metrics]'",
+        "mcap": "pip install 'gpu-governor[mcap]'",
+        "jtop": "sudo pip3 install 'gpu-governor[jetson]'",
+        "cupy": "pip install 'gpu-governor[cuda]'",
+        "matplotlib": "pip install 'gpu-governor[plot]'",
+    }
+    for module, fix in expected.items():
+        assert rows[module]["status"] == "missing" and rows[module]["fix"] == fix
+    assert rows["rclpy"]["fix"].startswith("pip install 'gpu-governor[ros2]'")
+    assert "exporter" in rows["prometheus_client"]["found"]
+
+
+def test_an_installed_extra_is_ok_with_its_version(capsys):
+    pytest.importorskip("prometheus_client")
+    rows = _checks(capsys)
+    assert rows["prometheus_client"]["status"] == "ok"
+    assert rows["prometheus_client"]["fix"] is None
+    assert rows["prometheus_client"]["found"].startswith("prometheus_client ")

@@ -48,6 +48,9 @@ def build_app() -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        # Help text is plain text: rich markup would swallow "[kernel.NAME]" and any other
+        # word in square brackets.
+        rich_markup_mode=None,
     )
 
     @app.callback()

@@ -90,7 +90,11 @@ def daemon(
         ),
     ] = False,
     check: Annotated[
-        bool, typer.Option("--check", help="Validate the config, print it and exit.")
+        bool,
+        typer.Option(
+            "--check",
+            help="Validate the config, open (read only) every device it names, print it and exit.",
+        ),
     ] = False,
     log_level: Annotated[
         str, typer.Option("--log-level", help="debug, info, warning or error.")
@@ -109,12 +113,18 @@ def daemon(
 
     cfg = load_config(config)
     if check:
+        from governor.runtime.daemon.server import check_devices
+
+        opened = check_devices(cfg)  # opens what the config names, as the daemon would
         if json_out:
-            emit_json({"config": str(config), **cfg.to_dict()})
+            emit_json({"config": str(config), **cfg.to_dict(), "opened": opened})
         else:
-            typer.echo(
-                f"{config}: valid; socket {cfg.socket}; devices {', '.join(d.uri for d in cfg.devices)}"
+            devices = ", ".join(
+                f"{d['uri']} ({d['name']}, clients {d['limits_mhz'][0]:g}-"
+                f"{d['limits_mhz'][1]:g} MHz)"
+                for d in opened
             )
+            typer.echo(f"{config}: valid; socket {cfg.socket}; devices {devices}")
         return
     check_may_start(cfg, test_mode=test_mode)
     _setup_logging(log_level)
@@ -153,19 +163,38 @@ def status(
         f"allowed: {', '.join(info.get('allow', []))}"
     )
     for dev in result.get("devices", []):
-        state = dev.get("state") or {}
-        locked = state.get("gpu_clocks_mhz")
-        clock = _clocks({"gpu_clocks_mhz": locked}) if locked else "not locked"
-        lo, hi = dev.get("limits_mhz") or (None, None)
-        policy = (dev.get("policy") or {}).get("policy")
-        extra = ""
-        if dev.get("client_override"):
-            extra = f"; set by uid {dev['client_override'].get('by_uid')}"
-        if dev.get("policy_error"):
-            extra += f"; policy error: {dev['policy_error']}"
-        typer.echo(
-            f"  {dev.get('uri')}: GPU clock {clock}; limits {lo:g}-{hi:g} MHz; policy {policy}{extra}"
-        )
+        typer.echo(f"  {_device_line(dev)}")
+
+
+def _policy_text(policy: Dict[str, Any]) -> str:
+    """``power-cap (cap_w 150)`` from a policy spec."""
+    name = policy.get("policy", "none")
+    rest = ", ".join(
+        f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+        for k, v in policy.items()
+        if k != "policy"
+    )
+    return f"{name} ({rest})" if rest else str(name)
+
+
+def _device_line(dev: Dict[str, Any]) -> str:
+    """One device of ``status``: its clock and who set it (a client, or the site's policy),
+    the limits the site gives clients, and the site's policy."""
+    state = dev.get("state") or {}
+    locked = state.get("gpu_clocks_mhz")
+    clock = _clocks({"gpu_clocks_mhz": locked}) if locked else "not locked"
+    site = _policy_text(dev.get("policy") or {})
+    override = dev.get("client_override")
+    if override:
+        clock += f" (set by uid {override.get('by_uid')}, a client)"
+    elif locked and dev.get("enforcing"):
+        clock += " (set by the site policy, which the client limits do not bind)"
+    lo, hi = dev.get("limits_mhz") or (None, None)
+    limits = f"{lo:g}-{hi:g} MHz" if lo is not None and hi is not None else "none"
+    line = f"{dev.get('uri')}: GPU clock {clock}; clients may lock {limits}; site policy {site}"
+    if dev.get("policy_error"):
+        line += f"; policy error: {dev['policy_error']}"
+    return line
 
 
 def apply(

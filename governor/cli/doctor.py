@@ -131,31 +131,35 @@ def _jetson() -> List[Dict[str, Any]]:
             else "run as root (sudo governor ...) or start the daemon: sudo governor daemon --config FILE",
         )
     )
-    version = _module_version("jtop")
-    rows.append(
-        _row(
-            "jetson-stats",
-            "ok" if version else "missing",
-            f"jtop {version}" if version else "jetson-stats is not installed (optional)",
-            None if version else f"sudo pip3 install '{DIST}[jetson]'",
-        )
-    )
     return rows
+
+
+# (module, extra, what needs it, the fix when it is missing)
+_EXTRAS = (
+    ("cupy", "cuda", "the built-in GPU calibration load", None),
+    ("matplotlib", "plot", "calibrate --plot", None),
+    ("prometheus_client", "metrics", "governor exporter", None),
+    ("mcap", "mcap", "monitor --mcap recordings", None),
+    (
+        "rclpy",
+        "ros2",
+        "governor ros2",
+        f"pip install '{DIST}[ros2]' (Python 3.10-3.12), or source your ROS 2 setup.bash",
+    ),
+    ("jtop", "jetson", "the jtop backend, on a Jetson", f"sudo pip3 install '{DIST}[jetson]'"),
+)
 
 
 def _extras() -> List[Dict[str, Any]]:
     rows = []
-    for module, extra, why in (
-        ("cupy", "cuda", "the built-in GPU calibration load"),
-        ("matplotlib", "plot", "calibrate --plot"),
-    ):
+    for module, extra, why, fix in _EXTRAS:
         version = _module_version(module)
         rows.append(
             _row(
                 module,
                 "ok" if version else "missing",
                 f"{module} {version}" if version else f"not installed ({why})",
-                None if version else f"pip install '{DIST}[{extra}]'",
+                None if version else fix or f"pip install '{DIST}[{extra}]'",
             )
         )
     return rows

@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from typing import Any
 
 import typer
 
@@ -17,6 +18,29 @@ from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
 
 def register(app: typer.Typer) -> None:
     app.command("exporter")(exporter_command)
+
+
+def realtime_uri(uri: str) -> str:
+    """``uri`` with ``realtime=1`` added to its options (``sim:t4`` -> ``sim:t4?realtime=1``)."""
+    base, _, query = uri.partition("?")
+    options = [o for o in query.split("&") if o and o.split("=")[0] != "realtime"]
+    return f"{base}?{'&'.join(options + ['realtime=1'])}"
+
+
+def _refuse_virtual_time(dev: Any) -> None:
+    """A simulated board on virtual time stands still between scrapes (only a load loop
+    advances it): refuse it, with the URI that runs it in real time.
+
+    Raises:
+        click.BadParameter (exit 2): the device runs on virtual time.
+    """
+    if dev.clock.virtual:
+        uri = dev.uri
+        raise typer.BadParameter(
+            f"{uri} runs on virtual time, which only a load loop advances: its power would "
+            f"never change and its energy stay at 0 J; use {realtime_uri(uri)}",
+            param_hint="--device",
+        )
 
 
 def exporter_command(
@@ -47,6 +71,7 @@ def exporter_command(
     try:
         for uri in resolve_uris(device):
             devices.append(open_device(uri))
+            _refuse_virtual_time(devices[-1])
         server = serve_metrics(devices, listen, policy_of=running_policies())
         url = f"http://{server.addr}:{server.port}/metrics"
         if json_out:

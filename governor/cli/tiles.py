@@ -92,7 +92,20 @@ def register(app: typer.Typer) -> None:
         ] = False,
         board: Annotated[
             Optional[str],
-            typer.Option("--board", help="Board whose profile to use (default: the --gpu name)."),
+            typer.Option(
+                "--board",
+                help="Board whose profile to use: a catalog board or one with a profile "
+                "(with --save, default: the board of --device).",
+            ),
+        ] = None,
+        device: Annotated[
+            Optional[str],
+            typer.Option(
+                "--device",
+                "-d",
+                help="Device URI whose board --save stores the tiles for (default: "
+                "GOVERNOR_DEVICE, else the GPU found here).",
+            ),
         ] = None,
         model: Annotated[
             Model, typer.Option("--model", help="eatss, or the analytic hhc / doacross models.")
@@ -124,6 +137,9 @@ def register(app: typer.Typer) -> None:
         if model is not Model.eatss:
             from governor.cli import tiles_analytic
 
+            if board:  # its profile is read and the choice cached there: a real board only
+                board = _checked_board(board)
+
             return tiles_analytic.run(
                 model=model.value,
                 stencil=stencil,
@@ -149,6 +165,7 @@ def register(app: typer.Typer) -> None:
             gpu_spec=gpu_spec,
             save=save,
             board=board,
+            device=device,
             json_out=json_out,
         )
 
@@ -166,13 +183,18 @@ def _eatss(
     gpu_spec: Optional[Path],
     save: bool,
     board: Optional[str],
+    device: Optional[str],
     json_out: bool,
 ) -> int:
     from governor.tuning import eatss
 
-    if not gpu:
-        raise typer.BadParameter("--gpu is required", param_hint="--gpu")
-    resources = eatss.find_gpu(gpu, gpu_spec)
+    profile_board = _profile_board(board, device, save and not all_cases)
+    if not gpu and profile_board is None:
+        raise typer.BadParameter(
+            "--gpu is required unless --board, --device or --save names the board",
+            param_hint="--gpu",
+        )
+    resources = _resources(gpu, gpu_spec, profile_board)
 
     if all_cases:
         if kernel:
@@ -196,12 +218,11 @@ def _eatss(
     result = eatss.select_tiles(
         loop_nest, resources, shared_fraction, warp_fraction, precision, bound, top=top
     )
-    profile_board = board or gpu
     note: Optional[Dict[str, Any]] = None
-    if board or result.feasible:
-        note = eatss.clock_note(profile_board)
+    if profile_board or result.feasible:
+        note = eatss.clock_note(profile_board or resources.name)
     saved: Optional[Path] = None
-    if save and result.feasible:
+    if save and result.feasible and profile_board is not None:
         saved = eatss.save_tiles(result, profile_board)
 
     doc = result.to_dict()
@@ -212,13 +233,55 @@ def _eatss(
     if json_out:
         emit_json(doc)
     else:
-        _print_one(
-            result, note if (board or (note and note["ppw_optimal_clock_mhz"])) else None, saved
-        )
+        shown = profile_board or (note and note["ppw_optimal_clock_mhz"])
+        _print_one(result, note if shown else None, saved)
     if not result.feasible:
         sys.stderr.write(f"governor: error: {kernel} on {resources.name}: {result.reason}\n")
         return 1
     return 0
+
+
+def _profile_board(board: Optional[str], device: Optional[str], save: bool) -> Optional[str]:
+    """The board whose profile the tiles belong to: ``--board`` (a catalog board or one with a
+    profile), else the board of ``--device`` (or the detected GPU) when saving; None when no
+    profile is involved."""
+    from governor.tuning import eatss
+
+    if board and device:
+        raise typer.BadParameter("give --board or --device, not both", param_hint="--board")
+    if board:
+        return _checked_board(board)
+    if device or save:
+        return eatss.current_board(device)
+    return None
+
+
+def _checked_board(board: str) -> str:
+    """``board`` if it is a catalog board or has a profile; a usage error listing the boards
+    otherwise (a GPU spec name or a typo would create a profile no runtime reads)."""
+    from governor.tuning import eatss
+
+    try:
+        return eatss.check_board(board)
+    except eatss.UnknownBoardError as err:
+        raise typer.BadParameter(str(err), param_hint="--board") from None
+
+
+def _resources(gpu: Optional[str], gpu_spec: Optional[Path], board: Optional[str]) -> Any:
+    """The GPU resources: ``--gpu``, else the board's own built-in resource set."""
+    from governor.errors import DeviceNotFoundError
+    from governor.tuning import eatss
+
+    if gpu:
+        return eatss.find_gpu(gpu, gpu_spec)
+    assert board is not None
+    try:
+        return eatss.find_gpu(board, gpu_spec)
+    except DeviceNotFoundError:
+        raise DeviceNotFoundError(
+            f"no built-in GPU resources for board {board}: give --gpu NAME (with --gpu-spec FILE "
+            "for a GPU of your own)"
+        ) from None
 
 
 def _tiles_text(tiles: Optional[Dict[str, int]]) -> str:

@@ -9,12 +9,15 @@ has ``nvml_gr_clock`` (requested MHz), ``core_freq`` (measured MHz, when present
 ``nvml_power`` (W) and ``time`` (ms per run). Entries are grouped by requested clock; when a
 cache sweeps other parameters too, the fastest configuration at each clock is kept.
 
-Every problem is a :class:`~governor.errors.InvalidRequestError` naming the file and line.
+Every problem is a :class:`~governor.errors.InvalidRequestError` naming the file, the line
+and the field. A value no GPU produces is a bad row, not a measurement: not a finite number,
+zero or negative, a power above :data:`MAX_POWER_W` or a clock above :data:`MAX_CLOCK_MHZ`.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +26,20 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from governor._compat import json_loads
 from governor.errors import InvalidRequestError
 
-__all__ = ["MIN_CLOCKS", "Sweep", "read_sweep"]
+__all__ = [
+    "MAX_CLOCK_MHZ",
+    "MAX_POWER_W",
+    "MIN_CLOCKS",
+    "Sweep",
+    "check_value",
+    "entry_place",
+    "read_sweep",
+]
 
 MIN_CLOCKS = 3  # fewer measured clocks cannot define a power model
+# Above any GPU: the largest boards draw about 1.2 kW (B200), a superchip module 2.7 kW.
+MAX_POWER_W = 5000.0
+MAX_CLOCK_MHZ = 10000.0  # GPU core clocks are below 3 GHz
 
 
 @dataclass(frozen=True)
@@ -67,15 +81,28 @@ def _bad(path: Path, message: str) -> InvalidRequestError:
     return InvalidRequestError(f"{path}: {message}")
 
 
-def _number(path: Path, where: str, text: Any, positive: bool = True) -> float:
+def check_value(value: float, field: str) -> Optional[str]:
+    """Why ``value`` of a sweep's ``field`` (``clock_mhz``, ``power_w``, ``time_s`` or a
+    Kernel Tuner name) is no GPU's measurement, or None when it can be one."""
+    if not math.isfinite(value):
+        return f"{value!r} is not a finite number"
+    if value <= 0:
+        return f"{value:g} must be positive"
+    if "power" in field and value > MAX_POWER_W:
+        return f"{value:g} W is more than any GPU draws (at most {MAX_POWER_W:g} W)"
+    if ("clock" in field or "freq" in field) and value > MAX_CLOCK_MHZ:
+        return f"{value:g} MHz is above any GPU's clock (at most {MAX_CLOCK_MHZ:g} MHz)"
+    return None
+
+
+def _number(path: Path, where: str, text: Any, field: str) -> float:
     try:
         value = float(text)
     except (TypeError, ValueError):
-        raise _bad(path, f"{where}: {text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise _bad(path, f"{where}: {text!r} is not a finite number")
-    if positive and value <= 0:
-        raise _bad(path, f"{where}: {value:g} must be positive")
+        raise _bad(path, f"{where} {field}: {text!r} is not a number") from None
+    problem = check_value(value, field)
+    if problem:
+        raise _bad(path, f"{where} {field}: {problem}")
     return value
 
 
@@ -134,7 +161,7 @@ def _read_csv(path: Path, text: str) -> Sweep:
         if len(cells) < len(header):
             raise _bad(path, f"line {number}: expected {len(header)} columns, found {len(cells)}")
         clock, power, time = (
-            _number(path, f"line {number} {name}", cells[i]) for name, i in zip(needed, index)
+            _number(path, f"line {number}", cells[i], name) for name, i in zip(needed, index)
         )
         points.append((clock, clock, power, time, number))
     return _build(
@@ -158,19 +185,26 @@ def _read_kernel_tuner(path: Path, text: str) -> Sweep:
     for key, entry in cache.items():
         if not isinstance(entry, dict) or "nvml_gr_clock" not in entry:
             raise _bad(path, f"entry {key!r} has no 'nvml_gr_clock' (not a clock sweep)")
-        where = f"entry {key!r}"
+        where = entry_place(text, key)
         if not isinstance(entry.get("time"), (int, float)):
             continue  # failed or invalid configuration recorded by Kernel Tuner
-        requested = _number(path, where + " nvml_gr_clock", entry["nvml_gr_clock"])
-        measured = _number(path, where + " core_freq", entry.get("core_freq", requested))
-        power = _number(path, where + " nvml_power", entry.get("nvml_power"))
-        time_s = _number(path, where + " time", entry["time"]) / 1000.0  # ms -> s
+        requested = _number(path, where, entry["nvml_gr_clock"], "nvml_gr_clock")
+        measured = _number(path, where, entry.get("core_freq", requested), "core_freq")
+        power = _number(path, where, entry.get("nvml_power"), "nvml_power")
+        time_s = _number(path, where, entry["time"], "time") / 1000.0  # ms -> s
         if requested not in best or time_s < best[requested][3]:
             best[requested] = (requested, measured, power, time_s, key)
     points = [(m, r, p, t, k) for r, m, p, t, k in best.values()]
     device = str(doc.get("device_name", path.stem))
     workload = str(doc.get("kernel_name", ""))
     return _build(path, device, workload, "Kernel Tuner cache", points)
+
+
+def entry_place(text: str, key: str) -> str:
+    """``line N entry 'KEY'``: where a Kernel Tuner cache entry starts in the file's text."""
+    at = text.find(json.dumps(key) + ":")
+    line = f"line {text.count(chr(10), 0, at) + 1} " if at >= 0 else ""
+    return f"{line}entry {key!r}"
 
 
 def _build(path: Path, device: str, workload: str, source: str, points: list) -> Sweep:

@@ -771,6 +771,11 @@ def _prolog_gpu(gpu, settings, policy, job, opener, say) -> Dict[str, Any]:
         say(f"{gpu['uri']}: cannot open: {err}", error=True)
         return row
     try:
+        refused = _in_process_board(dev)
+        if refused:
+            row["errors"].append(refused)
+            say(f"{gpu['uri']}: {refused}", error=True)
+            return row
         row["uuid"] = row["uuid"] or dev.identity.uuid or dev.identity.key
         row["name"] = row["name"] or dev.identity.name
         row["board"] = row["board"] or dev.identity.model
@@ -806,6 +811,19 @@ def _prolog_gpu(gpu, settings, policy, job, opener, say) -> Dict[str, Any]:
     finally:
         dev.close()  # restores only what was not kept (a failure half-way)
     return row
+
+
+def _in_process_board(dev: Any) -> Optional[str]:
+    """Why a simulated board cannot serve a job (None for a real GPU): its clocks and energy
+    counter live in one process, and the prolog and the epilog are two, so the epilog would
+    find a fresh board (0 J, nothing to undo)."""
+    if dev.identity.kind != "sim":
+        return None
+    return (
+        f"{dev.uri} is a simulated board, which lives in one process: the epilog would "
+        "record 0 J and undo nothing; set GOVERNOR_DEVICE_TEMPLATE to the node's GPUs "
+        "(nvml:{gpu}) or leave it unset"
+    )
 
 
 def _daemon_uri(gpu: Dict[str, Any]) -> str:
@@ -1000,6 +1018,12 @@ def _epilog_gpu(gpu: Dict[str, Any], job: str, opener, say) -> Dict[str, Any]:
         say(f"{uri}: cannot open: {err}", error=True)
         return row
     try:
+        refused = _in_process_board(dev)
+        if refused:
+            if refused not in row["errors"]:
+                row["errors"].append(refused)
+                say(f"{uri}: {refused}", error=True)
+            return row
         start = gpu.get("energy_j_start")
         try:
             end, power = _energy_j(dev)

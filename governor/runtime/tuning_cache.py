@@ -45,7 +45,7 @@ def cached_tiles_for(device: Device, kernel: str, precision: str = "double") -> 
     """The tiles chosen offline (``governor tiles --save``) for ``kernel`` on ``device``'s
     board."""
     from governor.profiles.profile import board_key
-    from governor.tuning.eatss.cache import cached_tiles
+    from governor.tuning.eatss.cache import cached_tiles, save_command
 
     board = board_key(device)
     try:
@@ -53,9 +53,9 @@ def cached_tiles_for(device: Device, kernel: str, precision: str = "double") -> 
     except GovernorError as err:
         return Cached(None, f"tile cache unreadable: {err}")
     if value is None:
+        command = save_command(kernel, board, precision, device.uri)
         return Cached(
-            None,
-            f"no tiles cached for {kernel}/{precision} on {board} (run 'governor tiles {kernel} --save')",
+            None, f"no tiles cached for {kernel}/{precision} on {board} (run '{command}')"
         )
     return Cached(value, f"cached for {board}")
 

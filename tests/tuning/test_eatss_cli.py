@@ -211,3 +211,75 @@ def test_the_tile_product_is_not_called_a_block_size(capsys) -> None:
     assert doc["parallel_tile_points"] == doc["tiles"]["i"] * doc["tiles"]["j"]
     code, out, _ = run(capsys, "tiles", "gemm", "--gpu", "a100")
     assert "not threads per block" in out and "block size" not in out
+
+
+def _runtime_tiles(uri: str, kernel: str = "gemm"):
+    import governor
+    from governor.runtime import Governor
+
+    with governor.open_device(uri) as dev:
+        return Governor(dev, {"policy": "max"}, background=False).tiles(kernel)
+
+
+def test_the_runtime_suggests_a_save_command_that_works_as_printed(capsys, data_dir) -> None:
+    import shlex
+
+    missing = _runtime_tiles("sim:a100-pcie")
+    assert missing.value is None
+    command = missing.reason.split("(run '")[1].rstrip("')")
+    assert command == "governor tiles gemm --board a100-pcie --save"
+    code, out, err = run(capsys, *shlex.split(command)[1:], "--json")
+    assert code == 0, err
+    assert json.loads(out)["saved"] == str(data_dir / "profiles" / "a100-pcie.json")
+    found = _runtime_tiles("sim:a100-pcie")
+    assert found.value == json.loads(out)["tiles"] and found.reason == "cached for a100-pcie"
+
+
+def test_save_lands_on_the_board_of_the_device_not_the_gpu_spec_name(
+    capsys, data_dir, monkeypatch
+) -> None:
+    code, out, err = run(capsys, "tiles", "gemm", "--gpu", "a100", "-d", "sim:a100-pcie", "--save")
+    assert code == 0, err
+    assert sorted(p.name for p in (data_dir / "profiles").iterdir()) == ["a100-pcie.json"]
+    assert _runtime_tiles("sim:a100-pcie").value is not None
+    monkeypatch.setenv("GOVERNOR_DEVICE", "sim:agx-orin")
+    code, out, err = run(capsys, "tiles", "gemm", "--gpu", "a100", "--save")
+    assert code == 0, err
+    assert (data_dir / "profiles" / "agx-orin.json").is_file()
+    assert not (data_dir / "profiles" / "a100.json").exists()
+
+
+@pytest.mark.parametrize(
+    "args, code, text",
+    [
+        (["--gpu", "a100", "--board", "agx-orn"], 2, "'agx-orn' is no board; boards: a100-pcie"),
+        (["--gpu", "a100"], 1, "no GPU found on this machine: name the board"),
+        (["--gpu", "a100", "-d", "sim:a100pcie"], 1, "unknown simulated board 'a100pcie'"),
+        (["--board", "nano"], 1, "no built-in GPU resources for board nano: give --gpu"),
+        (["--board", "agx-orin", "-d", "sim:agx-orin"], 2, "--board or --device, not both"),
+    ],
+)
+def test_a_save_for_no_board_is_refused_and_writes_nothing(
+    capsys, data_dir, monkeypatch, args, code, text
+) -> None:
+    monkeypatch.delenv("GOVERNOR_DEVICE", raising=False)
+    monkeypatch.setattr("governor.devices.registry.discover_hardware", lambda: [])
+    got, out, err = run(capsys, "tiles", "gemm", *args, "--save")
+    assert (got, err.count("\n")) == (code, 1), err
+    assert text in err and "Traceback" not in err
+    assert not (data_dir / "profiles").exists()
+
+
+@pytest.mark.parametrize(
+    "model_args",
+    [
+        ["--model", "doacross", "--nest", "sor2d", "--size", "48,48", "--steps", "48"],
+        ["--model", "hhc", "--stencil", "jacobi2d", "--size", "64,64", "--steps", "8"],
+    ],
+    ids=["doacross", "hhc"],
+)
+def test_the_analytic_models_refuse_a_board_that_is_no_board(capsys, data_dir, model_args):
+    code, out, err = run(capsys, "tiles", *model_args, "--board", "agx-orn")
+    assert (code, out, err.count("\n")) == (2, "", 1)
+    assert "'agx-orn' is no board; boards: a100-pcie" in err
+    assert not (data_dir / "profiles").exists()

@@ -50,7 +50,7 @@ from governor.devices.daemon.protocol import (
     ok_reply,
 )
 from governor.errors import GovernorError, InvalidRequestError
-from governor.runtime.daemon.config import DaemonConfig, DeviceConfig
+from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
 from governor.runtime.daemon.connections import ConnectionLoop
 from governor.runtime.daemon.jobs import Authority
 from governor.runtime.daemon.listen import bind_socket, group_id, remove_socket
@@ -431,6 +431,60 @@ def _expanded_devices(config: DaemonConfig) -> List[DeviceConfig]:
             if config.device(uri) is None:
                 out.append(dataclasses.replace(dev_config, uri=uri))
     return out
+
+
+def check_devices(
+    config: DaemonConfig, *, opener: Optional[Callable[[str], Device]] = None
+) -> List[Dict[str, Any]]:
+    """Open (read only: no lock, no journal, no write) every device ``config`` names, as the
+    daemon would at start, and check its clock limits. Returns one row per device: ``uri``,
+    ``name``, ``limits_mhz`` and the ``clocks_mhz`` within them.
+
+    Raises:
+        ConfigError: a device cannot be opened, or supports no clock within its limits (the
+            message names the file and the key).
+    """
+    if opener is None:
+        from governor.devices.registry import open_device
+        from governor.timebase import WallClock
+
+        def opener(uri: str) -> Device:
+            return open_device(uri, clock=WallClock())
+
+    rows: List[Dict[str, Any]] = []
+    for index, entry in enumerate(config.devices):
+        key = f"{config.source}: device[{index}].uri"
+        try:
+            expanded = _expanded_devices(dataclasses.replace(config, devices=(entry,)))
+        except GovernorError as err:
+            raise ConfigError(f"{key}: {entry.uri}: {err}") from None
+        for dev_config in expanded:
+            try:
+                device = opener(dev_config.uri)
+            except GovernorError as err:
+                raise ConfigError(f"{key}: cannot open {dev_config.uri}: {err}") from None
+            try:
+                slot = Slot(dev_config, device)
+                lo, hi = slot.limits_mhz()
+                within = slot.clocks_within_limits()
+                if device.capabilities.lock_gpu_clocks and not within:
+                    table = device.supported_clocks_mhz()
+                    raise ConfigError(
+                        f"{config.source}: device[{index}]: {dev_config.uri} supports no clock "
+                        f"within min_mhz..max_mhz {lo:g}-{hi:g} MHz (its clocks: "
+                        f"{table[0]:g}-{table[-1]:g} MHz)"
+                    )
+                rows.append(
+                    {
+                        "uri": dev_config.uri,
+                        "name": device.identity.name,
+                        "limits_mhz": [lo, hi],
+                        "clocks_mhz": within,
+                    }
+                )
+            finally:
+                device.close()
+    return rows
 
 
 def run_daemon(config: DaemonConfig, *, opener: Optional[Callable[[str], Device]] = None) -> int:

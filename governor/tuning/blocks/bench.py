@@ -99,7 +99,8 @@ class RecordedBench:
     def __init__(self, path: Union[str, Path], fixed: Optional[Dict[str, Any]] = None) -> None:
         self.path = Path(path)
         try:
-            doc = json_loads(self.path.read_text(encoding="utf-8"))
+            text = self.path.read_text(encoding="utf-8")
+            doc = json_loads(text)
         except (OSError, ValueError) as err:
             raise InvalidRequestError(f"cannot read Kernel Tuner cache {self.path}: {err}") from err
         if not isinstance(doc, dict) or "cache" not in doc:
@@ -116,7 +117,8 @@ class RecordedBench:
         }
         held.update(fixed or {})
         self.table: Dict[Tuple[Block, float], Measurement] = {}
-        for entry in doc["cache"].values():
+        for key, entry in doc["cache"].items():
+            _check_entry(self.path, text, key, entry)
             if any(entry.get(k) != v for k, v in held.items()):
                 continue
             block = parse_block(
@@ -157,6 +159,36 @@ class RecordedBench:
             raise InvalidRequestError(
                 f"block {format_block(blocks[0])} at {clock_mhz:g} MHz is not in the recording {self.path.name}"
             ) from None
+
+
+_MEASURED = (
+    "time",
+    "nvml_power",
+    "ps_energy",
+    "nvml_energy",
+    "energy",
+    "nvml_gr_clock",
+    "core_freq",
+)
+
+
+def _check_entry(path: Path, text: str, key: str, entry: Any) -> None:
+    """Refuse an entry with a number no GPU measures (a string is Kernel Tuner's mark of a
+    failed configuration, and data).
+
+    Raises:
+        InvalidRequestError: one line naming the file, the entry's line and the field.
+    """
+    from governor.devices.replay_files import check_value, entry_place
+
+    if not isinstance(entry, dict):
+        raise InvalidRequestError(f"{path}: {entry_place(text, key)} is not an object")
+    for field in _MEASURED:
+        value = entry.get(field)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            problem = check_value(float(value), field)
+            if problem:
+                raise InvalidRequestError(f"{path}: {entry_place(text, key)} {field}: {problem}")
 
 
 def _number(value: Any) -> float:

@@ -12,7 +12,15 @@ under the GPU's cache, shared-memory and register limits.
 
 from __future__ import annotations
 
-from governor.tuning.eatss.cache import cache_key, cached_tiles, clock_note, save_tiles
+from governor.tuning.eatss.cache import (
+    UnknownBoardError,
+    cache_key,
+    cached_tiles,
+    check_board,
+    clock_note,
+    current_board,
+    save_tiles,
+)
 from governor.tuning.eatss.catalog import builtin_gpus, builtin_kernels, find_gpu, find_kernel
 from governor.tuning.eatss.formulation import (
     BOUNDS,
@@ -45,12 +53,15 @@ __all__ = [
     "Reference",
     "TileChoice",
     "TileResult",
+    "UnknownBoardError",
     "build_problem",
     "builtin_gpus",
     "builtin_kernels",
     "cache_key",
     "cached_tiles",
+    "check_board",
     "clock_note",
+    "current_board",
     "find_gpu",
     "find_kernel",
     "gpu_from_cuda_properties",

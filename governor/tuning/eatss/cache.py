@@ -8,11 +8,21 @@ on and gets the loop -> tile mapping chosen offline.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from governor.errors import DeviceNotFoundError, GovernorError, InvalidRequestError
 
-__all__ = ["SECTION", "cache_key", "cached_tiles", "clock_note", "current_board", "save_tiles"]
+__all__ = [
+    "SECTION",
+    "UnknownBoardError",
+    "cache_key",
+    "cached_tiles",
+    "check_board",
+    "clock_note",
+    "current_board",
+    "save_command",
+    "save_tiles",
+]
 
 SECTION = "tiles"
 
@@ -24,24 +34,89 @@ def cache_key(kernel: str, precision: str = "double") -> str:
     return f"{kernel}/{precision}"
 
 
-def current_board() -> str:
-    """The catalog name of the board governor finds on this machine.
+class UnknownBoardError(InvalidRequestError):
+    """A board name that is neither in the catalog nor the name of a profile on this machine
+    (a GPU spec name such as ``a100``, or a typo)."""
+
+
+def known_boards() -> Tuple[str, ...]:
+    """The names a profile may be saved under: the catalog's boards and the boards that
+    already have a profile here (a calibrated real GPU), sorted."""
+    from governor.devices.sim.catalog import board_names
+    from governor.profiles.profile import list_profiles
+
+    names = set(board_names())
+    names.update(str(row["board"]) for row in list_profiles())
+    return tuple(sorted(names))
+
+
+def check_board(name: str) -> str:
+    """``name`` if it is a board the runtime can find a profile under.
 
     Raises:
-        DeviceNotFoundError: no device could be opened or it has no catalog name.
+        UnknownBoardError: no such board (the message lists the known ones).
     """
+    known = known_boards()
+    if name not in known:
+        raise UnknownBoardError(f"{name!r} is no board; boards: {', '.join(known)}")
+    return name
+
+
+def current_board(uri: Optional[str] = None) -> str:
+    """The profile name of the board ``uri`` opens (default: ``GOVERNOR_DEVICE``, else the GPU
+    found on this machine), as the running governor names it.
+
+    Raises:
+        DeviceNotFoundError: no device could be opened, or no GPU was found and none was named
+            (a board saved for would be a guess: the simulated default board).
+    """
+    import os
+
+    uri = uri or os.environ.get("GOVERNOR_DEVICE") or None
     try:
         import governor
+        from governor.devices.registry import discover_hardware
+        from governor.profiles.profile import board_key
 
-        with governor.open_device("auto") as dev:
-            model = dev.identity.model
+        if uri is None or uri == "auto":
+            found = discover_hardware()
+            if not found:
+                raise DeviceNotFoundError(
+                    "no GPU found on this machine: name the board (--board NAME or "
+                    "--device sim:NAME)"
+                )
+            uri = found[0]
+        with governor.open_device(uri) as dev:
+            return board_key(dev)
+    except DeviceNotFoundError:
+        raise
     except GovernorError as err:
         raise DeviceNotFoundError(f"no board given and none detected ({err})") from err
     except (ImportError, AttributeError) as err:
         raise DeviceNotFoundError("no board given and device detection is not available") from err
-    if not model:
-        raise DeviceNotFoundError("no board given and the detected device has no catalog name")
-    return str(model)
+
+
+def save_command(
+    kernel: str, board: str, precision: str = "double", uri: Optional[str] = None
+) -> str:
+    """The ``governor tiles`` command that saves ``kernel``'s tiles where the runtime looks
+    for them on ``board`` (opened as ``uri``)."""
+    import shlex
+
+    from governor.tuning.eatss.catalog import find_gpu
+
+    args = ["governor", "tiles", kernel]
+    if uri and board not in known_boards():
+        args += ["--device", uri]
+    else:
+        args += ["--board", board]
+    try:
+        find_gpu(board)
+    except GovernorError:  # no built-in resource set for this board: the user names one
+        args += ["--gpu", "NAME"]
+    if precision != "double":
+        args += ["--precision", precision]
+    return " ".join(shlex.quote(a) for a in args + ["--save"])
 
 
 def save_tiles(result: Any, board: str) -> Path:
