@@ -148,7 +148,6 @@ def policy_spec(
             raise typer.BadParameter(str(err), param_hint="--until") from None
         if policy == "battery":
             hours, until = seconds / 3600.0, None
-    budgeted = policy == "battery" or (policy == "throughput" and battery_wh is not None)
     return {
         "policy": policy,
         "cap_w": cap_w,
@@ -157,7 +156,7 @@ def policy_spec(
         "until": until,
         "rate_hz": rate_hz,
         "clock_mhz": clock_mhz,
-        "scope": scope if budgeted else None,
+        "scope": scope,
     }
 
 

@@ -82,6 +82,9 @@ def test_missing_or_clashing_options_are_usage_errors_naming_the_options(
     [
         (["--policy", "clock", "--clock", "900", "--cap-w", "5"], "--cap-w does not apply"),
         (["--policy", "turbo"], "unknown --policy 'turbo'"),
+        (["--policy", "clock", "--clock", "900", "--scope", "gpu"], "--scope does not apply"),
+        (["--policy", "ppw", "--scope", "board"], "--scope does not apply"),
+        (["--policy", "throughput", "--rate-hz", "30", "--scope", "gpu"], "needs --battery-wh"),
         (["--policy", "battery", "--battery-wh", "20"], "exactly one of --hours or --until"),
         (["--policy", "throughput", "--rate-hz", "30"], "gov.tick()"),
         (["--policy", "max", "--kernel", "gemm"], "--kernel goes with --policy ppw"),
