@@ -360,8 +360,8 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
             _stop(echo.gov, restore_failed)  # one period is metered from start to exit, not 0 J
             echo()  # what it could not meet during the job (a budget run out, a cap too low)
         reports = [(echo.gov.device, echo.gov.report()) for echo in govs]
-    for dev, report in reports:
-        if report["device_lost"] is not None:
+    for (dev, report), echo in zip(reports, govs):
+        if report["device_lost"] is not None and not echo.told(report["device_lost"]):
             sys.stderr.write(
                 f"governor: {dev.uri} was lost during the job: {report['device_lost']}\n"
             )
@@ -402,6 +402,10 @@ class _NoteEcho:
         for text in self.gov.notes[self.said :]:
             typer.echo(f"governor: {text}", err=True)
         self.said = len(self.gov.notes)
+
+    def told(self, text: str) -> bool:
+        """Whether a note already said ``text`` on stderr."""
+        return any(text in note for note in self.gov.notes[: self.said])
 
 
 def _stop(gov: Any, restore_failed: Dict[str, str]) -> None:

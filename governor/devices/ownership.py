@@ -239,7 +239,8 @@ class Ownership:
                 self.device.put_back(name, original)
             except Exception as err:  # every field gets its turn
                 failed[name] = str(err) or type(err).__name__
-                log.error(
+                # the RestoreError below carries every failure to the caller, who says it
+                log.debug(
                     "%s: could not restore %s to %r: %s", self.device.uri, name, original, err
                 )
                 continue
