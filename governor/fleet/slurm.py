@@ -612,7 +612,8 @@ def _target(dev: Any, settings: Settings, policy: str) -> Tuple[Optional[float],
         path, doc, notes = lookup_profile_for(dev)
         if doc is None:
             model = fallback_model(clocks, notes[0])
-            return model.ppw_clock_mhz, model.source
+            hint = f"calibrate it once with 'governor calibrate --device {dev.uri}'"
+            return model.ppw_clock_mhz, f"{model.source}; {hint}"
         model = model_from_profile(clocks, doc, source=f"profile {path}")
         return model.ppw_clock_mhz, None
     return None, None
@@ -796,6 +797,7 @@ def _prolog_gpu(gpu, settings, policy, job, opener, say) -> Dict[str, Any]:
             clock, note = _target(dev, settings, policy)
             if note:
                 row["notes"].append(note)
+                say(f"{gpu['uri']}: {note}")
             dev.acquire(command=f"governor slurm prolog {_marker(job)} {policy}")
             for text in dev.ownership_notes + dev.control_notes():
                 row["notes"].append(text)

@@ -92,6 +92,16 @@ def test_a_job_on_gpu_1_gets_its_ppw_clock_and_its_energy_recorded(job):
     assert "record" in (job.records / "slurm.log").read_text()
 
 
+def test_a_ppw_clock_guessed_without_a_profile_is_said_with_the_command_that_calibrates(job):
+    out = job("prolog", 12, SLURM_JOB_GPUS="0", CUDA_VISIBLE_DEVICES="0")
+    assert out.returncode == 0, out.stderr
+    assert job.fake.gpu(0).gpu_locked is not None  # the guess is applied, and said
+    running = json.loads((job.records / "running" / "12.json").read_text())
+    (note,) = [n for n in running["gpus"][0]["notes"] if "guessed" in n]
+    assert f"governor calibrate --device {running['gpus'][0]['uri']}'" in note
+    assert note in (job.records / "slurm.log").read_text()
+
+
 def test_both_gpus_and_the_total(job):
     assert job("prolog", 12, SLURM_JOB_GPUS="0-1").returncode == 0
     assert job.fake.gpu(0).gpu_locked and job.fake.gpu(1).gpu_locked
