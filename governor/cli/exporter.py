@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from typing import Any
+from typing import Any, List, Tuple
 
 import typer
 
@@ -68,11 +68,15 @@ def exporter_command(
     except ValueError as err:
         raise InvalidRequestError(f"--listen: {err}") from None
     devices = []
+    server = None
     try:
-        for uri in resolve_uris(device):
+        uris, waiting = _uris(device, resolve_uris)
+        for uri in uris:
             devices.append(open_device(uri))
             _refuse_virtual_time(devices[-1])
-        server = serve_metrics(devices, listen, policy_of=running_policies())
+        server = serve_metrics(
+            devices, listen, policy_of=running_policies(), waiting=waiting, opener=open_device
+        )
         url = f"http://{server.addr}:{server.port}/metrics"
         if json_out:
             emit_json(
@@ -96,5 +100,28 @@ def exporter_command(
             server.close()
         sys.stderr.write("governor: exporter stopped\n")
     finally:
-        for dev in devices:
+        for dev in server.collector.devices if server is not None else devices:
             dev.close()
+
+
+def _uris(device: str, resolve_uris: Any) -> Tuple[List[str], List[str]]:
+    """The URIs to serve, and (``--device all``) those of GPUs NVML counts but reports lost:
+    served as down until they answer, so a GPU lost before the exporter started is not
+    missing from its scrapes.
+
+    Raises:
+        DeviceNotFoundError: ``all`` on a host with no GPU at all, lost or not.
+    """
+    from governor.devices.nvml import discover_nvml
+    from governor.errors import DeviceNotFoundError
+
+    if device.strip() != "all":
+        return resolve_uris(device), []
+    lost: List[str] = []
+    discover_nvml(lost)
+    try:
+        return resolve_uris(device), lost
+    except DeviceNotFoundError:
+        if not lost:
+            raise
+        return [], lost

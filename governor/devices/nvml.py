@@ -696,13 +696,17 @@ def open_nvml(spec: str, *, clock: Optional[Clock] = None) -> NvmlDevice:
         raise
 
 
-def discover_nvml() -> List[str]:
+def discover_nvml(lost: Optional[List[str]] = None) -> List[str]:
     """``nvml:N`` for every GPU NVML can read (NVML's indices, whatever
     ``CUDA_VISIBLE_DEVICES`` says); [] without driver or bindings.
 
     A GPU that reports neither power nor clocks (Jetson's integrated GPU) is left to the
-    jetson backend.
+    jetson backend. A GPU NVML counts but reports lost (off the bus, needing a reset) is left
+    out too; its ``nvml:N`` is added to ``lost`` when given, for a service that watches every
+    GPU of the host until it answers (the exporter).
     """
+    from governor.devices.nvml_faults import kind_of
+
     try:
         nv = _import_pynvml()
     except ImportError:
@@ -715,23 +719,28 @@ def discover_nvml() -> List[str]:
     found = []
     try:
         for index in range(int(nv.nvmlDeviceGetCount())):
+            errors = []
             try:
                 handle = nv.nvmlDeviceGetHandleByIndex(index)
-            except nv.NVMLError:
-                continue
+            except nv.NVMLError as err:
+                handle, errors = None, [err]
             readable = False
             for fn, args in (
                 (nv.nvmlDeviceGetPowerUsage, (handle,)),
                 (nv.nvmlDeviceGetClockInfo, (handle, nv.NVML_CLOCK_GRAPHICS)),
             ):
+                if handle is None:
+                    break
                 try:
                     fn(*args)
                     readable = True
                     break
-                except nv.NVMLError:
-                    pass
+                except nv.NVMLError as err:
+                    errors.append(err)
             if readable:
                 found.append(f"nvml:{index}")
+            elif lost is not None and any(kind_of(err) == "lost" for err in errors):
+                lost.append(f"nvml:{index}")
     except nv.NVMLError as err:
         log.debug("NVML discovery: %s", err)
     finally:

@@ -12,7 +12,8 @@ covers: ``gpu``, ``gpu+soc``, ``board input``...).
 A device that cannot be read (a GPU lost, a driver timing out past its retries) is
 ``governor_device_up 0`` with no other series, while the others are served as usual; the
 warning is logged once when it starts failing and once when it answers again, not at every
-scrape.
+scrape. A GPU already lost when the exporter starts (``--device all``) is served the same way
+until it answers, and from then on like the others.
 
 ``prometheus-client`` is imported only here, when metrics are served (``pip install
 'gpu-governor[metrics]'``).
@@ -82,9 +83,20 @@ class DeviceCollector:
 
     BASE = ("uuid", "board", "device")
 
-    def __init__(self, devices: Sequence[Device], policy_of: Optional[PolicyOf] = None) -> None:
+    def __init__(
+        self,
+        devices: Sequence[Device],
+        policy_of: Optional[PolicyOf] = None,
+        *,
+        waiting: Sequence[str] = (),
+        opener: Optional[Callable[[str], Device]] = None,
+    ) -> None:
         self.devices = list(devices)
         self.policy_of = policy_of
+        #: URIs of devices that could not be opened yet (a GPU lost before the exporter
+        #: started): ``up`` 0 until ``opener`` opens one, then served like the others
+        self.waiting = list(waiting)
+        self._opener = opener
         self._lock = threading.Lock()
         self._down: Dict[str, str] = {}  # device URI -> why it is down (its failed episode)
 
@@ -94,9 +106,27 @@ class DeviceCollector:
     def collect(self) -> Iterator[Any]:
         families = _Families(list(self.BASE))
         with self._lock:
+            self._open_waiting(families)
             for device in self.devices:
                 self._read(device, families)
         yield from families.all()
+
+    def _open_waiting(self, families: _Families) -> None:
+        """Try to open each waiting device: one that opens joins the devices read from now
+        on; one that does not is ``up`` 0 (its URI stands in for its UUID and board)."""
+        for uri in list(self.waiting):
+            try:
+                if self._opener is None:
+                    raise GovernorError(f"{uri}: cannot be opened")
+                device = self._opener(uri)
+            except GovernorError as err:
+                if uri not in self._down:
+                    log.warning("%s: down, not read until it answers: %s", uri, err)
+                self._down[uri] = str(err)
+                families.up.add_metric([uri, "", uri], 0.0)
+                continue
+            self.waiting.remove(uri)
+            self.devices.append(device)
 
     def _read(self, device: Device, families: _Families) -> None:
         """Add ``device``'s series to ``families``: its sample (or ``up`` 0 when it cannot be
@@ -233,15 +263,19 @@ def serve_metrics(
     listen: str = "127.0.0.1:9400",
     *,
     policy_of: Optional[PolicyOf] = None,
+    waiting: Sequence[str] = (),
+    opener: Optional[Callable[[str], Device]] = None,
 ) -> MetricsServer:
-    """Serve metrics of ``devices`` on ``listen`` (``ADDR:PORT``; port 0 picks a free one).
+    """Serve metrics of ``devices`` on ``listen`` (``ADDR:PORT``; port 0 picks a free one),
+    and of each URI in ``waiting`` once ``opener`` opens it (down until then).
 
     Raises:
         GovernorError: prometheus-client is missing, or the address cannot be bound.
     """
     addr, port = parse_listen(listen)
     try:
-        return MetricsServer(DeviceCollector(devices, policy_of), addr, port)
+        collector = DeviceCollector(devices, policy_of, waiting=waiting, opener=opener)
+        return MetricsServer(collector, addr, port)
     except OSError as err:
         raise GovernorError(
             f"cannot serve metrics on {addr}:{port}: {err.strerror or err}"

@@ -226,6 +226,48 @@ def test_the_exporter_marks_a_lost_gpu_down_serves_the_other_and_brings_it_back(
     assert [gpu.writes for gpu in nvml.state()] == [0, 0]  # scrapes only read
 
 
+def test_an_exporter_started_with_a_gpu_already_lost_serves_it_down_then_up(nvml):
+    pytest.importorskip("prometheus_client", reason="pip install 'gpu-governor[metrics]'")
+    import os
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def scrape(url):
+        up, clocked = {}, set()
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "governor_device_up":
+                    up[sample.labels["device"]] = sample.value
+                if sample.name == "governor_clock_hertz":
+                    clocked.add(sample.labels["device"])
+        return up, clocked
+
+    nvml.faults(lost=[0])  # off the bus before the exporter starts
+    env = dict(nvml.env(), PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "governor", "exporter", "--listen", "127.0.0.1:0", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        started = json.loads(proc.stdout.readline())
+        assert started["devices"] == ["nvml:1"]
+        for _ in range(2):
+            assert scrape(started["url"]) == ({"nvml:0": 0.0, "nvml:1": 1.0}, {"nvml:1"})
+        nvml.faults()  # back on the bus
+        assert scrape(started["url"]) == ({"nvml:0": 1.0, "nvml:1": 1.0}, {"nvml:0", "nvml:1"})
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0, err
+    assert err.count("nvml:0: down") == 1, err  # said once, not at every scrape
+    assert [gpu.writes for gpu in nvml.state()] == [0, 0]  # scrapes only read
+
+
 def test_a_full_state_directory_changes_nothing_and_says_where(nvml, capsys, monkeypatch):
     import errno
     import os
