@@ -149,10 +149,21 @@ def _pairs(folder):
             )
 
 
+def tie_band_pct(sweep):
+    """How far (%) two rows' measured energies may differ by noise alone: the sweep's own
+    energy noise per row (the median scatter about the neighbours' line, as a robust sigma:
+    / 0.6745) times sqrt(2), for a difference of two rows."""
+    scatter = neighbour_scatter(sweep.clock_mhz, sweep.energy_j())
+    return statistics.median(scatter) / 0.6745 * math.sqrt(2.0)
+
+
 class Score810:
     """A twin's prediction of a whole 810 MHz sweep: the |relative error| (%) of power and time
     at each row but the probe's (``skip``), the true and the twin's energy-optimum indices and
-    the squared log error of energy over those rows."""
+    the squared log error of energy over those rows. Also the measured energy at the twin's
+    optimum above the measured best (%), and the clocks whose measured energy is within the
+    sweep's noise of the best (:func:`tie_band_pct`): where several are, which of them is "the"
+    optimum is noise."""
 
     def __init__(self, board, lo, skip=None):
         preds = [predict(board, f, 810.0) for f in lo.clock_mhz]
@@ -164,10 +175,19 @@ class Score810:
         self.i_twin = min(range(len(energy)), key=energy.__getitem__)
         self.i_true = min(range(len(true_e)), key=true_e.__getitem__)
         self.energy_sse = sum(math.log(energy[i] / true_e[i]) ** 2 for i in rows)
+        best = true_e[self.i_true]
+        self.above_best_pct = 100.0 * (true_e[self.i_twin] / best - 1.0)
+        self.band_pct = tie_band_pct(lo)
+        self.tied = [i for i, e in enumerate(true_e) if e <= best * (1.0 + self.band_pct / 100)]
 
     @property
     def within_one(self):
         return abs(self.i_true - self.i_twin) <= 1
+
+    @property
+    def within_one_of_tied(self):
+        """Whether the twin's optimum is within one step of a clock tied with the best."""
+        return any(abs(i - self.i_twin) <= 1 for i in self.tied)
 
 
 def _choose(scores, apps):
@@ -224,9 +244,10 @@ def cross_memory(folder):
     print(
         "| app | probe MHz | priors k, busy share, floor (chosen on the other apps) "
         "| power median / max % | time median / max % | optimum true / twin MHz | within one step "
+        "| measured energy at twin's optimum, % above best | tie band % | clocks tied with best "
         "| no probe: power % | time % | within one step |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     pooled_p, pooled_t = [], []
     for app, hi, lo in pairs:
@@ -243,7 +264,9 @@ def cross_memory(folder):
             f"| {statistics.median(sc.power):.1f} / {max(sc.power):.1f} "
             f"| {statistics.median(sc.time):.1f} / {max(sc.time):.1f} "
             f"| {lo.clock_mhz[sc.i_true]:g} / {lo.clock_mhz[sc.i_twin]:g} "
-            f"| {'yes' if sc.within_one else 'no'} | {statistics.median(bare.power):.1f} "
+            f"| {'yes' if sc.within_one else 'no'} | {sc.above_best_pct:.2f} | {sc.band_pct:.2f} "
+            f"| {' '.join(f'{lo.clock_mhz[i]:g}' for i in sc.tied)} "
+            f"| {statistics.median(bare.power):.1f} "
             f"| {statistics.median(bare.time):.1f} | {'yes' if bare.within_one else 'no'} |"
         )
     n = len(rows)
@@ -262,6 +285,24 @@ def cross_memory(folder):
         f"{statistics.median(statistics.median(r[1].power) for r in rows):.1f} %, time "
         f"{statistics.median(statistics.median(r[1].time) for r in rows):.1f} %, within one "
         f"step {sum(r[1].within_one for r in rows)}/{n}.\n"
+    )
+    tied_hits = sum(r[0].within_one_of_tied for r in rows)
+    misses = [r[0] for r in rows if not r[0].within_one]
+    print(
+        f"Noise-aware reading (not the target's count): the twin's optimum is within one step "
+        f"of a clock whose measured energy is within the sweep's own noise of the best (tie "
+        f"band: median neighbour scatter of energy / 0.6745 x sqrt 2, per sweep) in "
+        f"{tied_hits}/{n}; measured energy at the twin's optimum above the best: mean "
+        f"{statistics.mean(r[0].above_best_pct for r in rows):.2f} %, worst "
+        f"{max(r[0].above_best_pct for r in rows):.2f} %"
+        + (
+            f", at the {len(misses)} misses "
+            + ", ".join(f"{m.above_best_pct:.2f}" for m in misses)
+            + " %"
+            if misses
+            else ""
+        )
+        + ".\n"
     )
     chosen = _choose(scores["middle"], apps)
     shipped = (MEM_OVERLAP_K, MEM_BUSY_SHARE, MEM_FLOOR_V)

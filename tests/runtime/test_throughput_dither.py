@@ -16,19 +16,27 @@ RATE_HZ = 30.0
 FLOOR = 2  # 700 MHz: a period holds 0.0233 s of top-clock work, 600 MHz's 0.02 s
 
 
-def _dither(slow_share=0.02, idle_w=None):
+def _dither(slow_share=0.02, idle_w=None, ran_late=0):
     """Frames of 0.015 s of top-clock work, ``slow_share`` of them 0.021 s: all on time at
-    700 MHz, the slow ones late at 600 MHz."""
+    700 MHz, the slow ones late at 600 MHz. The first ``ran_late`` slow frames ran at 600 MHz
+    (late, as a dither's periods below make them); the others at the top clock."""
     model = small_model()
     tables = ClockTables(model)
     frames, idle = FrameStats(), IdlePower(metered=True)
     idle.idle_w = idle_w
     every = round(1.0 / slow_share)
+    slow_seen = 0
     for k in range(FrameStats.LONG_FRAMES):
         work = 0.021 if k % every == 0 else 0.015
+        clock_mhz = 1000.0
+        if work > 0.015:
+            slow_seen += 1
+            if slow_seen <= ran_late:
+                clock_mhz = CLOCKS_MHZ[FLOOR - 1]
+        busy_s = work * tables.time_rel_at(clock_mhz)
         t = (k + 1) / RATE_HZ
-        obs = Observation(t, 1.0 / RATE_HZ, None, 1000.0, 1000.0, 0.0, t, True)
-        frames.learn(obs, [Tick(t, 1.0, work, 1000.0)], tables, RATE_HZ)
+        obs = Observation(t, 1.0 / RATE_HZ, None, clock_mhz, clock_mhz, 0.0, t, True)
+        frames.learn(obs, [Tick(t, 1.0, busy_s, clock_mhz)], tables, RATE_HZ)
     pricing = Pricing(model, RATE_HZ, frames, idle)
     return Dither(model, RATE_HZ, frames, pricing)
 
@@ -59,3 +67,15 @@ def test_no_dither_off_the_floor_while_the_search_measures_or_where_below_costs_
     assert dither.carry == 0.0  # the diffusion starts again
     # an idle power so low that racing to idle pays: the clock below costs more
     assert _dither(idle_w=-500.0).step(FLOOR, FLOOR, True) is None
+
+
+def test_late_frames_seen_stop_the_dither_at_the_kept_rates_limit_not_at_its_aim():
+    # 12 slow frames in 600 (2 %); those that ran at 600 MHz were late
+    on_aim = _dither(slow_share=0.02, ran_late=5)  # 0.83 % seen late: past SHARE, under STOP
+    assert on_aim.frames.late_count == 5
+    assert Dither.SHARE * 600 < 5 < Dither.STOP_SHARE * 600
+    assert on_aim.shares(FLOOR, FLOOR, True) == (0.0, 0.02)
+    assert CLOCKS_MHZ[FLOOR - 1] in {on_aim.step(FLOOR, FLOOR, True) for _ in range(100)}
+    past = _dither(slow_share=0.02, ran_late=6)  # 1 % seen late: stopped
+    assert past.frames.late_count == 6
+    assert past.shares(FLOOR, FLOOR, True) is None
