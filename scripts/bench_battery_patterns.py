@@ -182,7 +182,8 @@ def twin_bound(board, pattern, duration_s, budget=None, grid=1000):
             on_p = (done + most_work(hulls, rest, budget - e)) / const_p
             on_t = (done + most_work(hulls, twin_rest, budget - e)) / const_t
             best = max(best, min(on_p, on_t))
-        worst = min(worst, (best, at_s))
+        if best < worst[0]:
+            worst = (best, at_s)
     return worst
 
 
