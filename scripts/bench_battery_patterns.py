@@ -18,6 +18,8 @@ goal): at the start, between loads, twice, long, and at the end. None was used t
 rule for waits (``idle:1,compute:2`` and ``compute:1,idle:1,compute:1`` were); a mission
 that ends in a wait is one no policy that cannot see the future can spend well (the budget
 it leaves for the wait is a share of the mission's it had no sign of), reported apart.
+``IDLE_PATTERNS_2`` were added with ``--bound`` and first run as the policy stood: a wait
+before two loads, between two runs of one load, late in a load's run, and recurring.
 ``--new-user`` runs the patterns as someone trying the policy first would: no profile, and
 the budget of the fixed clock the uncalibrated model guesses, against that clock's work.
 ``--seed`` runs the simulated boards' noise on another seed (the baselines too).
