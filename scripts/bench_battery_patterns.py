@@ -18,8 +18,26 @@ goal): at the start, between loads, twice, long, and at the end. None was used t
 rule for waits (``idle:1,compute:2`` and ``compute:1,idle:1,compute:1`` were); a mission
 that ends in a wait is one no policy that cannot see the future can spend well (the budget
 it leaves for the wait is a share of the mission's it had no sign of), reported apart.
+``IDLE_PATTERNS_2`` were added with ``--bound`` and first run as the policy stood: a wait
+before two loads, between two runs of one load, late in a load's run, and recurring.
 ``--new-user`` runs the patterns as someone trying the policy first would: no profile, and
 the budget of the fixed clock the uncalibrated model guesses, against that clock's work.
+``--seed`` runs the simulated boards' noise on another seed (the baselines too).
+
+``--bound`` runs no policy: per pattern and board it prints the most that any policy that
+cannot see the future can be sure of, against the best constant clock. Until a phase ends,
+a pattern looks the same as its *twin*, the mission in which that phase runs on to the end
+(``compute:2,idle:1`` is ``compute`` until two thirds; ``idle:1,compute:1,idle:1,memory:1``
+is ``idle:1,compute:3`` until half-way), on the same battery. A policy spends some energy
+``E`` on the shared start; the most it can then do is the hindsight best of the start on
+``E`` plus the hindsight best of the rest on what is left, on the pattern and on the twin.
+The bound is the largest, over ``E``, of the smaller of the two ratios (each mission's work
+over its own best constant clock's on that battery), the least over the pattern's phase
+ends. Work and energy follow the simulator's physics in thermal steady state (the battery
+bench's oracle's: each load on the upper concave envelope of work rate against board
+power, a wait at the least power the board idles at), and budgets the bench's rule under
+it. A cell under 0.98 is a pattern on which no causal policy meets 0.98 of the constant
+clock on both it and its twin.
 """
 
 from __future__ import annotations
@@ -27,14 +45,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_runtime import BaselineCache, _TickingApp, battery_baselines  # noqa: E402
+from bench_online_bound import _constant_runs, _phases, budget_j  # noqa: E402
+from bench_runtime import (  # noqa: E402
+    BaselineCache,
+    _phase_points,
+    _TickingApp,
+    _upper_hull,
+    battery_baselines,
+)
 
-from governor.devices.sim.catalog import board_names  # noqa: E402
+from governor.devices.sim.catalog import board_names, get_board  # noqa: E402
 from governor.errors import InvalidRequestError  # noqa: E402
 from governor.runtime.simulate import phase_list, simulate  # noqa: E402
 
@@ -51,13 +77,22 @@ IDLE_PATTERNS = (
     "idle:3,compute:1",
     "compute:2,idle:1",
 )
+# added with the causal bound (--bound), after the rule for waits was set, and run first as
+# they stand: a wait before two loads, between two runs of one load, late, and recurring
+IDLE_PATTERNS_2 = (
+    "idle:2,compute:1,memory:1",
+    "memory:1,idle:1,memory:1",
+    "compute:3,idle:1,compute:1",
+    "idle:1,compute:1,idle:1,compute:1,idle:1,compute:1",
+)
 
 
-def run(board, doc, pattern, duration_s, ticks, cache):
+def run(board, doc, pattern, duration_s, ticks, cache, seed=0):
     """(policy work / best constant clock's work, board energy / budget) on one pattern."""
-    key = cache.battery_key(board, pattern, 0, "board", duration_s)
+    key = cache.battery_key(board, pattern, seed, "board", duration_s)
     base = cache.battery_baseline(
-        key, functools.partial(battery_baselines, board, doc, pattern, duration_s, "board")
+        key,
+        functools.partial(battery_baselines, board, doc, pattern, duration_s, "board", seed=seed),
     )
     spec = {
         "policy": "battery",
@@ -66,22 +101,119 @@ def run(board, doc, pattern, duration_s, ticks, cache):
         "scope": "board",
     }
     with _TickingApp() if ticks else contextlib.nullcontext():
-        r = simulate(board, spec, pattern, duration_s, profile=doc)
+        r = simulate(board, spec, pattern, duration_s, profile=doc, seed=seed)
     best = base["best_work"]
     ratio = r["work_done"] / best if best else float("nan")
     return ratio, r["board_energy_j"] / base["budget_j"]
 
 
-def run_new_user(board, pattern, duration_s, ticks):
+def run_new_user(board, pattern, duration_s, ticks, seed=0):
     """As a new user tries it: no profile, and the budget the whole-board energy of the
     clock the uncalibrated model guesses for PPW (its fixed-clock run is the comparison)."""
     guess = simulate(board, {"policy": "max"}, "steady", 1.0)["model"]["ppw_clock_mhz"]
-    fixed = simulate(board, {"policy": "clock", "clock_mhz": guess}, pattern, duration_s)
+    fixed = simulate(board, {"policy": "clock", "clock_mhz": guess}, pattern, duration_s, seed=seed)
     budget = fixed["board_energy_j"]
     spec = {"policy": "battery", "energy_j": budget, "duration_s": duration_s, "scope": "board"}
     with _TickingApp() if ticks else contextlib.nullcontext():
-        r = simulate(board, spec, pattern, duration_s)
+        r = simulate(board, spec, pattern, duration_s, seed=seed)
     return r["work_done"] / fixed["work_done"], r["board_energy_j"] / budget
+
+
+def most_work(hulls, phases, energy_j):
+    """The most work the hindsight schedule does over ``phases`` ([(load or None, s)]) on
+    ``energy_j`` of board energy: each load at its least power, then the envelopes' segments
+    where a joule buys the most work (the battery bench's oracle). Minus infinity short of
+    the least energy the phases can run on: the mission would not last."""
+    secs = {}
+    for name, s in phases:
+        secs[name] = secs.get(name, 0.0) + s
+    base_j = base_work = 0.0
+    steps = []
+    for name, s in secs.items():
+        hull = hulls[name]
+        base_j += s * hull[0][0]
+        base_work += s * hull[0][1]
+        for (p1, w1), (p2, w2) in zip(hull, hull[1:]):
+            steps.append(((w2 - w1) / (p2 - p1), s * (p2 - p1), s * (w2 - w1)))
+    left = energy_j - base_j
+    if left < -1e-9 * max(base_j, 1.0):
+        return -math.inf
+    work = base_work
+    for _slope, cost_j, gain in sorted(steps, reverse=True):
+        if left <= 0:
+            break
+        take = min(1.0, left / cost_j)
+        work += take * gain
+        left -= take * cost_j
+    return work
+
+
+def _best_constant(spec, phases, budget):
+    """The work of the best constant clock whose board energy over ``phases`` fits."""
+    return max([w for _f, e, w in _constant_runs(spec, phases) if e <= budget], default=0.0)
+
+
+def twin_bound(board, pattern, duration_s, budget=None, grid=1000):
+    """(the bound, the phase end that sets it, in s) for one pattern on ``budget`` (J; the
+    bench's rule in steady state by default): see the module's ``--bound``. With no phase
+    end (one load), the hindsight best over the constant clock."""
+    spec = get_board(board)
+    phases = [(name, s) for name, s in _phases(pattern, duration_s) if s > 0]
+    hulls = {}
+    for name, _ in phases:
+        points = _phase_points(spec, spec.workloads[name] if name else None)
+        hulls[name] = _upper_hull(points) if name else [min(points)]
+    if budget is None:
+        budget = budget_j(spec, pattern, duration_s)
+    const_p = _best_constant(spec, phases, budget)
+    if const_p <= 0:
+        return float("nan"), None
+    worst = (most_work(hulls, phases, budget) / const_p, None)
+    at_s = 0.0
+    for k in range(1, len(phases)):
+        at_s += phases[k - 1][1]
+        start, rest = phases[:k], phases[k:]
+        twin_rest = [(start[-1][0], sum(s for _, s in rest))]
+        const_t = _best_constant(spec, start + twin_rest, budget)
+        if const_t <= 0:  # the twin does no work (a wait to the end): nothing to keep
+            continue
+        best = -math.inf
+        for i in range(grid + 1):
+            e = budget * i / grid
+            done = most_work(hulls, start, e)
+            on_p = (done + most_work(hulls, rest, budget - e)) / const_p
+            on_t = (done + most_work(hulls, twin_rest, budget - e)) / const_t
+            best = max(best, min(on_p, on_t))
+        if best < worst[0]:
+            worst = (best, at_s)
+    return worst
+
+
+def print_bounds(boards, patterns, duration_s, cache=None):
+    """The ``--bound`` table: per board and pattern, the causal bound (and the phase end,
+    in s, whose twin sets it). ``cache``: a :class:`BaselineCache` whose budgets (the
+    bench's, from simulated missions) are used where it holds the pattern's."""
+    print(
+        f"## What a policy that cannot see the future can be sure of ({duration_s:.0f} s, "
+        "steady-state physics): the most, over the energy spent before a phase ends, of the "
+        "smaller of the pattern's and its twin's work over their best constant clock's"
+    )
+    print("| board | " + " | ".join(patterns) + " |")
+    print("|---|" + "---:|" * len(patterns))
+    cols = {p: [] for p in patterns}
+    for board in boards:
+        cells = []
+        for p in patterns:
+            row = cache.battery.get(cache.battery_key(board, p, 0, "board", duration_s))
+            budget = row["budget_j"] if row else None
+            bound, at_s = twin_bound(board, p, duration_s, budget)
+            cols[p].append(bound)
+            cells.append(f"{bound:.4f}" + (f" ({at_s:.0f} s)" if at_s is not None else ""))
+        print(f"| {board} | " + " | ".join(cells) + " |", flush=True)
+    print()
+    for p, v in cols.items():
+        below = sum(1 for x in v if x < 0.98)
+        print(f"- {p}: min {min(v):.4f}, under 0.98 on {below} of {len(v)} boards")
 
 
 def main(argv=None) -> None:
@@ -89,9 +221,9 @@ def main(argv=None) -> None:
     parser.add_argument("--boards", default="", help="comma-separated boards (default: all)")
     parser.add_argument(
         "--patterns",
-        default=";".join(PATTERNS + IDLE_PATTERNS),
+        default=";".join(PATTERNS + IDLE_PATTERNS + IDLE_PATTERNS_2),
         help="semicolon-separated phase lists (default: the held-out patterns, "
-        "PATTERNS and IDLE_PATTERNS)",
+        "PATTERNS, IDLE_PATTERNS and IDLE_PATTERNS_2)",
     )
     parser.add_argument("--ticks", choices=("yes", "no", "both"), default="both")
     parser.add_argument("--duration-s", type=float, default=600.0, help="mission length")
@@ -106,6 +238,13 @@ def main(argv=None) -> None:
         action="store_true",
         help="no profile; budget: the whole-board energy of the clock the uncalibrated "
         "model guesses, which is the comparison",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the simulated boards' seed")
+    parser.add_argument(
+        "--bound",
+        action="store_true",
+        help="run no policy: print what a policy that cannot see the future can be sure of "
+        "on each pattern (see the module's docstring)",
     )
     args = parser.parse_args(argv)
     boards = [b for b in args.boards.split(",") if b] or list(board_names())
@@ -122,6 +261,11 @@ def main(argv=None) -> None:
             parser.error(f"--patterns: {err}")
     if not 10.0 <= args.duration_s <= 86400.0:
         parser.error(f"--duration-s must be within 10..86400, not {args.duration_s:g}")
+    if args.seed < 0:
+        parser.error(f"--seed must be 0 or more, not {args.seed}")
+    if args.bound:
+        print_bounds(boards, patterns, args.duration_s, BaselineCache(args.baseline_cache))
+        return
     modes = {"yes": (True,), "no": (False,), "both": (True, False)}[args.ticks]
     cache = BaselineCache(args.baseline_cache)
     if args.new_user:
@@ -145,9 +289,9 @@ def main(argv=None) -> None:
         for p in patterns:
             for t in modes:
                 if args.new_user:
-                    ratio, used = run_new_user(board, p, args.duration_s, t)
+                    ratio, used = run_new_user(board, p, args.duration_s, t, args.seed)
                 else:
-                    ratio, used = run(board, doc, p, args.duration_s, t, cache)
+                    ratio, used = run(board, doc, p, args.duration_s, t, cache, args.seed)
                 cols[(p, t)].append(ratio)
                 over.append(used)
                 cells.append(f"{ratio:.4f}")

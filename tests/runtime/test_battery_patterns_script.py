@@ -36,6 +36,7 @@ def test_a_pattern_is_run_against_its_own_best_constant_clock(patterns, capsys):
         (["--patterns", "compute:1,bogus:1"], "bad phase 'bogus:1'"),
         (["--patterns", " ; "], "at least one phase list"),
         (["--duration-s", "1"], "--duration-s must be within"),
+        (["--seed", "-1"], "--seed must be 0 or more"),
     ],
 )
 def test_bad_arguments_are_usage_errors(patterns, argv, says, capsys):
@@ -98,3 +99,46 @@ def test_as_a_new_user_a_wait_then_work_does_the_guessed_clocks_work(patterns, c
     (cell,) = [float(x) for x in row.strip("| ").split("|")[1:]]
     assert cell >= 0.98  # a minute: the generic model is still being corrected
     assert float(out[-1].rsplit("max ", 1)[1]) <= 1.01
+
+
+def _bound_cells(patterns, capsys, board, pattern_list):
+    patterns.main(["--bound", "--boards", board, "--patterns", ";".join(pattern_list)])
+    out = capsys.readouterr().out.splitlines()
+    row = next(line for line in out if line.startswith(f"| {board} |"))
+    return [cell.strip() for cell in row.strip("| ").split("|")[1:]]
+
+
+def test_the_bound_of_one_load_is_hindsights_and_a_wait_at_the_end_costs_the_sure_work(
+    patterns, capsys
+):
+    """One load has no twin: its bound is the hindsight schedule's work over the constant
+    clock's (at least 1). A mission that ends in a wait looks like the same load to the
+    end until the wait comes: kept able to finish that mission, no causal policy is sure of
+    the constant clock's work on it (the T4: about 0.96)."""
+    one, ends_waiting = _bound_cells(patterns, capsys, "t4", ["compute:1", "compute:2,idle:1"])
+    assert float(one) >= 1.0 and "(" not in one
+    value, at = ends_waiting.split(" (")
+    assert float(value) < 0.98
+    assert at == "400 s)"  # the twin that binds: compute to the end from 400 s on
+
+
+def test_most_work_grows_with_the_energy_and_a_mission_short_of_its_least_energy_fails(
+    patterns,
+):
+    from governor.devices.sim.catalog import get_board
+
+    spec = get_board("t4")
+    hulls = {
+        "compute": patterns._upper_hull(patterns._phase_points(spec, spec.workloads["compute"])),
+        None: [min(patterns._phase_points(spec, None))],
+    }
+    phases = [("compute", 100.0), (None, 50.0)]
+    least_j = 100.0 * hulls["compute"][0][0] + 50.0 * hulls[None][0][0]
+    top_j = 100.0 * hulls["compute"][-1][0] + 50.0 * hulls[None][0][0]
+    works = [
+        patterns.most_work(hulls, phases, least_j + (top_j - least_j) * i / 4) for i in range(5)
+    ]
+    assert works == sorted(works) and works[0] < works[-1]
+    assert works[0] == pytest.approx(100.0 * hulls["compute"][0][1])
+    assert works[-1] == pytest.approx(100.0 * hulls["compute"][-1][1])
+    assert patterns.most_work(hulls, phases, 0.99 * least_j) == float("-inf")

@@ -12,7 +12,7 @@ import bisect
 import math
 from typing import List, Sequence
 
-__all__ = ["concave", "fractional_index", "gaps", "level_neg", "match", "slope_at"]
+__all__ = ["concave", "fractional_index", "gaps", "level_neg", "match", "slope_at", "tabled"]
 
 
 def fractional_index(rising: Sequence[float], value: float) -> float:
@@ -26,6 +26,18 @@ def fractional_index(rising: Sequence[float], value: float) -> float:
         return float(top)
     lo, hi = rising[i], rising[i + 1]
     return i + ((value - lo) / (hi - lo) if hi > lo else 0.0)
+
+
+def tabled(values: Sequence[float], level: float) -> float:
+    """The table's value at fractional ``level``, interpolated between its two neighbours
+    (the ends beyond the table)."""
+    top = len(values) - 1
+    if level <= 0.0:
+        return values[0]
+    if level >= top:
+        return values[top]
+    i = int(math.floor(level))
+    return values[i] + (level - i) * (values[i + 1] - values[i])
 
 
 def level_neg(neg: Sequence[float], lam: float) -> float:
