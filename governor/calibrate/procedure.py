@@ -8,7 +8,10 @@
    optimum is pinned (its neighbours in the clock table are probed); budget left after that
    goes to the runner-up, the unprobed clock with the least predicted energy. An optimum
    next to a probe inside a wide unprobed gap is replaced by a golden-section step into the
-   gap (``_split_gap``).
+   gap (``_split_gap``). A probe goes instead where the answer can still change when the
+   probes alone say so: the unprobed clock of a wide gap whose convex lower bound (the
+   secants of the probes on either side, extended into the gap) lies furthest below the best
+   measured energy, by more than the measured noise (``_where_it_can_change``).
 5. Choose the probed clock with the least measured energy per unit of work among the
    optimum, its probed neighbours and the runners-up: near the optimum the probes are
    trusted over the model.
@@ -17,7 +20,9 @@ When the models do not explain the measurements (a real GPU the models were not 
 a noisy sweep), calibration still answers: the best measured probe, refined by probing its
 neighbours in the clock table while the budget lasts. The result says so
 (``method == "best-probe"``, a warning, the fit's complaint and the raw points kept);
-otherwise ``method == "model"``.
+otherwise ``method == "model"``. A curve whose best probes lie within the measured noise of
+each other is reported flat (``flat_clocks_mhz``, a note): any of them is as good as the
+measurements can tell.
 
 A probe is one distinct clock measured under load. :class:`DeviceProber` measures a live
 device (simulated or real); :class:`ReplayProber` reads a recorded sweep.
@@ -279,6 +284,16 @@ class CalibrationResult:
     #: the clocks that may be the energy optimum (models.optimum.OptimumInterval); None for a
     #: best-probe result, which has no model to tell them apart
     optimum_interval: Optional[object] = None
+    #: the probed clocks (MHz) whose measured energy lies within the noise band of the best
+    #: probe's, when there are two or more: the curve is flat there within the measured noise
+    flat_clocks_mhz: Tuple[float, ...] = ()
+    #: the noise band (relative energy) that decided ``flat_clocks_mhz``
+    noise_band_rel: float = math.nan
+
+    @property
+    def flat(self) -> bool:
+        """Whether several probed clocks are within the measured noise of the best."""
+        return len(self.flat_clocks_mhz) >= 2
 
     @property
     def probe_clocks_mhz(self) -> List[float]:
@@ -452,6 +467,94 @@ def _next_to_best(clocks: Sequence[float], probes: List[Probe]) -> Optional[floa
     return min(sides)[1]
 
 
+def _convex_bounds(clocks: Sequence[float], probes: List[Probe]) -> Dict[float, float]:
+    """Lower bounds of the energy per unit (J) at the unprobed clocks of wide gaps (at least
+    ``GAP_MIN_STEPS`` table steps between probed clocks), from the measurements alone.
+
+    Were E(f) convex, it would lie above the secant through any two neighbouring probes
+    extended beyond them; a clock between two probes is bounded by the secant from its left
+    (the two probes below it) and the one from its right (the two above), and the larger
+    bound holds. Clocks bounded from one side only inside the probed range are left out (a
+    single secant says nothing about how low they may go); beyond the probed range the
+    nearest secant bounds them. No bounds while a probe is power-capped."""
+    if any(p.throttled for p in probes):
+        return {}  # a power-capped probe ran below the clock asked: no secant through it
+    measured = {p.requested_mhz: p.energy_per_unit_j for p in probes}
+    xs = sorted(measured)
+    if len(xs) < 3:
+        return {}
+    ys = [measured[x] for x in xs]
+    index = {c: j for j, c in enumerate(clocks)}
+    bounds: Dict[float, float] = {}
+    for c in clocks:
+        if c in measured:
+            continue
+        k = sum(x < c for x in xs)  # probes below c
+        lo = index.get(xs[k - 1], 0) if k > 0 else 0
+        hi = index.get(xs[k], len(clocks) - 1) if k < len(xs) else len(clocks) - 1
+        if hi - lo < GAP_MIN_STEPS:
+            continue
+        sides = []
+        if k >= 2:
+            slope = (ys[k - 1] - ys[k - 2]) / (xs[k - 1] - xs[k - 2])
+            sides.append(ys[k - 1] + slope * (c - xs[k - 1]))
+        if len(xs) - k >= 2:
+            slope = (ys[k + 1] - ys[k]) / (xs[k + 1] - xs[k])
+            sides.append(ys[k] + slope * (c - xs[k]))
+        if sides and (len(sides) == 2 or k == 0 or k == len(xs)):
+            bounds[c] = max(sides)
+    return bounds
+
+
+def _where_it_can_change(
+    clocks: Sequence[float], probes: List[Probe], band_rel: float
+) -> Optional[float]:
+    """The unprobed clock where a probe can still change the answer: the least convex lower
+    bound (:func:`_convex_bounds`), if that bound lies more than ``band_rel`` (the measured
+    noise) below the best measured energy; None when no clock can beat the best probe by
+    more than noise."""
+    bounds = _convex_bounds(clocks, probes)
+    if not bounds:
+        return None
+    best = _best_measured(probes)
+    clock = min(bounds, key=lambda c: bounds[c])
+    return clock if bounds[clock] < best * (1.0 - band_rel) else None
+
+
+def _fit_noise_rel(probes: List[Probe], energy: Callable[[float], float]) -> float:
+    """Robust spread of the fitted energy's relative error at the unthrottled probes (the
+    measured noise the models see; median |error| / 0.6745)."""
+    errs = sorted(
+        abs(energy(p.requested_mhz) / p.energy_per_unit_j - 1.0)
+        for p in probes
+        if not p.throttled and p.energy_per_unit_j > 0
+    )
+    if not errs:
+        return math.nan
+    mid = len(errs) // 2
+    median = errs[mid] if len(errs) % 2 else 0.5 * (errs[mid - 1] + errs[mid])
+    return median / 0.6745
+
+
+def _best_measured(probes: List[Probe]) -> float:
+    """The least measured energy per unit (J) of the unthrottled probes (all if none is)."""
+    usable = [p for p in probes if not p.throttled] or probes
+    return min(p.energy_per_unit_j for p in usable)
+
+
+def _flat_clocks(probes: List[Probe], band_rel: float) -> Tuple[float, ...]:
+    """The unthrottled probed clocks whose measured energy is within ``band_rel`` of the
+    least measured, when there are two or more (a flat curve); else ()."""
+    usable = [p for p in probes if not p.throttled]
+    if not usable:
+        return ()
+    best = min(p.energy_per_unit_j for p in usable)
+    near = sorted(
+        {p.requested_mhz for p in usable if p.energy_per_unit_j <= best * (1.0 + band_rel)}
+    )
+    return tuple(near) if len(near) >= 2 else ()
+
+
 def _runner_up(
     clocks: Sequence[float], by_clock: Dict[float, Probe], energy: Callable
 ) -> Optional[float]:
@@ -520,6 +623,8 @@ def calibrate(
     optimum = math.nan
     spare: List[float] = []  # runner-up clocks probed after the optimum was pinned
     failure: Optional[CalibrationError] = None
+    from governor.models.optimum import noise_band_rel
+
     try:
         for clock in choose_initial_clocks(clocks)[:max_probes]:
             take(clock)
@@ -543,6 +648,14 @@ def calibrate(
                     nxt = _runner_up(clocks, by_clock, energy)
                     if nxt is None:
                         break
+                    spare.append(nxt)
+                band = noise_band_rel(_fit_noise_rel(probes, energy))
+                wider = _where_it_can_change(clocks, probes, band)
+                if wider is not None and energy(wider) <= _best_measured(probes) * (1 + band):
+                    # the probes alone say this clock may beat the best one by more than the
+                    # noise, and the model cannot rule it out: it goes first, and is a
+                    # candidate of the choice like a runner-up
+                    nxt = wider
                     spare.append(nxt)
                 take(nxt)
                 power, time = _fit_or_fail(probes, idle_w)
@@ -573,6 +686,8 @@ def calibrate(
             f"{message}; answering with the best measured probe, {best.requested_mhz:g} MHz "
             f"({len(probes)} probes; raw points kept)"
         )
+        band = noise_band_rel(math.nan)
+        flat = _flat_clocks(probes, band)
         return CalibrationResult(
             device_uri=prober.device.uri,
             idle_power_w=idle_w,
@@ -584,7 +699,7 @@ def calibrate(
             predicted_optimum_mhz=math.nan,
             supported_clocks_mhz=tuple(clocks),
             device_time_s=prober.device_time_s,
-            notes=[],
+            notes=[_flat_note(flat, band)] if flat else [],
             method="best-probe",
             warnings=[warning],
             fit_error={
@@ -593,6 +708,8 @@ def calibrate(
                 "idle_power_w": idle_w,
                 "fit": failure.data,
             },
+            flat_clocks_mhz=flat,
+            noise_band_rel=band,
         )
 
     chosen = _choose(probes, optimum, energy, spare)
@@ -615,6 +732,10 @@ def calibrate(
     ridge = power.ridge_clock_mhz
     ridge = min(max(ridge, clocks[0]), clocks[-1]) if math.isfinite(ridge) else clocks[-1]
     interval = _optimum_interval(clocks, probes, power, time, chosen)
+    band = interval.band_rel
+    flat = _flat_clocks(probes, band)
+    if flat:
+        notes.append(_flat_note(flat, band))
     return CalibrationResult(
         device_uri=prober.device.uri,
         idle_power_w=idle_w,
@@ -628,6 +749,17 @@ def calibrate(
         device_time_s=prober.device_time_s,
         notes=notes,
         optimum_interval=interval,
+        flat_clocks_mhz=flat,
+        noise_band_rel=band,
+    )
+
+
+def _flat_note(flat: Sequence[float], band_rel: float) -> str:
+    clocks = ", ".join(f"{c:g}" for c in flat)
+    return (
+        f"the energy curve is flat within the measured noise: the probes at {clocks} MHz are "
+        f"within {100 * band_rel:.1f} % of the best, so any of them is as good as the "
+        "measurements can tell"
     )
 
 

@@ -196,6 +196,9 @@ def _document(dev, result, load_info, profile_path, plot_path, note) -> Dict[str
         "optimum_interval": None
         if result.optimum_interval is None
         else result.optimum_interval.to_dict(),
+        "flat": {"clocks_mhz": list(result.flat_clocks_mhz), "band_rel": result.noise_band_rel}
+        if result.flat
+        else None,
         "ridge_interval_mhz": list(result.power_model.ridge_interval_mhz)
         if result.modelled
         else None,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Optional, Sequence, Tuple
 
-__all__ = ["OptimumInterval", "optimum_interval"]
+__all__ = ["OptimumInterval", "noise_band_rel", "optimum_interval"]
 
 #: confidence level of the optimum interval
 OPTIMUM_INTERVAL_LEVEL = 0.9
@@ -57,6 +57,15 @@ class OptimumInterval:
             "band_rel": self.band_rel,
             "level": self.level,
         }
+
+
+def noise_band_rel(spread_rel: float, level: float = OPTIMUM_INTERVAL_LEVEL) -> float:
+    """How far apart (relative) two energies must be to differ by more than noise, for
+    measurements whose relative error has the robust spread ``spread_rel`` (never counted
+    below ``MIN_REL_ERROR``): ``z(level) · √2 · spread``, a one-sided test on the difference
+    of two independent errors."""
+    spread = max(spread_rel, MIN_REL_ERROR) if math.isfinite(spread_rel) else MIN_REL_ERROR
+    return NormalDist().inv_cdf(level) * math.sqrt(2.0) * spread
 
 
 def _held_out_errors(f, p, t, capped, time_form) -> list:
@@ -111,8 +120,7 @@ def optimum_interval(
     form: Tuple[float, float] = (float(time_model.k), float(time_model.low_exp))
     errs = _held_out_errors(f, p, t, cap, form)
     sigma = float(np.median(np.abs(errs))) / 0.6745 if errs else math.nan
-    spread = max(sigma, MIN_REL_ERROR) if errs else max(time_model.max_rel_residual, MIN_REL_ERROR)
-    band = NormalDist().inv_cdf(level) * math.sqrt(2.0) * spread
+    band = noise_band_rel(sigma if errs else time_model.max_rel_residual, level)
     table = np.asarray(sorted(clocks_mhz), dtype=float)
     energy = np.asarray(power_model.power_w(table), dtype=float) * np.asarray(
         time_model.time_s(table), dtype=float

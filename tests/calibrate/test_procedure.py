@@ -52,12 +52,12 @@ def test_replay_calibration_finds_a_near_optimal_clock_in_six_probes(path):
 
 
 def test_replay_calibration_on_all_real_sweeps_in_aggregate():
-    """The bench's figures as a floor: 95th percentile within 3 %, mean within 0.75 % (the
-    0.5 % target is not met yet: +0.61 % measured)."""
+    """Issue 37's targets as a floor: mean within 0.3 %, worst within 2 % (+0.29 % and
+    +1.68 % measured; docs/benchmarks/calibration.md)."""
     losses = [_replay_loss(p)[0] for p in sorted(REPLAY.glob("*.csv"))]
     assert len(losses) == 28
-    assert float(np.percentile(losses, 95)) <= 0.03
-    assert float(np.mean(losses)) <= 0.0075
+    assert max(losses) <= 0.02
+    assert float(np.mean(losses)) <= 0.003
 
 
 @pytest.mark.parametrize("name", sorted(load_catalog()))
