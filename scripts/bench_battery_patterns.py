@@ -58,6 +58,7 @@ from bench_runtime import (  # noqa: E402
     _TickingApp,
     _upper_hull,
     battery_baselines,
+    fill_envelopes,
 )
 
 from governor.devices.sim.catalog import board_names, get_board  # noqa: E402
@@ -127,24 +128,9 @@ def most_work(hulls, phases, energy_j):
     secs = {}
     for name, s in phases:
         secs[name] = secs.get(name, 0.0) + s
-    base_j = base_work = 0.0
-    steps = []
-    for name, s in secs.items():
-        hull = hulls[name]
-        base_j += s * hull[0][0]
-        base_work += s * hull[0][1]
-        for (p1, w1), (p2, w2) in zip(hull, hull[1:]):
-            steps.append(((w2 - w1) / (p2 - p1), s * (p2 - p1), s * (w2 - w1)))
-    left = energy_j - base_j
-    if left < -1e-9 * max(base_j, 1.0):
+    least_j, work = fill_envelopes(hulls, secs, energy_j)
+    if energy_j - least_j < -1e-9 * max(least_j, 1.0):
         return -math.inf
-    work = base_work
-    for _slope, cost_j, gain in sorted(steps, reverse=True):
-        if left <= 0:
-            break
-        take = min(1.0, left / cost_j)
-        work += take * gain
-        left -= take * cost_j
     return work
 
 

@@ -196,6 +196,31 @@ def _upper_hull(points):
     return hull
 
 
+def fill_envelopes(hulls, secs, energy_j):
+    """Hindsight's spend of ``energy_j`` over phases of ``secs`` seconds each (name -> s),
+    each on its upper envelope ``hulls[name]`` ([(power W, work/s)], least power first):
+    every phase at its least-power point, then the envelopes' segments in the order of work
+    per joule (the greedy order of slopes is the Lagrange solution). Returns (the least
+    energy the phases can run on, the work done)."""
+    base_j = base_work = 0.0
+    steps = []
+    for name, s in secs.items():
+        hull = hulls[name]
+        base_j += s * hull[0][0]
+        base_work += s * hull[0][1]
+        for (p1, w1), (p2, w2) in zip(hull, hull[1:]):
+            steps.append(((w2 - w1) / (p2 - p1), s * (p2 - p1), s * (w2 - w1)))
+    left = energy_j - base_j
+    work = base_work
+    for _slope, cost_j, gain in sorted(steps, reverse=True):
+        if left <= 0:
+            break
+        take = min(1.0, left / cost_j)
+        work += take * gain
+        left -= take * cost_j
+    return base_j, work
+
+
 def battery_oracle(board, trace, duration, budget_j, seed=0):
     """The most work any clock schedule with full hindsight does within ``budget_j`` (board
     input) over the trace, from the simulator's physics in thermal steady state: each phase
@@ -215,22 +240,8 @@ def battery_oracle(board, trace, duration, budget_j, seed=0):
         phase_s[name] = phase_s.get(name, 0.0) + max(0.0, min(end, duration) - start)
     points = {name: _phase_points(spec, spec.workloads[name] if name else None) for name in phase_s}
     # the oracle: everything at its least-power point, then envelope segments by slope
-    base_j = base_work = 0.0
-    steps = []
-    for name, secs in phase_s.items():
-        hull = _upper_hull(points[name]) if name else [min(points[name])]
-        base_j += secs * hull[0][0]
-        base_work += secs * hull[0][1]
-        for (p1, w1), (p2, w2) in zip(hull, hull[1:]):
-            steps.append(((w2 - w1) / (p2 - p1), secs * (p2 - p1), secs * (w2 - w1)))
-    left = budget_j - base_j
-    work = base_work
-    for _slope, cost_j, gain in sorted(steps, reverse=True):
-        if left <= 0:
-            break
-        take = min(1.0, left / cost_j)
-        work += take * gain
-        left -= take * cost_j
+    hulls = {name: _upper_hull(points[name]) if name else [min(points[name])] for name in phase_s}
+    _least_j, work = fill_envelopes(hulls, phase_s, budget_j)
     # the best constant clock under the same physics (idle at that clock too)
     best_const = 0.0
     mem = spec.default_mem_clock_mhz

@@ -54,6 +54,21 @@ def lose_gpu_then(nvml, gpu, exit_code):
     return [sys.executable, "-c", code]
 
 
+def up_and_clocked(text):
+    """From a scrape (read by prometheus-client's own parser): device -> governor_device_up,
+    and the devices that have a clock series."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    up, clocked = {}, set()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "governor_device_up":
+                up[sample.labels["device"]] = sample.value
+            if sample.name == "governor_clock_hertz":
+                clocked.add(sample.labels["device"])
+    return up, clocked
+
+
 def test_errors_are_sorted_by_their_nvml_code():
     import pynvml
 
@@ -190,7 +205,6 @@ def test_the_exporter_marks_a_lost_gpu_down_serves_the_other_and_brings_it_back(
     import logging
 
     from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.parser import text_string_to_metric_families
 
     from governor.devices.registry import open_device
     from governor.runtime.exporter import DeviceCollector
@@ -198,14 +212,7 @@ def test_the_exporter_marks_a_lost_gpu_down_serves_the_other_and_brings_it_back(
     def scrape(collector):
         registry = CollectorRegistry(auto_describe=False)
         registry.register(collector)
-        up, clocked = {}, set()
-        for family in text_string_to_metric_families(generate_latest(registry).decode()):
-            for sample in family.samples:
-                if sample.name == "governor_device_up":
-                    up[sample.labels["device"]] = sample.value
-                if sample.name == "governor_clock_hertz":
-                    clocked.add(sample.labels["device"])
-        return up, clocked
+        return up_and_clocked(generate_latest(registry).decode())
 
     devices = [open_device("nvml:0"), open_device("nvml:1")]
     try:
@@ -231,18 +238,8 @@ def test_an_exporter_started_with_a_gpu_already_lost_serves_it_down_then_up(nvml
     import os
     import urllib.request
 
-    from prometheus_client.parser import text_string_to_metric_families
-
     def scrape(url):
-        up, clocked = {}, set()
-        text = urllib.request.urlopen(url, timeout=10).read().decode()
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == "governor_device_up":
-                    up[sample.labels["device"]] = sample.value
-                if sample.name == "governor_clock_hertz":
-                    clocked.add(sample.labels["device"])
-        return up, clocked
+        return up_and_clocked(urllib.request.urlopen(url, timeout=10).read().decode())
 
     nvml.faults(lost=[0])  # off the bus before the exporter starts
     env = dict(nvml.env(), PYTHONPATH=os.pathsep.join(sys.path))
