@@ -103,10 +103,7 @@ class BatteryController(Controller):
         steady = self.plan.observe(obs.busy, obs.dt_s, scoped_w)
         if obs.busy is not False and obs.power_w is not None and steady:
             self._learn_busy(obs, obs.power_w, ticks)
-        remaining = self._remaining_j(obs)
-        self.remaining_j = remaining
-        if remaining <= 0 and self.exhausted_at_s is None:
-            self.exhausted_at_s = obs.elapsed_s
+        remaining = self._account(obs)
         self.target_w, self.busy_target_w = self.plan.plan(remaining, obs.elapsed_s)
         if obs.busy is False:
             return self._idle_mhz(current_mhz), False
@@ -147,6 +144,21 @@ class BatteryController(Controller):
             self.history.age_s += dt_s
         if self.board_scope and obs.board_power_w is not None:
             self.plan.learn_rest(obs.board_power_w - power_w)
+
+    def close(self, obs: Observation) -> None:
+        self._account(obs)
+
+    def _account(self, obs: Observation) -> float:
+        """What is left of the budget after ``obs``; when it ran out during the period, the
+        time it did (at the period's mean power on the budget's scope)."""
+        remaining = self._remaining_j(obs)
+        if remaining <= 0 and self.exhausted_at_s is None:
+            before = self.remaining_j if self.remaining_j is not None else self.budget_j
+            spent_j = before - remaining  # during this period
+            late_s = obs.dt_s * min(1.0, -remaining / spent_j) if spent_j > 0 else 0.0
+            self.exhausted_at_s = obs.elapsed_s - late_s
+        self.remaining_j = remaining
+        return remaining
 
     def _remaining_j(self, obs: Observation) -> float:
         """The budget less the energy used on its scope; the battery's own reading when it

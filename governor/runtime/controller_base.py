@@ -86,7 +86,8 @@ class Controller:
     """What the governor may ask of a controller; every member has a default.
 
     ``initial_mhz`` before the first observation, ``decide`` every period, ``safe_mhz``
-    while telemetry fails, ``status`` for ``Governor.status()``. ``eager``: take a control
+    while telemetry fails, ``close`` with the last period before the device is restored
+    (bookkeeping only, no decision), ``status`` for ``Governor.status()``. ``eager``: take a control
     step as soon as the app reports a measured frame. ``admit``: whether the app should take
     the next frame (``gov.admit()``). ``result``: a finding the governor keeps for the next
     run (the online PPW clock), None until there is one.
@@ -118,6 +119,9 @@ class Controller:
     def admit(self) -> bool:
         """Whether the app should take the next frame; every frame unless rationed."""
         return True
+
+    def close(self, obs: Observation) -> None:
+        """Account for the last period, which ends with the run: no clock follows it."""
 
     def status(self) -> Dict[str, Any]:
         return {}

@@ -320,6 +320,9 @@ class FloorThroughputController(Controller):
             return want, want > current_mhz
         return clocks[0], False
 
+    def close(self, obs: Observation) -> None:
+        self.battery.close(obs)
+
     def _admission(
         self, obs: Observation, target_w: float, want: float, urgent: bool
     ) -> Tuple[float, bool]:

@@ -269,6 +269,8 @@ class Governor:
                 with self._tick_lock:
                     ticks, self._ticks = self._ticks, []
                 obs = self._observe(ticks)  # close the last interval before restoring
+                if obs is not None:
+                    self.controller.close(obs)
                 self._unmet.observe(obs, self.controller)
         except Exception as err:  # metering must never block the restore
             log.debug("final reading failed: %s", err)

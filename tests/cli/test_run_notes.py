@@ -51,6 +51,25 @@ def test_a_budget_that_runs_out_is_said_with_when(capsys, tmp_path):
     assert _no_journals()
 
 
+def test_a_budget_that_runs_out_in_a_job_shorter_than_a_period_is_said(capsys, tmp_path):
+    code, err, report = _run(
+        capsys,
+        tmp_path,
+        "--policy",
+        "battery",
+        "--battery-wh",
+        "0.000001",
+        "--hours",
+        "1",
+        job=("sleep", "0.05"),
+    )
+    assert code == 0
+    line = _said_once(err, report, "ran out")
+    assert "energy budget of 0.0036 J (1e-06 Wh) ran out" in line
+    assert report["board_energy_j"] > 0.0036
+    assert _no_journals()
+
+
 def test_a_cap_below_the_least_power_is_said_and_the_lowest_clock_held(capsys, tmp_path):
     lowest = _clocks()[0]
     code, err, report = _run(

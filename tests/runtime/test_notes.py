@@ -147,3 +147,32 @@ def test_notes_change_no_decision(nano, monkeypatch):
     with_notes = [clocks(s) for s in specs]
     monkeypatch.setattr(unmet.UnmetWatch, "observe", lambda self, obs, controller: None)
     assert [clocks(s) for s in specs] == with_notes
+
+
+def test_a_budget_that_runs_out_within_the_last_period_is_said_with_its_time():
+    # a job shorter than one control period: no step is taken, the run's end closes it. The
+    # T4 meters energy, so the metered crossing can be held to the board's true one
+    dev = governor.open_device("sim:t4")
+    dev.run_workload("compute")
+    budget_j = 5.0
+    spec = {"policy": "battery", "energy_j": budget_j, "hours": 1, "scope": "gpu"}
+    gov = Governor(dev, spec, background=False)
+    with gov:
+        t0, e0 = dev.clock.now_s(), dev.true_energy_j()
+        dev.clock.sleep(0.5)
+        true_w = (dev.true_energy_j() - e0) / (dev.clock.now_s() - t0)
+    status = gov.status()
+    dev.close()
+    assert true_w * 0.5 > budget_j  # it did run out, on the board's own meter
+    note = _once(status, "ran out")
+    at_s = status["exhausted_at_s"]
+    assert f"ran out {at_s:.3g} s into the mission" in note
+    assert at_s == pytest.approx(budget_j / true_w, rel=0.05)  # when the true energy crossed
+
+
+def test_a_short_run_within_its_budget_says_nothing(nano):
+    spec = {"policy": "battery", "energy_j": 50.0, "hours": 1, "scope": "gpu"}
+    gov = Governor(nano, spec, background=False)
+    with gov:
+        nano.clock.sleep(0.5)
+    assert gov.status()["unmet"] == [] and gov.status()["exhausted_at_s"] is None
