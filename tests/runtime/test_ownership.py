@@ -268,7 +268,7 @@ def test_a_journal_of_another_device_is_never_applied(jetson, tmp_path, capsys):
 
 
 # -- 4. the daemon is one more owner ---------------------------------------------------------
-def _daemon_config(tmp_path: Path) -> Path:
+def _daemon_config(tmp_path: Path, limits: str = "") -> Path:
     sock_dir = tmp_path / "run"
     sock_dir.mkdir(mode=0o700)
     config = tmp_path / "daemon.toml"
@@ -279,6 +279,7 @@ def _daemon_config(tmp_path: Path) -> Path:
             socket = "{sock_dir / "governor.sock"}"
             [[device]]
             uri = "jetson"
+            {limits}
             [device.policy]
             policy = "clock"
             clock_mhz = 510
@@ -296,6 +297,20 @@ def test_the_daemon_refuses_a_device_a_live_governor_holds(jetson, governed, tmp
     assert f"pid {child.pid}" in done.stderr and "Traceback" not in done.stderr
     assert jetson() == (408000000, 408000000)
     assert [layer["owner"]["pid"] for layer in layers()] == [child.pid]
+
+
+def test_the_daemon_refuses_limits_that_hold_no_clock_as_its_check_does(jetson, tmp_path):
+    config = _daemon_config(tmp_path, limits="min_mhz = 2000.0\n            max_mhz = 3000.0")
+    checked = _cli("daemon", "--config", str(config), "--check")
+    done = _cli("daemon", "--config", str(config), timeout=60)
+    assert checked.returncode == done.returncode == 1
+    assert checked.stderr.startswith(f"governor: error: {config}: device[0]: jetson supports")
+    assert checked.stderr.count("\n") == 1
+    # the check says what the daemon refuses (the daemon's log may say it stopped before)
+    assert done.stderr.splitlines()[-1] == checked.stderr.strip()
+    assert "Traceback" not in done.stderr
+    assert jetson() == DEFAULT and journals() == []  # nothing taken, nothing changed
+    assert not (tmp_path / "run" / "governor.sock").exists()
 
 
 def test_the_daemon_holds_the_lock_and_restores_a_dead_governors_layer(jetson, governed, tmp_path):

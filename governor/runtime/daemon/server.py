@@ -185,8 +185,13 @@ class DaemonServer:
             def opener(uri: str) -> Device:  # a daemon lives in real time, simulated or not
                 return open_device(uri, clock=WallClock())
 
-        for dev_config in _expanded_devices(self.config):
-            slot = Slot(dev_config, opener(dev_config.uri))
+        for index, dev_config in _numbered_devices(self.config):
+            device = opener(dev_config.uri)
+            slot = Slot(dev_config, device)
+            problem = _limits_problem(self.config, index, slot)
+            if problem is not None:  # refused before anything is taken or changed
+                device.close()
+                raise ConfigError(problem)
             self._slots[dev_config.uri] = slot
             slot.take()
 
@@ -433,6 +438,31 @@ def _expanded_devices(config: DaemonConfig) -> List[DeviceConfig]:
     return out
 
 
+def _numbered_devices(config: DaemonConfig) -> List[Tuple[int, DeviceConfig]]:
+    """Each device the config names, with the index of its ``[[device]]`` entry (``all``
+    becomes the GPUs found)."""
+    return [
+        (index, dev_config)
+        for index, entry in enumerate(config.devices)
+        for dev_config in _expanded_devices(dataclasses.replace(config, devices=(entry,)))
+    ]
+
+
+def _limits_problem(config: DaemonConfig, index: int, slot: Slot) -> Optional[str]:
+    """Why the device of ``slot`` cannot serve its clients (a device that locks clocks, none
+    of them within ``min_mhz..max_mhz``), naming the file and the entry; None when it can."""
+    device = slot.device
+    if not device.capabilities.lock_gpu_clocks or slot.clocks_within_limits():
+        return None
+    lo, hi = slot.limits_mhz()
+    table = device.supported_clocks_mhz()
+    return (
+        f"{config.source}: device[{index}]: {slot.config.uri} supports no clock "
+        f"within min_mhz..max_mhz {lo:g}-{hi:g} MHz (its clocks: "
+        f"{table[0]:g}-{table[-1]:g} MHz)"
+    )
+
+
 def check_devices(
     config: DaemonConfig, *, opener: Optional[Callable[[str], Device]] = None
 ) -> List[Dict[str, Any]]:
@@ -465,15 +495,11 @@ def check_devices(
                 raise ConfigError(f"{key}: cannot open {dev_config.uri}: {err}") from None
             try:
                 slot = Slot(dev_config, device)
+                problem = _limits_problem(config, index, slot)
+                if problem is not None:
+                    raise ConfigError(problem)
                 lo, hi = slot.limits_mhz()
                 within = slot.clocks_within_limits()
-                if device.capabilities.lock_gpu_clocks and not within:
-                    table = device.supported_clocks_mhz()
-                    raise ConfigError(
-                        f"{config.source}: device[{index}]: {dev_config.uri} supports no clock "
-                        f"within min_mhz..max_mhz {lo:g}-{hi:g} MHz (its clocks: "
-                        f"{table[0]:g}-{table[-1]:g} MHz)"
-                    )
                 rows.append(
                     {
                         "uri": dev_config.uri,

@@ -48,7 +48,8 @@ class Slot:
         device a live governor holds is refused), and a journal layer on disk, so that the
         next owner or ``governor reset`` can undo this daemon's changes after a ``kill -9``.
         Settings a dead owner left are restored by taking it; ``governor apply``'s stay.
-        Then log what the daemon cannot do with it (lock its clock, or within the limits).
+        Then log what the daemon cannot do with it (lock its clock). Limits that hold no
+        clock are refused before (``server._limits_problem``).
 
         Raises:
             DeviceBusyError: another live process holds the device.
@@ -60,14 +61,6 @@ class Slot:
             raise DeviceBusyError(f"the daemon cannot serve {self.config.uri}: {err}") from None
         if not device.capabilities.lock_gpu_clocks:
             log.warning("%s cannot lock its GPU clock: only status will work", device.uri)
-        elif not self.clocks_within_limits():
-            lo, hi = self.limits_mhz()
-            log.error(
-                "%s supports no clock within the configured limits %g-%g MHz",
-                device.uri,
-                lo,
-                hi,
-            )
 
     # -- clock limits --------------------------------------------------------------------------
     def limits_mhz(self) -> Tuple[float, float]:
