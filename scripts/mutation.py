@@ -122,6 +122,13 @@ MODULES = {
             "tests/runtime/test_ownership.py",
         ],
     ),
+    "runtime.unmet": (
+        "governor/runtime/unmet.py",
+        [
+            "tests/runtime/test_unmet_rules.py",
+            "tests/runtime/test_notes.py",
+        ],
+    ),
     "tuning.occupancy": (
         "governor/tuning/occupancy.py",
         [
