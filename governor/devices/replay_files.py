@@ -2,7 +2,8 @@
 
 Replay CSV: ``#`` comment lines (``# device: ...``, ``# workload: ...``, ``# source: ...``), a
 header ``clock_mhz,power_w,time_s`` and one row per measured core clock: power (W) while the
-workload runs at that clock, time (s) per run.
+workload runs at that clock, time (s) per run. Headers in words, other units and ``;`` or tab
+separators are taken too (:mod:`governor.devices.replay_columns`).
 
 Kernel Tuner cache: ``{"device_name", "tune_params", "cache": {key: entry}}`` where an entry
 has ``nvml_gr_clock`` (requested MHz), ``core_freq`` (measured MHz, when present),
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from governor._compat import json_loads
+from governor.devices.replay_columns import canonical_csv, strip_bom
 from governor.errors import InvalidRequestError
 
 __all__ = [
@@ -120,11 +122,11 @@ def read_sweep(path: Union[str, Path]) -> Sweep:
         raise _bad(path, f"cannot read replay file ({err.strerror or err})") from err
     except UnicodeDecodeError as err:
         raise _bad(path, "not a text file") from err
-    stripped = text.lstrip()
-    if stripped.startswith("{"):
+    text = strip_bom(text)
+    if text.lstrip().startswith("{"):
         sweep = _read_kernel_tuner(path, text)
     else:
-        sweep = _read_csv(path, text)
+        sweep = _read_csv(path, canonical_csv(path, text))
     if len(sweep) < MIN_CLOCKS:
         raise _bad(
             path, f"only {len(sweep)} distinct clock(s); a power model needs at least {MIN_CLOCKS}"

@@ -363,10 +363,14 @@ def read_twin_sweeps(path: Union[str, Path]) -> TwinSweeps:
         raise InvalidRequestError(f"{path}: cannot read the sweep ({err.strerror or err})") from err
     except UnicodeDecodeError as err:
         raise InvalidRequestError(f"{path}: not a text file") from err
+    from governor.devices.replay_columns import canonical_csv, strip_bom
+
+    text = strip_bom(text)
     if text.lstrip().startswith("{"):  # a Kernel Tuner cache: one memory clock
         from governor.devices.replay_files import read_sweep
 
         return TwinSweeps(read_sweep(path), None, {})
+    text = canonical_csv(path, text)
     lines = text.splitlines()
     comments = [ln for ln in lines if ln.lstrip().startswith("#")]
     body = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
