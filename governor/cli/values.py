@@ -111,7 +111,7 @@ def option_name(param: Any) -> str:
 def _show(value: Any) -> str:
     """The value as the user typed it, near enough: inf, nan, -5, 1e+308, '0,-4'."""
     if isinstance(value, float):
-        return format(value, "g")
+        return format(value, ".15g")  # 1000001, not 1e+06 beside a limit of 1000000
     if isinstance(value, str):
         return repr(value)
     return str(value)

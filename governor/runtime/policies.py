@@ -93,7 +93,7 @@ def check_number(key: str, value: Any, what: Optional[str] = None) -> float:
     except (TypeError, ValueError):
         raise InvalidRequestError(f"{name} must be a number of {unit}, not {value!r}") from None
     if not (math.isfinite(number) and 0 < number <= hi):
-        shown = format(value, "g") if isinstance(value, float) else repr(value)
+        shown = format(value, ".15g") if isinstance(value, float) else repr(value)
         raise InvalidRequestError(
             f"{name} must be a finite number of {unit} > 0 and <= {int(hi)}, not {shown}"
         )
