@@ -122,6 +122,15 @@ MODULES = {
             "tests/runtime/test_ownership.py",
         ],
     ),
+    "runtime.policies": (
+        "governor/runtime/policies.py",
+        [
+            "tests/runtime/test_policy_edges.py",
+            "tests/runtime/test_policies.py",
+            "tests/runtime/test_policy_registry.py",
+            "tests/cli/test_run_usage.py",
+        ],
+    ),
     "runtime.unmet": (
         "governor/runtime/unmet.py",
         [
