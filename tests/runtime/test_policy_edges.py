@@ -76,3 +76,12 @@ def test_a_throughput_floor_says_its_mission():
 def test_a_policy_passed_as_one_is_kept_as_it_is():
     cap = PowerCap(cap_w=50)
     assert from_spec(cap) is cap
+
+
+def test_a_battery_policy_says_its_budget_and_mission():
+    from governor.runtime.policies import Battery
+
+    assert Battery(battery_wh=10, hours=2).describe() == "battery 10 Wh over 2 h (board)"
+    assert Battery(energy_j=1800, duration_s=900, scope="gpu").describe() == (
+        "battery 0.5 Wh over 0.25 h (gpu)"
+    )
