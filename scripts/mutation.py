@@ -122,6 +122,12 @@ MODULES = {
             "tests/runtime/test_ownership.py",
         ],
     ),
+    "devices.replay_columns": (
+        "governor/devices/replay_columns.py",
+        [
+            "tests/devices/test_replay_columns.py",
+        ],
+    ),
     "runtime.policies": (
         "governor/runtime/policies.py",
         [

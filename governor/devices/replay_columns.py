@@ -96,7 +96,7 @@ def _column(name: str) -> Tuple[str, float, Optional[str]]:
     a name the readers do not know is passed on as written (factor 1)."""
     words = _words(name)
     for quantity, (names, units) in _QUANTITIES.items():
-        for base in sorted(names, key=len, reverse=True):
+        for base in names:
             if words == base:
                 firsts = {factor: u for u, factor in reversed(units)}  # a name per unit
                 choices = ", ".join(

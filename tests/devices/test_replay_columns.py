@@ -114,3 +114,64 @@ def test_calibrate_on_a_spreadsheet_sweep_finds_the_clock_of_the_plain_one(capsy
         assert code == 0, err
         found.append(json.loads(out)["ppw_optimal_clock_mhz"])
     assert found[0] == found[1]
+
+
+#: what each unit means, written down apart from the reader's table
+UNITS = {
+    "clock": {"hz": 1e-6, "khz": 1e-3, "mhz": 1.0, "ghz": 1e3},
+    "power": {"uw": 1e-6, "mw": 1e-3, "milliwatts": 1e-3, "w": 1.0, "watt": 1.0, "watts": 1.0},
+    "time": {
+        "ns": 1e-9,
+        "us": 1e-6,
+        "microseconds": 1e-6,
+        "ms": 1e-3,
+        "msec": 1e-3,
+        "milliseconds": 1e-3,
+        "s": 1.0,
+        "sec": 1.0,
+        "secs": 1.0,
+        "seconds": 1.0,
+        "min": 60.0,
+    },
+}
+
+
+@pytest.mark.parametrize("quantity, unit", [(q, u) for q, units in UNITS.items() for u in units])
+def test_every_unit_converts_by_what_it_means(tmp_path, quantity, unit):
+    want = read_sweep(A100)
+    header = {"clock": "clock_mhz", "power": "power_w", "time": "time_s"}
+    header[quantity] = f"{quantity} ({unit})"
+    column = list(UNITS).index(quantity)
+    rows = [
+        [repr(v / UNITS[quantity][unit]) if k == column else repr(v) for k, v in enumerate(row)]
+        for row in _rows(want)
+    ]
+    _same(read_sweep(_write(tmp_path, list(header.values()), rows)), want)
+
+
+def test_a_trailing_separator_on_every_row_reads_the_same(tmp_path):
+    want = read_sweep(A100)
+    rows = [[repr(f), repr(p * 1e3), repr(t), ""] for f, p, t in _rows(want)]
+    path = _write(tmp_path, ("Clock (MHz)", "Power (mW)", "Time (s)", ""), rows, sep=";")
+    _same(read_sweep(path), want)
+    rows = [[repr(f), repr(p * 1e3), repr(t), ""] for f, p, t in _rows(want)]
+    path = _write(tmp_path, ("Clock (MHz)", "Power (mW)", "Time (s)"), rows, name="short.csv")
+    _same(read_sweep(path), want)  # a cell more than the header has
+
+
+def test_columns_the_readers_do_not_know_pass_as_written(tmp_path):
+    from governor.devices.replay_columns import canonical_csv
+
+    text = "# c\nClock (kHz);temperature_c;Power (W);time_s\n300000;41,5;10;1\n"
+    assert canonical_csv(tmp_path / "x.csv", text).splitlines() == [
+        "# c",
+        "clock_mhz,temperature_c,power_w,time_s",
+        "300.0,41.5,10,1",
+    ]
+
+
+def test_a_file_of_comments_only_says_it_has_no_rows(tmp_path):
+    path = tmp_path / "empty.csv"
+    path.write_text("# device: x\n# workload: y\n\n")
+    with pytest.raises(InvalidRequestError, match="no header or rows"):
+        read_sweep(path)
