@@ -176,3 +176,17 @@ def test_a_short_run_within_its_budget_says_nothing(nano):
     with gov:
         nano.clock.sleep(0.5)
     assert gov.status()["unmet"] == [] and gov.status()["exhausted_at_s"] is None
+
+
+def test_a_battery_floor_that_runs_out_within_the_last_period_is_said():
+    dev = governor.open_device("sim:t4")
+    dev.run_workload("compute")
+    spec = {"policy": "throughput", "rate_hz": 30, "energy_j": 5.0, "duration_s": 60}
+    gov = Governor(dev, spec, background=False)
+    with gov:
+        e0 = dev.true_energy_j()
+        dev.clock.sleep(0.5)  # no control step: the run's end closes the only period
+        spent_j = dev.true_energy_j() - e0
+    dev.close()
+    assert spent_j > 5.0  # the board did spend more than the floor's budget
+    assert "energy budget of 5 J" in _once(gov.status(), "ran out")
