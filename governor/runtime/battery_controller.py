@@ -16,11 +16,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from governor.errors import InvalidRequestError
 from governor.runtime.battery_parts.curves import ClockCurves
+from governor.runtime.battery_parts.flat import flat_top
 from governor.runtime.battery_parts.forecast import MixLoad, forecast_mix
 from governor.runtime.battery_parts.history import PhaseHistory
 from governor.runtime.battery_parts.plan import MissionPlan
 from governor.runtime.battery_parts.probe import ProbeRuns
-from governor.runtime.battery_parts.share import PowerRatio, ShareEstimator
+from governor.runtime.battery_parts.share import (
+    SHARE_SAME,
+    PowerRatio,
+    ShareEstimator,
+    share_gaps,
+)
 from governor.runtime.battery_parts.solver import mix_lambda
 from governor.runtime.battery_parts.tables import fractional_index, level_neg
 from governor.runtime.controller_base import Controller, Observation, PowerTracker, Tick
@@ -85,6 +91,12 @@ class BatteryController(Controller):
         self.carry = 0.0
         self.ticked = False
         self.dt_s = 0.0  # the period just ended
+        self.flat_w: Optional[float] = None  # the plan's GPU power in model watts, this period
+        self.cal_gaps: Optional[List[float]] = None
+        self.gpu_w = 0.0  # the plan's GPU power this period
+        # with ticks, the phase's gaps and power below the cap at the last solve (None: no
+        # fit, or not concave)
+        self.phase_flat: Optional[Tuple[List[float], List[float]]] = None
         self.last_lam: Optional[float] = None  # the mix's multiplier the last solve
         self.want: Optional[float] = None  # the phase's level at it (None: no fit then)
         self.solve_in = 0  # periods until the next solve
@@ -112,13 +124,41 @@ class BatteryController(Controller):
         self.level = self._level(gpu_w, ratio)
         top_w = ratio * self.model.power_w[-1]
         over_top = gpu_w / top_w if top_w > 0 else 1.0
+        self.dt_s = obs.dt_s
+        self.gpu_w = gpu_w
+        self.flat_w = gpu_w / max(self.tracker.scale, 1e-9)  # the load now: its own ratio
         if self.ticked and self.work is not None:
-            self.dt_s = obs.dt_s
             clock = self._by_ticks(self.work, self.level, gpu_w)
             if clock is not None:
                 return clock, False
-        self.phase_level = self._phase_level(self.level, gpu_w, over_top)
+        self.phase_level = self._flat(self._phase_level(self.level, gpu_w, over_top))
         return self._pick(self.phase_level), False
+
+    def _flat(self, level: float) -> float:
+        """Without ticks, ``level`` raised to the top of the flat it lies on
+        (:func:`.flat.flat_top`) for a load the memory share reads as the calibration
+        load's (the curve the model was fitted on; a memory-bound load's flat in the share
+        model is not measured), once the mission has had a wait, with the plan's GPU power
+        over the load's own measured/model ratio (the mission's mean, diluted by a lighter
+        phase, would let the load now spend more than the flat leaves for the rest) and the
+        busy time the plan forecasts. Read from power, a mildly memory-bound load can pass
+        for the calibration load (A100 SXM's memory load reads 0.02-0.04 around 900 MHz,
+        ``memory:1,idle:1,memory:1``: 0.9929 → 0.9779 spending ahead from the start), so the
+        hedge is taken only against what power can tell apart: waits, once one has come."""
+        model = self.model
+        k = self.share.k
+        if not model.fitted or self.flat_w is None or k is None or k > SHARE_SAME:
+            return level
+        if self.plan.wait_s <= 0.0:
+            return level
+        if self.cal_gaps is None:  # the calibration load's gaps: fixed for the mission
+            self.cal_gaps = share_gaps(model, 0.0, 1.0)
+        left_s = self.plan.busy_left_s
+        cal = self.cal_gaps
+        age_s = self.plan.busy_s  # no phase is seen without ticks: the mission's busy time
+        return flat_top(
+            cal, model.clocks_mhz, model.power_w, level, self.flat_w, left_s, self.dt_s, age_s
+        )
 
     def _idle_mhz(self, current_mhz: float) -> float:
         """The clock while idle: in a gap between bursts, the one the next burst starts at;
@@ -236,6 +276,7 @@ class BatteryController(Controller):
             return self.model.clocks_mhz[probe_i]
         self.solve_in = self.SOLVE_EVERY - 1
         self.want = None
+        self.phase_flat = None
         want = self._solve(work, level, gpu_w)
         if want is None:
             return None
@@ -263,6 +304,8 @@ class BatteryController(Controller):
         if found is None:
             return None
         phase_neg, line, inv_b = found
+        a, b = line
+        self.phase_flat = ([-g for g in phase_neg], [a + b * d for d in self.curves.dyn_end])
         mix = forecast_mix(self.history, phase_neg, inv_b, self.plan.busy_left_s)
         if mix is None:
             return self.curves.own_level(line, gpu_w)
@@ -277,6 +320,12 @@ class BatteryController(Controller):
         """The clock for the phase's level ``want``, kept within the band its probes are
         trusted for (widened to the plan's ``level`` this period)."""
         band = self.curves.trusted(*self.probes.probed())
+        if self.phase_flat is not None:  # the top of the flat of the phase's own curves
+            gaps_now, power_now = self.phase_flat
+            clocks = self.model.clocks_mhz
+            left_s = self.plan.busy_left_s
+            age_s = self.history.age_s
+            want = flat_top(gaps_now, clocks, power_now, want, self.gpu_w, left_s, self.dt_s, age_s)
         self.phase_level = self.probes.hold(want, level, band, self.dt_s, work)
         return self._pick(self.phase_level)
 
