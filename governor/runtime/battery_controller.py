@@ -142,9 +142,8 @@ class BatteryController(Controller):
         over the load's own measured/model ratio (the mission's mean, diluted by a lighter
         phase, would let the load now spend more than the flat leaves for the rest) and the
         busy time the plan forecasts. Read from power, a mildly memory-bound load can pass
-        for the calibration load (A100 SXM's memory load reads 0.02-0.04 around 900 MHz,
-        ``memory:1,idle:1,memory:1``: 0.9929 → 0.9779 spending ahead from the start), so the
-        hedge is taken only against what power can tell apart: waits, once one has come."""
+        for the calibration load, so the hedge is taken only against what power can tell
+        apart: waits, once one has come."""
         model = self.model
         k = self.share.k
         if not model.fitted or self.flat_w is None or k is None or k > SHARE_SAME:

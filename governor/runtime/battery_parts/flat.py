@@ -7,10 +7,9 @@ the same work per joule, so the plan's level is one choice among many. The choic
 equal once the future is uncertain. Joules spent now on the flat cost nothing if the load
 runs on (the rest of it then runs lower on the same flat, for the same work), while joules
 kept for later are lost when what comes cannot use them: a wait, which draws the least idle
-power whatever is left, or a memory-bound load that gains nothing from a higher clock
-(Titan X, ``idle:1,compute:1,idle:1,memory:1``: the compute phase ran at the plan, 709 MHz
-on a flat up to 975 MHz, and the last phase ended at the top clock with 4 % of the budget
-left; 0.71 of the best constant clock's work).
+power whatever is left, or a memory-bound load that gains nothing from a higher clock (a
+compute phase run at the plan's clock low on its flat leaves joules that a later memory
+phase cannot spend even at the top clock; docs/benchmarks/battery-controller.md).
 
 So the level is raised to the top of the flat it lies on, as far as the rest of the forecast
 busy time can still run on the flat: the plan for the rest may fall to the flat's bottom
@@ -18,8 +17,7 @@ busy time can still run on the flat: the plan for the rest may fall to the flat'
 correct on), and no further. Only while another phase can still come: a load that has run
 at least as long as the busy time left is forecast to run to the end (the forecast's rule,
 :mod:`.forecast`), and spending ahead then only leaves the end of the mission at the flat's
-bottom with no margin (L4, ``memory:1,compute:2``, no ticks: the budget ran out 8 s early,
-0.9860 of the best constant clock's work against 0.9901).
+bottom with no margin for the budget's feedback.
 """
 
 from __future__ import annotations
