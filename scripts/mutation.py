@@ -122,6 +122,14 @@ MODULES = {
             "tests/runtime/test_ownership.py",
         ],
     ),
+    "devices.replay_files": (
+        "governor/devices/replay_files.py",
+        [
+            "tests/devices/test_replay_files_edges.py",
+            "tests/calibrate/test_replay_bad_rows.py",
+            "tests/devices/test_replay_columns.py",
+        ],
+    ),
     "devices.replay_columns": (
         "governor/devices/replay_columns.py",
         [
