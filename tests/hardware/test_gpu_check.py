@@ -362,7 +362,7 @@ def test_a_step_that_raises_fails_alone_and_ctrl_c_restores(gpu_check, tmp_path)
 # -- the CuPy paths, over a fake CuPy ----------------------------------------------------------
 def _fake_cupy(launch_s: float = 0.001):
     """A CuPy whose one CUDA GPU is the fake driver's A100 (same UUID and PCI bus id): kernels
-    and copies take ``launch_s`` each and compute nothing; ``launches`` counts threads per
+    and copies take ``launch_s`` each (a 256-thread kernel twice that) and compute nothing; ``launches`` counts threads per
     block of every RawKernel launch."""
     cp = types.ModuleType("fake_cupy")
     cp.float32, cp.int32, cp.uint32 = float, int, int
@@ -387,7 +387,11 @@ def _fake_cupy(launch_s: float = 0.001):
             if block[0] > 1024:
                 raise RuntimeError("cudaErrorInvalidConfiguration")
             cp.launches.append(block[0])
-            time.sleep(launch_s)
+            # the plain default, 256 threads, runs twice as long as any other block size: the
+            # check's chosen-over-default ratio then has a margin that the wall clock's
+            # jitter on a loaded machine (and the fake counter's whole milliseconds) cannot
+            # eat, as a real kernel's best block has over a poor one
+            time.sleep(launch_s * (2.0 if block[0] == 256 else 1.0))
 
     cp.RawKernel = RawKernel
 
