@@ -31,3 +31,17 @@ def ros():
     r = Ros()
     yield r
     r.close()
+
+
+@pytest.fixture
+def board():
+    """A simulated Orin Nano on the wall clock (the node's timers run in real time), busy with
+    its compute load; closed after the test."""
+    import governor
+    from governor.timebase import WallClock
+
+    dev = governor.open_device("sim:orin-nano", clock=WallClock())
+    dev.run_workload("compute")
+    yield dev
+    dev.stop_workload()
+    dev.close()

@@ -10,19 +10,9 @@ import pytest
 from ros_helpers import wait_for
 
 import governor
-from governor.timebase import WallClock
 
 CAP_W = 6.0  # the Orin Nano's VDD_CPU_GPU_CV draws ~7.8 W at its top clock under load
 RAIL = "VDD_CPU_GPU_CV"  # the figure the governor governs on this board (cpu+gpu+cv)
-
-
-@pytest.fixture
-def board():
-    dev = governor.open_device("sim:orin-nano", clock=WallClock())
-    dev.run_workload("compute")
-    yield dev
-    dev.stop_workload()
-    dev.close()
 
 
 @pytest.fixture

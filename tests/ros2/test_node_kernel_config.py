@@ -3,24 +3,12 @@
 
 from __future__ import annotations
 
-import pytest
 from ros_helpers import wait_for
 
-import governor
 from governor.kernels.operating_points import ConfigTable, KernelConfig, save_table
-from governor.timebase import WallClock
 
 SMALL = KernelConfig({"i": 16, "j": 256}, (256, 1, 1), 39, 0)
 LARGE = KernelConfig({"i": 32, "j": 32}, (32, 8, 1), 39, 0)
-
-
-@pytest.fixture
-def board():
-    dev = governor.open_device("sim:orin-nano", clock=WallClock())
-    dev.run_workload("compute")
-    yield dev
-    dev.stop_workload()
-    dev.close()
 
 
 def test_a_cap_parameter_moves_the_kernel_configuration(ros, board):

@@ -3,21 +3,10 @@
 
 from __future__ import annotations
 
-import pytest
 from ros_helpers import wait_for
 
 import governor
 from governor.ros2 import telemetry
-from governor.timebase import WallClock
-
-
-@pytest.fixture
-def board():
-    dev = governor.open_device("sim:orin-nano", clock=WallClock())
-    dev.run_workload("compute")
-    yield dev
-    dev.stop_workload()
-    dev.close()
 
 
 def test_a_cap_below_the_least_power_is_a_warning_in_the_diagnostics(ros, board):

@@ -40,3 +40,23 @@ def orin():
     dev = governor.open_device("sim:agx-orin")
     yield dev
     dev.restore()
+
+
+@pytest.fixture
+def busy_sim():
+    """Opens ``sim:NAME`` boards running their compute load (virtual time); each is stopped
+    and closed after the test."""
+    import governor
+
+    opened = []
+
+    def open_busy(name: str):
+        dev = governor.open_device(f"sim:{name}")
+        dev.run_workload("compute")
+        opened.append(dev)
+        return dev
+
+    yield open_busy
+    for dev in opened:
+        dev.stop_workload()
+        dev.close()

@@ -11,12 +11,8 @@ from governor.runtime import Governor, policies
 
 
 @pytest.fixture
-def nano():
-    dev = governor.open_device("sim:orin-nano")
-    dev.run_workload("compute")
-    yield dev
-    dev.stop_workload()
-    dev.close()
+def nano(busy_sim):
+    return busy_sim("orin-nano")
 
 
 def _run(dev, spec, steps=30, **kwargs):
@@ -149,11 +145,10 @@ def test_notes_change_no_decision(nano, monkeypatch):
     assert [clocks(s) for s in specs] == with_notes
 
 
-def test_a_budget_that_runs_out_within_the_last_period_is_said_with_its_time():
+def test_a_budget_that_runs_out_within_the_last_period_is_said_with_its_time(busy_sim):
     # a job shorter than one control period: no step is taken, the run's end closes it. The
     # T4 meters energy, so the metered crossing can be held to the board's true one
-    dev = governor.open_device("sim:t4")
-    dev.run_workload("compute")
+    dev = busy_sim("t4")
     budget_j = 5.0
     spec = {"policy": "battery", "energy_j": budget_j, "hours": 1, "scope": "gpu"}
     gov = Governor(dev, spec, background=False)
@@ -162,7 +157,6 @@ def test_a_budget_that_runs_out_within_the_last_period_is_said_with_its_time():
         dev.clock.sleep(0.5)
         true_w = (dev.true_energy_j() - e0) / (dev.clock.now_s() - t0)
     status = gov.status()
-    dev.close()
     assert true_w * 0.5 > budget_j  # it did run out, on the board's own meter
     note = _once(status, "ran out")
     at_s = status["exhausted_at_s"]
@@ -178,15 +172,13 @@ def test_a_short_run_within_its_budget_says_nothing(nano):
     assert gov.status()["unmet"] == [] and gov.status()["exhausted_at_s"] is None
 
 
-def test_a_battery_floor_that_runs_out_within_the_last_period_is_said():
-    dev = governor.open_device("sim:t4")
-    dev.run_workload("compute")
+def test_a_battery_floor_that_runs_out_within_the_last_period_is_said(busy_sim):
+    dev = busy_sim("t4")
     spec = {"policy": "throughput", "rate_hz": 30, "energy_j": 5.0, "duration_s": 60}
     gov = Governor(dev, spec, background=False)
     with gov:
         e0 = dev.true_energy_j()
         dev.clock.sleep(0.5)  # no control step: the run's end closes the only period
         spent_j = dev.true_energy_j() - e0
-    dev.close()
     assert spent_j > 5.0  # the board did spend more than the floor's budget
     assert "energy budget of 5 J" in _once(gov.status(), "ran out")

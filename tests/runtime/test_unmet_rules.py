@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-import governor
 from governor.runtime import Governor
 from governor.runtime.unmet import CLOCK_TOLERANCE_MHZ, clock_note
 
@@ -44,12 +43,8 @@ def test_the_tolerance_is_the_devices_half_megahertz():
 
 
 @pytest.fixture
-def nano():
-    dev = governor.open_device("sim:orin-nano")
-    dev.run_workload("compute")
-    yield dev
-    dev.stop_workload()
-    dev.close()
+def nano(busy_sim):
+    return busy_sim("orin-nano")
 
 
 def test_a_clock_below_the_lowest_is_clamped_to_it_and_said(nano):
@@ -66,12 +61,8 @@ def test_a_clock_below_the_lowest_is_clamped_to_it_and_said(nano):
 
 
 @pytest.fixture
-def t4():
-    dev = governor.open_device("sim:t4")  # meters energy: a period's mean power is exact
-    dev.run_workload("compute")
-    yield dev
-    dev.stop_workload()
-    dev.close()
+def t4(busy_sim):
+    return busy_sim("t4")  # meters energy: a period's mean power is exact
 
 
 def test_a_cap_is_said_unmeetable_after_three_periods_at_the_lowest_clock_with_their_power(t4):
