@@ -432,7 +432,7 @@ def cost_of_choice(scores, apps, sweeps, held_by_step):
     table = scores["middle"]
     held = {app: _choose_by_cost(table, [a for a in apps if a != app]) for app in apps}
     n = len(apps)
-    print("### What the twin's choice costs (issue 46): priors chosen by cost on the other apps\n")
+    print("#### What the twin's choice costs (issue 46): priors chosen by cost on the other apps\n")
     print(
         "| app | priors by cost (other apps) | best / twin MHz | measured energy at the twin's "
         "pick, % above best | priors by step count | % above best | noise band % (no "
