@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "governor.cli.daemon",
     "governor.cli.exporter",
     "governor.cli.slurm",
+    "governor.cli.status",
 )
 
 
@@ -100,4 +101,26 @@ def evaluate_annotations(app: typer.Typer) -> None:
     for func in _callbacks(app):
         if not inspect.isfunction(func):  # typer's DefaultPlaceholder where none was given
             continue
-        func.__annotations__ = get_type_hints(func, include_extras=True)
+        hints = get_type_hints(func, include_extras=True)
+        func.__annotations__ = {name: _without_implicit_optional(h) for name, h in hints.items()}
+
+
+def _without_implicit_optional(hint: Any) -> Any:
+    """``Annotated[Optional[T], ...]`` back from ``Optional[Annotated[Optional[T], ...]]``.
+
+    typing_extensions before 4.13 on Python 3.8 still wraps a parameter whose default is None
+    in ``Optional[...]``, around the ``Annotated`` too; typer 0.9 then takes the ``Annotated``
+    for the option's type and refuses the whole command line ("Type not yet supported").
+    """
+    if sys.version_info >= (3, 9):
+        from typing import Annotated, Union, get_args, get_origin  # novermin
+    else:  # pragma: no cover - Python 3.8
+        from typing import Union
+
+        from typing_extensions import Annotated, get_args, get_origin
+    args = get_args(hint)
+    if get_origin(hint) is Union and len(args) == 2 and type(None) in args:
+        inner = args[0] if args[1] is type(None) else args[1]
+        if get_origin(inner) is Annotated:
+            return inner
+    return hint
