@@ -68,7 +68,8 @@ def test_every_optional_extra_has_a_row_with_its_install_line(capsys, monkeypatc
     expected = {
         "prometheus_client": "pip install 'gpu-governor[metrics]'",
         "mcap": "pip install 'gpu-governor[mcap]'",
-        "jtop": "sudo pip3 install 'gpu-governor[jetson]'",
+        "jtop": "pip install 'gpu-governor[jetson]' (the jtop service itself: "
+        "sudo pip3 install -U jetson-stats)",
         "cupy": "pip install 'gpu-governor[cuda]'",
         "matplotlib": "pip install 'gpu-governor[plot]'",
     }
@@ -84,3 +85,19 @@ def test_an_installed_extra_is_ok_with_its_version(capsys):
     assert rows["prometheus_client"]["status"] == "ok"
     assert rows["prometheus_client"]["fix"] is None
     assert rows["prometheus_client"]["found"].startswith("prometheus_client ")
+
+
+def test_nvrtc_has_a_row_missing_with_its_install_line_or_ok(capsys, monkeypatch):
+    """The kernels' compile check needs NVRTC: doctor says whether it is there (issue 49)."""
+    rows = _checks(capsys)
+    try:
+        from cuda.bindings import nvrtc  # noqa: F401
+    except ImportError:
+        assert rows["nvrtc"]["status"] == "missing"
+    else:
+        assert rows["nvrtc"]["status"] == "ok" and rows["nvrtc"]["found"].startswith("NVRTC ")
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)
+    monkeypatch.setitem(sys.modules, "cuda.bindings.nvrtc", None)
+    rows = _checks(capsys)
+    assert rows["nvrtc"]["status"] == "missing"
+    assert rows["nvrtc"]["fix"] == "pip install 'gpu-governor[nvrtc]' (Python 3.9 or newer)"

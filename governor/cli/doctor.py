@@ -146,7 +146,12 @@ _EXTRAS = (
         "governor ros2",
         f"pip install '{DIST}[ros2]' (Python 3.10-3.12), or source your ROS 2 setup.bash",
     ),
-    ("jtop", "jetson", "the jtop backend, on a Jetson", f"sudo pip3 install '{DIST}[jetson]'"),
+    (
+        "jtop",
+        "jetson",
+        "the jtop backend, on a Jetson",
+        f"pip install '{DIST}[jetson]' (the jtop service itself: sudo pip3 install -U jetson-stats)",
+    ),
 )
 
 
@@ -163,6 +168,25 @@ def _extras() -> List[Dict[str, Any]]:
             )
         )
     return rows
+
+
+def _nvrtc() -> List[Dict[str, Any]]:
+    """NVRTC: ``governor kernels`` compiles the library's kernels for any board without a GPU."""
+    from governor.errors import GovernorError
+    from governor.kernels.nvrtc import nvrtc_version
+
+    try:
+        version = nvrtc_version()
+    except GovernorError:
+        return [
+            _row(
+                "nvrtc",
+                "missing",
+                "not installed (governor kernels: compile and check kernels without a GPU)",
+                f"pip install '{DIST}[nvrtc]' (Python 3.9 or newer)",
+            )
+        ]
+    return [_row("nvrtc", "ok", f"NVRTC {version}")]
 
 
 def _state() -> List[Dict[str, Any]]:
@@ -238,6 +262,7 @@ CHECKS: List[Callable[[], List[Dict[str, Any]]]] = [
     _nvml,
     _jetson,
     _extras,
+    _nvrtc,
     _state,
     _devices,
 ]
