@@ -182,7 +182,7 @@ def test_each_daemonset_calibrates_new_boards_once_into_the_hosts_profile_dir(na
     assert "--if-missing" in init["command"][-1]
     for container in (init, spec["containers"][0]):
         env = {e["name"]: e["value"] for e in container["env"]}
-        assert env["GOVERNOR_DATA_DIR"] == "/var/lib/governor/profiles"
+        assert env["GOVERNOR_DATA_DIR"] == "/var/lib/governor"  # profiles go in its profiles/
         assert "/var/lib/governor" in {m["mountPath"] for m in container["volumeMounts"]}
     assert spec["containers"][0]["ports"] == [{"name": "metrics", "containerPort": 9400}]
 
@@ -193,7 +193,7 @@ def test_the_datacenter_config_serves_every_gpu_and_metrics():
     assert [d.uri for d in cfg.devices] == ["all"] and cfg.metrics_listen == "0.0.0.0:9400"
     unit = _unit(DEPLOY / "systemd" / "governor-daemon.service")["Service"]
     assert any("calibrate --device all --if-missing" in x for x in unit["ExecStartPre"])
-    assert "GOVERNOR_DATA_DIR=/var/lib/governor/profiles" in unit["Environment"]
+    assert "GOVERNOR_DATA_DIR=/var/lib/governor" in unit["Environment"]
 
 
 def test_the_grafana_dashboard_queries_only_series_the_exporter_serves():

@@ -78,3 +78,29 @@ def test_the_example_conf_is_what_the_python_side_reads(tmp_path, monkeypatch):
     settings = load_settings({"GOVERNOR_SLURM_CONF": str(conf)})
     assert settings.problems == () and settings.policy == "ppw"
     assert str(settings.record_dir) == "/var/lib/governor/jobs"
+
+
+def test_the_documented_data_dir_puts_profiles_in_var_lib_governor_profiles(tmp_path):
+    """slurm.conf.example's GOVERNOR_DATA_DIR, as the guide's calibrate command uses it, puts
+    profiles in /var/lib/governor/profiles/, not .../profiles/profiles/ (issue 49)."""
+    lines = (SLURM / "slurm.conf.example").read_text().splitlines()
+    (value,) = [ln.split("=", 1)[1] for ln in lines if ln.startswith("GOVERNOR_DATA_DIR=")]
+    root = tmp_path / "root"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "GOVERNOR_DATA_DIR": str(root) + value,
+        "GOVERNOR_STATE_DIR": str(tmp_path / "state"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "governor", "calibrate", "--device", "sim:nano"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    made = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.json"))
+    assert made == ["var/lib/governor/profiles/nano.json"]
+    guide = (REPO / "docs" / "guides" / "slurm.md").read_text()
+    assert f"GOVERNOR_DATA_DIR={value} governor calibrate" in guide

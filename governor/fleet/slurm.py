@@ -82,7 +82,7 @@ SETTINGS: Dict[str, Tuple[str, str]] = {
     "GOVERNOR_RECORD_DIR": ("/var/lib/governor/jobs", "per-job JSON records and the log"),
     "GOVERNOR_LOG": ("", "log file (default: slurm.log in GOVERNOR_RECORD_DIR)"),
     "GOVERNOR_STATE_DIR": ("/var/lib/governor", "journals shared by prolog, epilog and reset"),
-    "GOVERNOR_DATA_DIR": ("/var/lib/governor/profiles", "calibrated board profiles"),
+    "GOVERNOR_DATA_DIR": ("/var/lib/governor", "calibrated board profiles (in its profiles/)"),
     "GOVERNOR_STRICT": ("0", "1: a failure fails the prolog (Slurm drains the node)"),
     "GOVERNOR_SYSLOG": ("1", "1: also log to syslog"),
     "GOVERNOR_ACCOUNTING": ("auto", "auto | on | off: the summary in AdminComment via sacctmgr"),
