@@ -49,7 +49,7 @@ def service(
             callback=values.number(ge=1, le=values.HOUR_S, unit="seconds"),
             help="Seconds between rebalances (also on every job start and end).",
         ),
-    ] = 30.0,
+    ] = 10.0,
 ) -> None:
     """Run the cluster budget service on Slurm (or a subcommand: simulate)."""
     if ctx.invoked_subcommand is not None:
@@ -155,6 +155,7 @@ def simulate(
     typer.echo(f"work, controller:        {r.work:12.0f}")
     for label, value in (
         ("uniform caps", r.work_uniform),
+        ("uniform caps, filled", r.work_uniform_filled),
         ("proportional caps", r.work_proportional),
         ("best static (hindsight)", r.work_best_static),
     ):
