@@ -49,7 +49,7 @@ def service(
             callback=values.number(ge=1, le=values.HOUR_S, unit="seconds"),
             help="Seconds between rebalances (also on every job start and end).",
         ),
-    ] = 10.0,
+    ] = 30.0,
 ) -> None:
     """Run the cluster budget service on Slurm (or a subcommand: simulate)."""
     if ctx.invoked_subcommand is not None:

@@ -174,7 +174,7 @@ def split_budget(demands: Sequence[GpuDemand], budget_w: float) -> Dict[str, flo
 
 
 def _clamp(d: GpuDemand, cap_w: float) -> float:
-    return min(d.max_cap_w, max(d.min_cap_w, cap_w))
+    return float(min(d.max_cap_w, max(d.min_cap_w, cap_w)))
 
 
 # -- curves from the board physics ------------------------------------------------------------
