@@ -155,7 +155,7 @@ def test_every_page_is_in_the_navigation():
 def test_readme_links_the_guides_and_the_reference():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     guides = sorted(p.relative_to(ROOT).as_posix() for p in (DOCS / "guides").glob("*.md"))
-    assert len(guides) == 5
+    assert len(guides) == 6
     for target in [*guides, "docs/reference/api.md", "docs/reference/cli.md"]:
         assert f"]({target})" in readme, target
 
