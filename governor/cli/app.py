@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "governor.cli.daemon",
     "governor.cli.exporter",
     "governor.cli.slurm",
+    "governor.cli.cluster",
 )
 
 
