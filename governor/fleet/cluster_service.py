@@ -65,8 +65,10 @@ log = logging.getLogger("governor.cluster")
 
 DEFAULT_SOCKET_TEMPLATE = "/run/governor/nodes/{node}.sock"
 #: load kinds a job names in its ``--comment`` (``governor:load=memory``, or the bare word)
-LOADS = ("compute", "memory", "mixed")
-_LOAD_RE = re.compile(r"(?:^|[\s,;:])(?:load=|kind=)?(compute|memory|mixed)(?:$|[\s,;])", re.I)
+LOADS = ("compute", "memory", "mixed", "bursty")
+_LOAD_RE = re.compile(
+    r"(?:^|[\s,;:])(?:load=|kind=)?(compute|memory|mixed|bursty)(?:$|[\s,;])", re.I
+)
 
 
 @dataclass
@@ -186,7 +188,7 @@ def _curve(model: str, load: str) -> Tuple[Tuple[float, float], ...]:
         board = get_board(model)
     except (GovernorError, KeyError, ValueError):
         board = get_board("a100-sxm")  # an unknown model: a datacenter GPU's shape
-    return tuple(work_curve(board, load))
+    return tuple(work_curve(board, "mixed" if load == "bursty" else load))
 
 
 class ClusterService:
@@ -218,6 +220,7 @@ class ClusterService:
         self.rounds = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._running: Optional[List[str]] = None
 
     # -- reading the cluster -------------------------------------------------------------------
     def poll(self) -> List[str]:
@@ -352,7 +355,17 @@ class ClusterService:
             g.cap_w = max(g.cap_w or g.max_w, power_w)  # it may have been applied
             return False
         lease = result.get("lease") or {}
+        before = g.cap_w
         g.cap_w = float(lease.get("cap_w", power_w))
+        if before is None or abs(g.cap_w - before) > 0.5:
+            log.info(
+                "round %d: %s cap %s -> %g W (%s)",
+                self.rounds + 1,
+                g.gpu_id,
+                "?" if before is None else f"{before:g}",
+                g.cap_w,
+                f"job {g.job}, {g.load}" if g.job else "idle",
+            )
         return True
 
     def enforce(self, target: Mapping[str, float]) -> None:
@@ -378,6 +391,12 @@ class ClusterService:
         """One round: read the cluster, split, enforce. Returns the targets."""
         with self._lock:
             self.poll()
+            running = sorted(
+                f"{g.gpu_id}=job {g.job} ({g.load})" for g in self.gpus.values() if g.job
+            )
+            if running != self._running:
+                log.info("round %d: jobs: %s", self.rounds + 1, ", ".join(running) or "none")
+                self._running = running
             target = self.plan()
             self.enforce(target)
             self.rounds += 1
@@ -388,6 +407,7 @@ class ClusterService:
         with self._lock:
             return {
                 "budget_w": self.budget_w,
+                "rounds": self.rounds,
                 "gpus": [
                     {
                         "node": g.node,
@@ -475,6 +495,8 @@ def run_service(
         raise InvalidRequestError(
             f"--daemon-socket {daemon_socket!r} must contain {{node}} (the Slurm node name)"
         )
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     service = ClusterService(
         budget_w,
         slurm=Slurm(partition, timeout_s=max(timeout_s, 5.0)),

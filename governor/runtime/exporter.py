@@ -299,7 +299,8 @@ class ClusterCollector:
     - ``governor_cluster_gpu_cap_watts{node,gpu,uuid,job}``: each GPU's cap as its node
       confirmed it (``job`` empty on an idle GPU);
     - ``governor_cluster_gpu_power_watts{node,gpu,uuid,job}``: its measured power;
-    - ``governor_cluster_node_up{node}``: 1 when the node's daemon answered the last round.
+    - ``governor_cluster_node_up{node}``: 1 when the node's daemon answered the last round;
+    - ``governor_cluster_rounds_total``: the rounds (read, split, enforce) done so far.
     """
 
     def __init__(self, snapshot: Callable[[], Mapping[str, Any]]) -> None:
@@ -309,7 +310,7 @@ class ClusterCollector:
         return []
 
     def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         snap = self.snapshot()
         labels = ["node", "gpu", "uuid", "job"]
@@ -343,7 +344,9 @@ class ClusterCollector:
         allocated.add_metric([], total)
         for node, answered in sorted(nodes.items()):
             up.add_metric([node], 1.0 if answered else 0.0)
-        yield from (budget, allocated, cap, power, up)
+        rounds = CounterMetricFamily("governor_cluster_rounds", "Rounds done by the service.")
+        rounds.add_metric([], float(snap.get("rounds", 0)))
+        yield from (budget, allocated, cap, power, up, rounds)
 
 
 def serve_cluster_metrics(
