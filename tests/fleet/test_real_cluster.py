@@ -12,6 +12,7 @@ The tests run in order on one cluster (~1-2 minutes in all): each leaves it as t
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -152,6 +153,14 @@ def test_a_job_that_ends_gives_its_share_back_in_the_round_that_sees_it_end(clus
     # the first round that no longer sees the job lowers its GPU: one period after Slurm
     # ended it at most, so its share is back within two periods
     assert lowered[-1] == first_without, (seen, lowered)
+    # the job's record (the epilog's JSON) has its mean allocated cap and its energy
+    path = cluster.nodes["node2"].dir / "jobs" / f"{cluster.memory}.json"
+    doc = json.loads(wait_until("the job's record", lambda: path.exists() and path.read_text()))
+    caps = re.findall(r"node2/nvml:0 cap [0-9.?]+ -> ([0-9.]+) W", log)
+    assert 100.0 < doc["mean_cap_w"] <= max(map(float, caps)) + 1e-6, (doc, caps)
+    assert doc["gpus"][0]["mean_cap_w"] == doc["mean_cap_w"]
+    assert doc["energy_j"] is not None
+    assert f"cap_w={doc['mean_cap_w']:.1f}" in doc["admin_comment"]
     within_budget(cluster)
 
 
