@@ -200,6 +200,22 @@ def test_a_node_that_stops_answering_keeps_its_caps_and_its_share_is_held(cluste
     within_budget(cluster)
 
 
+def test_a_node_daemon_started_again_after_a_kill_keeps_the_safe_share(cluster):
+    held = cluster.limits_w()["node2"]
+    assert held[0] > SAFE_SHARE_W  # what the killed daemon left
+    # the new daemon takes the GPUs: the dead one's journal would put back 400 W; the lease
+    # it kept on disk makes it min(safe share, last cap) instead (the sampler sees no 400)
+    cluster.nodes["node2"].start_daemon(cluster.stack.env)
+    wait_until(
+        "node2 answering again",
+        lambda: 'governor_cluster_node_up{node="node2"} 1.0' in cluster.metrics(),
+    )
+    wait_until("node2's idle GPUs lowered", lambda: cluster.limits_w()["node2"] == MIN_CAPS_W)
+    wait_until("node1's A100 given the share", lambda: a100(cluster, "node1") > 370)
+    assert "holding the safe share 150 W" in (cluster.nodes["node2"].dir / "daemon.out").read_text()
+    within_budget(cluster)
+
+
 def test_a_killed_slurmd_ends_its_jobs_share(cluster):
     job = cluster.compute  # still running on node1's A100
     assert cluster.job_state(job) == "RUNNING" and a100(cluster, "node1") > 200
@@ -220,7 +236,6 @@ def test_the_caps_are_restored_after_the_jobs(cluster):
     cluster.stop_service()
     for node in cluster.nodes.values():
         node.stop_daemon()
-    cluster.reset_node("node2")  # its daemon was killed: its journal is put back by reset
     for name, node in cluster.nodes.items():
         for state in node.gpu_states():
             assert state.gpu_locked is None

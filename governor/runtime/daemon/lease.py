@@ -13,6 +13,13 @@ rules of :mod:`governor.devices.ownership` when the daemon stops. Renewing is as
 - **Only admins cap**: ``cap`` is refused to every client that is not an admin of the daemon
   (root, the daemon's user, ``admin_group``), so a job cannot raise its own GPU's cap; a job's
   ``reset`` (or its epilog's) puts back what it changed and leaves the cap in force.
+- **A daemon killed or crashed and started again** (a node that rebooted without a clean
+  stop) keeps the GPU at ``min(fallback_w, cap)``: each lease is also kept on disk (beside
+  the journals, ``cluster-lease-<device>.json``), and before the new daemon takes the device,
+  the dead daemon's journal is made to put the power limit back to that safe share instead of
+  the driver's original; the original goes into the new daemon's journal, so a clean stop or
+  ``governor reset`` still puts it back. (A clean stop of the daemon restores the original:
+  stop it only on a node taken out of the budget.)
 - **Accounting**: the daemon integrates each GPU's cap over time (``cap_ws``, with
   ``clock_s``), so a job's mean allocated cap is the difference of two readings divided by
   the time between them (what the Slurm prolog and epilog read).
@@ -20,17 +27,28 @@ rules of :mod:`governor.devices.ownership` when the daemon stops. Renewing is as
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Optional
 
 from governor.devices.base import Device
 from governor.errors import GovernorError, InvalidRequestError
 
-__all__ = ["Lease", "LeaseKeeper", "cap_refusal", "restore_keeping_cap"]
+__all__ = [
+    "Lease",
+    "LeaseKeeper",
+    "after_take",
+    "before_take",
+    "cap_refusal",
+    "forget_lease",
+    "restore_keeping_cap",
+]
 
 log = logging.getLogger("governor.daemon")
 
@@ -126,7 +144,9 @@ class LeaseKeeper:
             self._account(device.uri, now)
             self._leases[device.uri] = Lease(set_w, fallback, lease_s, now + lease_s, holder)
             self._ensure_thread()
-            return self._info(device, now)
+            info = self._info(device, now)
+        _save_lease(device, set_w, fallback, holder)
+        return info
 
     def _info(self, device: Device, now: float) -> Dict[str, Any]:
         lease = self._leases.get(device.uri)
@@ -204,6 +224,7 @@ class LeaseKeeper:
                     self._account(uri, self._clock())
                     lease.cap_w = set_w
                     lease.expired = True
+                _save_lease(slot.device, set_w, lease.fallback_w, lease.holder)
                 log.warning(
                     "%s: the cluster lease of %s ran out (%g s): cap %g W (safe share)",
                     uri,
@@ -234,3 +255,116 @@ def cap_refusal(authority: Any, peer: Any) -> Optional[str]:
     job = authority.job_of(peer)
     who = f"uid {uid}" + (f" in Slurm job {job}" if job else "")
     return f"{who} may not set power caps: only the cluster service (an admin of the daemon) may"
+
+
+# -- leases on disk: a daemon killed and started again keeps the safe share -------------------
+def _lease_path(device: Device) -> Optional[Path]:
+    if not getattr(device, "persistent_state", True):
+        return None  # a simulated board's state lives in its process
+    from governor.devices.lock import key_slug
+    from governor.devices.ownership import device_key
+    from governor.paths import state_dir
+
+    return Path(state_dir()) / f"cluster-lease-{key_slug(device_key(device))}.json"
+
+
+def _journaled_original_w(device: Device) -> Optional[float]:
+    own = getattr(device, "_ownership", None)
+    if own is None:
+        return None
+    for layer in reversed(own.journal.layers):
+        if "power_limit" in layer.original:
+            value = layer.original["power_limit"]
+            return None if value is None else float(value)
+    return None
+
+
+def _save_lease(device: Device, cap_w: float, fallback_w: float, holder: str) -> None:
+    path = _lease_path(device)
+    if path is None:
+        return
+    doc = {"cap_w": cap_w, "fallback_w": fallback_w, "holder": holder, "uri": device.uri}
+    original = _journaled_original_w(device)
+    if original is not None:
+        doc["original_w"] = original
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+        os.replace(str(tmp), str(path))
+    except OSError as err:
+        log.warning("%s: cannot keep the lease on disk at %s: %s", device.uri, path, err)
+
+
+def forget_lease(device: Device) -> None:
+    """Drop the lease kept on disk (the daemon stopped cleanly: the original is back)."""
+    path = _lease_path(device)
+    if path is not None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+def before_take(device: Device) -> Optional[Dict[str, Any]]:
+    """Before the daemon takes ``device``: if a lease of a dead daemon is on disk, make the
+    dead daemon's journal put the power limit back to ``min(fallback_w, cap_w)`` (not above
+    what the GPU had) instead of the original. Returns the lease (with ``safe_w``), or None."""
+    path = _lease_path(device)
+    if path is None or not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        safe = min(float(doc["fallback_w"]), float(doc["cap_w"]))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        log.warning("%s: ignoring the lease on disk %s: %s", device.uri, path, err)
+        return None
+    from governor.devices.journal import JournalCorruptError, read_journal, write_journal
+    from governor.devices.ownership import device_key, journal_path
+
+    jpath = journal_path(device_key(device))
+    try:
+        journal = read_journal(jpath)
+    except (JournalCorruptError, GovernorError, OSError):
+        journal = None
+    if journal is not None:
+        changed = False
+        for layer in journal.layers:
+            if not layer.persistent and "power_limit" in layer.original:
+                original = layer.original["power_limit"]
+                if original is not None and "original_w" not in doc:
+                    doc["original_w"] = float(original)
+                layer.original["power_limit"] = safe
+                changed = True
+        if changed:
+            write_journal(jpath, journal)
+    doc["safe_w"] = safe
+    return doc
+
+
+def after_take(keeper: LeaseKeeper, slot: Any, doc: Dict[str, Any]) -> None:
+    """After the daemon took the device: the GPU at the safe share, the original back in this
+    daemon's journal, the lease kept as run out."""
+    device: Device = slot.device
+    own = getattr(device, "_ownership", None)
+    original = doc.get("original_w")
+    if own is not None and original is not None and not own.journaled("power_limit"):
+        own.record("power_limit", float(original))
+        own.save()
+    try:
+        set_w = device.set_power_limit(float(doc["safe_w"]))
+    except GovernorError as err:
+        log.error("%s: cannot hold the safe share %s W: %s", device.uri, doc["safe_w"], err)
+        return
+    now = keeper._clock()
+    with keeper._lock:
+        keeper._account(device.uri, now)
+        keeper._leases[device.uri] = Lease(
+            set_w, set_w, 0.0, now, str(doc.get("holder") or "?"), expired=True
+        )
+    log.warning(
+        "%s: a cluster lease of %s was in force when the last daemon ended: holding the "
+        "safe share %g W until the cluster service renews it",
+        device.uri,
+        doc.get("holder"),
+        set_w,
+    )

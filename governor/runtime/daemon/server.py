@@ -55,7 +55,14 @@ from governor.errors import GovernorError, InvalidRequestError
 from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
 from governor.runtime.daemon.connections import ConnectionLoop
 from governor.runtime.daemon.jobs import Authority
-from governor.runtime.daemon.lease import LeaseKeeper, cap_refusal, restore_keeping_cap
+from governor.runtime.daemon.lease import (
+    LeaseKeeper,
+    after_take,
+    before_take,
+    cap_refusal,
+    forget_lease,
+    restore_keeping_cap,
+)
 from governor.runtime.daemon.listen import bind_socket, group_id, remove_socket
 from governor.runtime.daemon.peers import PeerCredentials, PeerPolicy, peer_credentials
 from governor.runtime.daemon.slots import Slot
@@ -198,7 +205,10 @@ class DaemonServer:
                 device.close()
                 raise ConfigError(problem)
             self._slots[dev_config.uri] = slot
+            held = before_take(device)  # a dead daemon's cluster cap stays
             slot.take()
+            if held is not None:
+                after_take(self.leases, slot, held)
 
     def serve_forever(self) -> None:
         """Serve clients until :meth:`stop`; then restore devices and remove the socket."""
@@ -268,6 +278,8 @@ class DaemonServer:
         remove_socket(self.config.socket, self._socket_ino)
         for slot in self._slots.values():
             slot.release()
+            if self.leases.holds(slot.device.uri):
+                forget_lease(slot.device)
         self._stopped.set()
         log.info("governor daemon stopped")
 
