@@ -524,8 +524,8 @@ def run_service(
     try:
         service.run()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if metrics is not None:
             metrics.close()
     say("governor cluster: stopped; the nodes keep their caps until the leases run out")

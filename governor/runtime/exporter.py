@@ -330,7 +330,8 @@ class ClusterCollector:
         up = GaugeMetricFamily(
             "governor_cluster_node_up", "1 when the node's daemon answered.", labels=["node"]
         )
-        total, nodes = 0.0, {}
+        total = 0.0
+        nodes: Dict[str, bool] = {}
         for gpu in snap.get("gpus", ()):
             row = [str(gpu.get(k) or "") for k in labels]
             if gpu.get("cap_w") is not None:

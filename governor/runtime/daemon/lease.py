@@ -95,7 +95,8 @@ def restore_keeping_cap(device: Device) -> Dict[str, Any]:
         layer.original["power_limit"] = original
         if applied is not None:
             layer.applied["power_limit"] = applied
-        own.save()
+        if own is not None:
+            own.save()
 
 
 class LeaseKeeper:
