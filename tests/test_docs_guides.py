@@ -20,7 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDES = ROOT / "docs" / "guides"
-SIMULATED = re.compile(r"(-d|--device|--board) '?sim:")
+# a command on a simulated board, or the cluster simulator (simulated boards throughout)
+SIMULATED = re.compile(r"(-d|--device|--board) '?sim:|^governor cluster simulate ")
 _NUMBER = re.compile(r"\d+(\.\d+)?")
 
 

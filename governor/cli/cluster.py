@@ -193,6 +193,7 @@ def simulate(
     typer.echo(f"work, controller:        {r.work:12.0f}")
     for label, value in (
         ("uniform caps", r.work_uniform),
+        ("uniform caps, filled", r.work_uniform_filled),
         ("proportional caps", r.work_proportional),
         ("best static (hindsight)", r.work_best_static),
     ):

@@ -94,7 +94,10 @@ def work_at(curve: Sequence[Tuple[float, float]], cap_w: float) -> float:
     end values beyond them (0 for an empty curve)."""
     if not curve:
         return 0.0
-    caps = [c for c, _ in curve]
+    return _interpolate(curve, [c for c, _ in curve], cap_w)
+
+
+def _interpolate(curve: Sequence[Tuple[float, float]], caps: List[float], cap_w: float) -> float:
     i = bisect.bisect_right(caps, cap_w)
     if i <= 0:
         return float(curve[0][1])
@@ -171,7 +174,7 @@ def split_budget(demands: Sequence[GpuDemand], budget_w: float) -> Dict[str, flo
 
 
 def _clamp(d: GpuDemand, cap_w: float) -> float:
-    return min(d.max_cap_w, max(d.min_cap_w, cap_w))
+    return float(min(d.max_cap_w, max(d.min_cap_w, cap_w)))
 
 
 # -- curves from the board physics ------------------------------------------------------------
@@ -220,7 +223,10 @@ class LoadCurve:
         towards idle (work falls linearly to 0 at idle power)."""
         p0, r0 = self.points[0]
         if cap_w >= p0:
-            return work_at(self.points, cap_w)
+            caps = self.__dict__.get("_caps")  # not a field: eq/hash unchanged
+            if caps is None:
+                caps = self.__dict__["_caps"] = [c for c, _ in self.points]
+            return _interpolate(self.points, caps, cap_w)
         if p0 <= self.idle_w:
             return r0
         return max(0.0, r0 * (cap_w - self.idle_w) / (p0 - self.idle_w))
@@ -231,14 +237,34 @@ class LoadCurve:
 
     def curve(self) -> Curve:
         """(cap W, work per second) points over the board's settable cap range."""
-        lo, hi = self.min_cap_w, self.max_cap_w
-        caps = [lo] + [p for p, _ in self.points if lo < p < hi] + [hi]
-        return tuple((c, self.work_per_s(c)) for c in caps)
+        out = self.__dict__.get("_curve")  # not a field: eq/hash unchanged
+        if out is None:
+            lo, hi = self.min_cap_w, self.max_cap_w
+            caps = [lo] + [p for p, _ in self.points if lo < p < hi] + [hi]
+            out = self.__dict__["_curve"] = tuple((c, self.work_per_s(c)) for c in caps)
+        return out
+
+
+#: load_curve's answers: (id(board), share) -> (board, curve); the board kept so its id
+#: cannot be reused while the entry lives
+_LOAD_CURVES: Dict[Tuple[int, float], Tuple[object, LoadCurve]] = {}
 
 
 def load_curve(board: BoardSpec, memory_share: float) -> LoadCurve:
     """The steady (power, work per second) of a load on ``board`` at every table clock, and
     its idle power, at the board's default memory clock and thermal steady state."""
+    key = (id(board), float(memory_share))
+    known = _LOAD_CURVES.get(key)
+    if known is not None and known[0] is board:
+        return known[1]
+    if len(_LOAD_CURVES) > 4096:
+        _LOAD_CURVES.clear()
+    curve = _load_curve(board, memory_share)
+    _LOAD_CURVES[key] = (board, curve)
+    return curve
+
+
+def _load_curve(board: BoardSpec, memory_share: float) -> LoadCurve:
     workload = blend_workload(board, memory_share)
     mem = board.default_mem_clock_mhz
     points: List[Tuple[float, float]] = []

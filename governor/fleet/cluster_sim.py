@@ -12,9 +12,12 @@ very same jobs on the very same GPUs and their work can be compared directly:
   noise. It never sees the truth. A rebalance applies the caps that fall at once and the ones
   that rise one sample later, once the nodes have confirmed the falls, so the caps in force
   never sum above the budget.
-- ``uniform``: the same cap on every GPU (budget / GPUs, clipped to each GPU's settable
-  range, what a clipped GPU cannot take shared by the others).
-- ``proportional``: caps in proportion to each GPU's top cap (clipped the same way).
+- ``uniform``: the same cap on every GPU, budget / GPUs, clipped to each GPU's settable
+  range (what an operator gets from ``nvidia-smi -pl`` with one figure everywhere: a GPU
+  whose top cap is below the share leaves the difference unused).
+- ``uniform_filled``: one level for every GPU, what a GPU cannot take shared by the others
+  (a stronger static baseline than the issue's "budget / GPUs").
+- ``proportional``: caps in proportion to each GPU's top cap (clipped, likewise shared).
 - ``best_static``: the hindsight best static split: one cap per GPU for the whole run,
   chosen knowing every job that ran, its true curve and how long it computed; exact
   water-filling on each GPU's summed (time-weighted) true curve, whose hull value is an upper
@@ -144,9 +147,11 @@ class ClusterSimResult:
 
     work: float
     work_uniform: float
+    work_uniform_filled: float
     work_proportional: float
     work_best_static: float
     work_best_static_bound: float
+    work_oracle: float
     peak_power_w: float
     peak_caps_w: float
     budget_w: float
@@ -166,6 +171,9 @@ class ClusterSimResult:
         doc = asdict(self)
         w = self.work
         doc["vs_uniform"] = w / self.work_uniform if self.work_uniform > 0 else None
+        doc["vs_uniform_filled"] = (
+            w / self.work_uniform_filled if self.work_uniform_filled > 0 else None
+        )
         doc["vs_proportional"] = w / self.work_proportional if self.work_proportional > 0 else None
         doc["vs_best_static"] = w / self.work_best_static if self.work_best_static > 0 else None
         return doc
@@ -273,17 +281,25 @@ class _Run:
         self.peak_power_w = 0.0
         self.peak_caps_w = 0.0
         self.over = 0
+        self.memo: Dict[Tuple[int, float], Tuple[float, float]] = {}
 
     def sample(self, t_s: int, running: Dict[int, _Job]):
         """Second ``t_s``: each GPU's (cap, power, work per second), and the peaks updated."""
         out = []
         total_w = 0.0
+        memo = self.memo
         for g, gpu in enumerate(self.world.gpus):
             cap = self.caps[gpu.gpu_id]
             job = running.get(g)
             if job is not None and job.computing(t_s):
-                truth = self.world.truth[job.index]
-                power, rate = truth.power_w(cap), truth.work_per_s(cap)
+                key = (job.index, cap)
+                known = memo.get(key)
+                if known is None:
+                    if len(memo) > 100000:
+                        memo.clear()
+                    truth = self.world.truth[job.index]
+                    known = memo[key] = (truth.power_w(cap), truth.work_per_s(cap))
+                power, rate = known
             else:
                 power, rate = min(cap, gpu.idle_w), 0.0
             self.work += rate
@@ -399,12 +415,72 @@ def _fill(lo: Sequence[float], hi: Sequence[float], weight: Sequence[float], bud
     return caps(a)
 
 
+def _uniform(lo: Sequence[float], hi: Sequence[float], budget_w: float) -> List[float]:
+    """budget / GPUs on every GPU, clipped to its range; where lowest caps lift some GPUs
+    above that share, the others' share is lowered until the sum fits. Watts a GPU cannot
+    take (its top cap is below the share) are not handed to the others."""
+    n = len(lo)
+
+    def caps(level: float) -> List[float]:
+        return [min(h, max(lo_, level)) for lo_, h in zip(lo, hi)]
+
+    a, b = 0.0, budget_w / n
+    if sum(caps(b)) <= budget_w:
+        return caps(b)
+    for _ in range(200):
+        mid = (a + b) / 2
+        if sum(caps(mid)) > budget_w:
+            b = mid
+        else:
+            a = mid
+    return caps(a)
+
+
 def static_caps(gpus: Sequence[_Gpu], budget_w: float, how: str) -> Dict[str, float]:
-    """The ``uniform`` or ``proportional`` (to top cap) static split, within each range."""
+    """A static split within each GPU's range: ``uniform`` (budget / GPUs, see
+    :func:`_uniform`), ``uniform_filled`` (one level for all, what a GPU cannot take shared
+    by the others) or ``proportional`` (to each GPU's top cap, likewise filled)."""
     lo = [g.min_cap_w for g in gpus]
     hi = [g.max_cap_w for g in gpus]
-    weight = [1.0] * len(gpus) if how == "uniform" else [g.max_cap_w for g in gpus]
-    return {g.gpu_id: c for g, c in zip(gpus, _fill(lo, hi, weight, budget_w))}
+    if how == "uniform":
+        caps = _uniform(lo, hi, budget_w)
+    else:
+        weight = [1.0] * len(gpus) if how == "uniform_filled" else [g.max_cap_w for g in gpus]
+        caps = _fill(lo, hi, weight, budget_w)
+    return {g.gpu_id: c for g, c in zip(gpus, caps)}
+
+
+def _run_oracle(world: _World, budget_w: float, duration_s: int) -> _Run:
+    """A bound on any controller: the true curves, split again whenever the set of GPUs
+    that compute changes (a job starts, ends, or a burst starts or ends), applied at once."""
+    gpus = world.gpus
+    run = _Run(world, budget_w, {g.gpu_id: g.min_cap_w for g in gpus})
+    events = _events(world, duration_s)
+    running: Dict[int, _Job] = {}
+    computing: Tuple[int, ...] = ()
+    for t in range(duration_s):
+        for what, job in events.get(t, ()):
+            if what == "end":
+                running.pop(job.gpu, None)  # type: ignore[arg-type]
+        for what, job in events.get(t, ()):
+            if what == "start":
+                running[job.gpu] = job  # type: ignore[index]
+        now = tuple(sorted(g for g, job in running.items() if job.computing(t)))
+        if now != computing or t == 0:
+            computing = now
+            demands = [
+                GpuDemand(
+                    gpu.gpu_id,
+                    gpu.min_cap_w,
+                    gpu.max_cap_w,
+                    g in computing,
+                    world.truth[running[g].index].curve() if g in computing else (),
+                )
+                for g, gpu in enumerate(gpus)
+            ]
+            run.caps.update(split_budget(demands, budget_w))
+        run.sample(t, running)
+    return run
 
 
 def _best_static(world: _World, budget_w: float, duration_s: int) -> Tuple[Dict[str, float], float]:
@@ -442,10 +518,13 @@ def simulate_cluster(
     duration_s: float,
     seed: int = 0,
     period_s: float = 10.0,
+    oracle: bool = False,
 ) -> ClusterSimResult:
     """Run the controller and the static splits over one drawn cluster and job mix.
 
     ``gpus``: (catalog board, count); ``jobs``: (kind in :data:`JOB_KINDS`, count).
+    ``oracle`` also runs the bound of any controller (``work_oracle``; NaN when not run): the
+    true curves, split again whenever a job or a burst starts or ends.
 
     Raises:
         InvalidRequestError: a bad count, duration or period (one line).
@@ -472,17 +551,23 @@ def simulate_cluster(
     split_budget(floor, budget_w)  # refuses a budget below the least, with the least in words
     controller, rebalances = _run_controller(world, budget_w, duration, int(period_s), seed)
     uniform = _run_static(world, budget_w, static_caps(world.gpus, budget_w, "uniform"), duration)
+    filled = _run_static(
+        world, budget_w, static_caps(world.gpus, budget_w, "uniform_filled"), duration
+    )
     proportional = _run_static(
         world, budget_w, static_caps(world.gpus, budget_w, "proportional"), duration
     )
     best_caps, bound = _best_static(world, budget_w, duration)
     best = _run_static(world, budget_w, best_caps, duration)
+    work_oracle = _run_oracle(world, budget_w, duration).work if oracle else math.nan
     return ClusterSimResult(
         work=controller.work,
         work_uniform=uniform.work,
+        work_uniform_filled=filled.work,
         work_proportional=proportional.work,
         work_best_static=best.work,
         work_best_static_bound=bound,
+        work_oracle=work_oracle,
         peak_power_w=controller.peak_power_w,
         peak_caps_w=controller.peak_caps_w,
         budget_w=float(budget_w),
