@@ -495,8 +495,6 @@ def run_service(
         raise InvalidRequestError(
             f"--daemon-socket {daemon_socket!r} must contain {{node}} (the Slurm node name)"
         )
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     service = ClusterService(
         budget_w,
         slurm=Slurm(partition, timeout_s=max(timeout_s, 5.0)),
@@ -505,7 +503,19 @@ def run_service(
         lease_s=lease_s,
         holder=f"governor-cluster pid {os.getpid()}",
     )
-    service.start_check()
+    service.start_check()  # a refusal is its one line, nothing logged before it
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    for g in service.gpus.values():  # what the nodes hold: where a restarted service starts
+        log.info(
+            "%s: %s (%s, %g-%g W) in force %s W",
+            g.gpu_id,
+            g.uuid,
+            g.model,
+            g.min_w,
+            g.max_w,
+            "?" if g.cap_w is None else f"{g.cap_w:g}",
+        )
     metrics = None
     if metrics_listen:
         from governor.runtime.exporter import serve_cluster_metrics
