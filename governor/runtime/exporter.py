@@ -296,9 +296,9 @@ class ClusterCollector:
 
     - ``governor_cluster_budget_watts``: the budget;
     - ``governor_cluster_allocated_watts``: the sum of the caps in force (at most the budget);
-    - ``governor_cluster_gpu_cap_watts{node,gpu,uuid,job}``: each GPU's cap as its node
-      confirmed it (``job`` empty on an idle GPU);
-    - ``governor_cluster_gpu_power_watts{node,gpu,uuid,job}``: its measured power;
+    - ``governor_cluster_gpu_cap_watts{node,gpu,uuid,slurm_job}``: each GPU's cap as its
+      node confirmed it (``slurm_job`` empty on an idle GPU);
+    - ``governor_cluster_gpu_power_watts{node,gpu,uuid,slurm_job}``: its measured power;
     - ``governor_cluster_node_up{node}``: 1 when the node's daemon answered the last round;
     - ``governor_cluster_rounds_total``: the rounds (read, split, enforce) done so far.
     """
@@ -313,7 +313,7 @@ class ClusterCollector:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         snap = self.snapshot()
-        labels = ["node", "gpu", "uuid", "job"]
+        labels = ["node", "gpu", "uuid", "slurm_job"]  # "job" is Prometheus' own label
         budget = GaugeMetricFamily(
             "governor_cluster_budget_watts", "The cluster's power budget (W)."
         )
@@ -333,7 +333,7 @@ class ClusterCollector:
         total = 0.0
         nodes: Dict[str, bool] = {}
         for gpu in snap.get("gpus", ()):
-            row = [str(gpu.get(k) or "") for k in labels]
+            row = [str(gpu.get(k) or "") for k in ("node", "gpu", "uuid", "job")]
             if gpu.get("cap_w") is not None:
                 cap.add_metric(row, float(gpu["cap_w"]))
                 total += float(gpu["cap_w"])

@@ -20,10 +20,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
-from fleet_services import SLURM_PROGRAMS, missing
+from fleet_services import SLURM_PROGRAMS, free_port, missing, which
 from real_cluster import DEFAULT_LIMITS_W, MIN_CAPS_W, Cluster, Sampler, wait_until
 
 pytestmark = pytest.mark.skipif(
@@ -147,8 +149,56 @@ def test_two_jobs_of_different_kinds_on_two_nodes_get_different_caps(cluster):
     assert '"ok":false' in reply.replace(" ", "") and "may not set power caps" in reply
     assert a100(cluster, "node1") == node1[0]  # unchanged by the job's request
     text = cluster.metrics()
-    assert re.search(rf'governor_cluster_gpu_cap_watts\{{.*job="{cluster.compute}".*\}}', text)
+    assert re.search(rf'governor_cluster_gpu_cap_watts\{{.*slurm_job="{cluster.compute}".*\}}', text)
     within_budget(cluster)
+
+
+def test_prometheus_shows_the_budget_and_each_gpus_cap_and_power(cluster):
+    prometheus = which("prometheus")
+    if prometheus is None:
+        pytest.skip("prometheus is not installed: apt-get install prometheus")
+    port, work = free_port(), cluster.w / "prom"
+    work.mkdir()
+    (work / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: cluster\n    static_configs:\n"
+        f"      - targets: ['127.0.0.1:{cluster.metrics_port}']\n"
+    )
+    with open(work / "prometheus.log", "wb") as log:
+        prom = subprocess.Popen(
+            [prometheus, f"--config.file={work / 'prometheus.yml'}",
+             f"--storage.tsdb.path={work / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
+
+    def query(expr):
+        url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                doc = json.load(answer)
+        except OSError:
+            return []
+        return doc["data"]["result"] if doc.get("status") == "success" else []
+
+    try:
+        budget = wait_until("a scrape", lambda: query("governor_cluster_budget_watts"), 30)
+        caps = {
+            (r["metric"]["node"], r["metric"]["gpu"]): float(r["value"][1])
+            for r in query("governor_cluster_gpu_cap_watts")
+        }
+        power = query("governor_cluster_gpu_power_watts")
+        allocated = query("governor_cluster_allocated_watts")
+    finally:
+        prom.terminate()
+        prom.wait(20)
+    assert float(budget[0]["value"][1]) == BUDGET_W
+    # what the fake drivers hold, GPU by GPU
+    for node, limits in cluster.limits_w().items():
+        for i, watts in enumerate(limits):
+            assert caps[(node, f"nvml:{i}")] == pytest.approx(watts, abs=0.01)
+    assert float(allocated[0]["value"][1]) == pytest.approx(sum(caps.values()))
+    jobs = {r["metric"].get("slurm_job", "") for r in power}
+    assert jobs == {"", cluster.compute, cluster.memory}
 
 
 def test_a_job_that_ends_gives_its_share_back_in_the_round_that_sees_it_end(cluster):
@@ -249,6 +299,9 @@ def test_a_killed_slurmd_ends_its_jobs_share(cluster):
 def test_the_caps_are_restored_after_the_jobs(cluster):
     within_budget(cluster)
     cluster.sampler.stop()
+    print(
+        f"largest sum of the limits: {cluster.sampler.worst_w:g} W in {cluster.sampler.samples} samples"
+    )
     cluster.stop_service()
     for node in cluster.nodes.values():
         node.stop_daemon()
