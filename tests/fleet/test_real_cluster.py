@@ -149,7 +149,9 @@ def test_two_jobs_of_different_kinds_on_two_nodes_get_different_caps(cluster):
     assert '"ok":false' in reply.replace(" ", "") and "may not set power caps" in reply
     assert a100(cluster, "node1") == node1[0]  # unchanged by the job's request
     text = cluster.metrics()
-    assert re.search(rf'governor_cluster_gpu_cap_watts\{{.*slurm_job="{cluster.compute}".*\}}', text)
+    assert re.search(
+        rf'governor_cluster_gpu_cap_watts\{{.*slurm_job="{cluster.compute}".*\}}', text
+    )
     within_budget(cluster)
 
 
