@@ -6,16 +6,23 @@ state file (the power limit it holds), never the daemon's own account of it.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 import governor.devices.nvml as backend
+from governor.devices.daemon.client import DaemonClient
 from governor.runtime.daemon.config import parse_config
 from governor.runtime.daemon.lease import LeaseKeeper
 from governor.runtime.daemon.server import DaemonServer
 
+REPO = Path(__file__).resolve().parents[2]
 USER = 4242  # a client that is neither root nor the daemon's user
 
 
@@ -128,3 +135,73 @@ def test_stopping_the_daemon_puts_the_original_limit_back(fake_nvml, monkeypatch
     finally:
         server.stop()
     assert limit_w(fake_nvml, 0) == 400
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="a daemon subprocess on the fake NVML driver changes limits as root only",
+)
+def test_a_daemon_killed_and_started_again_holds_the_safe_share_not_the_original(fake_nvml):
+    """kill -9 of the daemon holding a cap, then a new daemon: the dead one's journal would
+    put back the original 400 W; the lease kept on disk makes it min(safe share, cap), and the
+    original goes into the new daemon's journal (a clean stop puts it back)."""
+    work = Path(tempfile.mkdtemp(prefix="gvl-"))
+    sock = work / "gd.sock"
+    config = work / "daemon.toml"
+    config.write_text(
+        f'[daemon]\nsocket = "{sock}"\ntest_mode = true\n[[device]]\nuri = "nvml:0"\n'
+    )
+    env = fake_nvml.env(
+        dict(os.environ, PYTHONPATH=str(REPO), GOVERNOR_STATE_DIR=str(work / "state"))
+    )
+
+    def start():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "governor", "daemon", "--config", str(config)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(work / "daemon.log", "ab"),
+        )
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            assert proc.poll() is None, (work / "daemon.log").read_text()
+            assert time.monotonic() < deadline, "the daemon did not start"
+            time.sleep(0.05)
+        return proc
+
+    highest = [0.0]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.wait(0.002):
+            states = fake_nvml.state()
+            if states:
+                highest[0] = max(highest[0], states[0].power_limit_mw / 1000)
+
+    first = start()
+    try:
+        client = DaemonClient(sock)
+        client.request("cap", device="nvml:0", power_w=250, lease_s=60, fallback_w=150)
+        assert limit_w(fake_nvml, 0) == 250
+        first.kill()
+        first.wait(10)
+        sock.unlink()  # what a SIGKILL leaves
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        second = start()
+        try:
+            (dev,) = DaemonClient(sock).request("status", device="nvml:0")["devices"]
+            assert limit_w(fake_nvml, 0) == 150
+            assert dev["cluster"]["lease"]["expired"] is True
+            assert dev["cluster"]["lease"]["cap_w"] == 150
+        finally:
+            stop.set()
+            sampler.join(5)
+            second.terminate()
+            second.wait(20)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert highest[0] == 250  # never the original 400 W while the new daemon took the GPU
+    assert limit_w(fake_nvml, 0) == 400  # the clean stop put the original back
+    assert "holding the safe share 150 W" in (work / "daemon.log").read_text()
