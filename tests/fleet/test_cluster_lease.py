@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,6 +43,7 @@ def daemon(fake_nvml, monkeypatch):
     server.now = now
     yield server
     server.stop()
+    shutil.rmtree(sock.parent, ignore_errors=True)
 
 
 def ask(server, peer=(None, None, None), **doc):
@@ -134,6 +136,7 @@ def test_stopping_the_daemon_puts_the_original_limit_back(fake_nvml, monkeypatch
         assert limit_w(fake_nvml, 0) == 200
     finally:
         server.stop()
+        shutil.rmtree(sock.parent, ignore_errors=True)
     assert limit_w(fake_nvml, 0) == 400
 
 
@@ -204,4 +207,6 @@ def test_a_daemon_killed_and_started_again_holds_the_safe_share_not_the_original
             first.kill()
     assert highest[0] == 250  # never the original 400 W while the new daemon took the GPU
     assert limit_w(fake_nvml, 0) == 400  # the clean stop put the original back
-    assert "holding the safe share 150 W" in (work / "daemon.log").read_text()
+    log = (work / "daemon.log").read_text()
+    shutil.rmtree(work, ignore_errors=True)
+    assert "holding the safe share 150 W" in log
