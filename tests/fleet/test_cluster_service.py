@@ -184,3 +184,39 @@ def test_jobs_are_read_from_scontrol_by_node_and_gpu_index():
         ("node2", 1): JobOnGpu("9", "mixed"),
     }
     assert set(parse_jobs(SCONTROL, partition="gpu")) == {("node1", 1), ("node2", 1)}
+
+
+def test_the_metrics_show_the_budget_each_gpus_cap_and_power_and_silent_nodes():
+    pytest.importorskip("prometheus_client", reason="pip install 'gpu-governor[metrics]'")
+    import urllib.request
+
+    from governor.runtime.exporter import serve_cluster_metrics
+
+    nodes, slurm = Nodes(), Slurm()
+    svc = service(nodes, slurm)
+    slurm.running = {("node1", 0): JobOnGpu("7", "compute")}
+    svc.step()
+    nodes.silent.add("node2")
+    svc.step()
+    server = serve_cluster_metrics(svc.snapshot, "127.0.0.1:0")
+    try:
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            text = answer.read().decode()
+    finally:
+        server.close()
+    lines = set(text.splitlines())
+    assert "governor_cluster_budget_watts 600.0" in lines
+    assert "governor_cluster_allocated_watts 600.0" in lines
+    assert "governor_cluster_rounds_total 2.0" in lines
+    assert 'governor_cluster_node_up{node="node1"} 1.0' in lines
+    assert 'governor_cluster_node_up{node="node2"} 0.0' in lines
+    cap = (
+        'governor_cluster_gpu_cap_watts{gpu="nvml:0",node="node1",'
+        'slurm_job="7",uuid="GPU-node1-nvml:0"} 380.0'
+    )
+    assert cap in lines
+    assert any(
+        line.startswith('governor_cluster_gpu_power_watts{gpu="nvml:1",node="node2"')
+        for line in lines
+    )
