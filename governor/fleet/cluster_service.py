@@ -1,8 +1,8 @@
 """The cluster budget service (issue 45): one power budget split across the GPUs of the jobs
 Slurm runs, enforced as power caps by each node's governor daemon.
 
-Every period (and so at every job start and end, which it sees within one period) the
-service:
+Every period, and as soon as a job starts or ends (Slurm is asked which jobs run every
+``min(period, 5 s)``), the service does a round:
 
 1. asks **Slurm** which jobs run where (``scontrol show job -d``: each running job's nodes
    and GPU indices, its ``--comment`` for the kind of load) and which nodes the partition has
@@ -215,12 +215,15 @@ class ClusterService:
         self.period_s = float(period_s)
         self.lease_s = float(lease_s) if lease_s is not None else max(3.0 * self.period_s, 1.0)
         self.holder = holder
+        #: how often Slurm is asked whether the running jobs changed (s)
+        self.watch_s = min(self.period_s, 5.0)
         self.gpus: Dict[str, GpuView] = {}
         self.nodes: List[str] = []
         self.rounds = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._running: Optional[List[str]] = None
+        self._jobs_seen: Optional[Dict[Tuple[str, int], JobOnGpu]] = None
 
     # -- reading the cluster -------------------------------------------------------------------
     def poll(self) -> List[str]:
@@ -232,6 +235,7 @@ class ClusterService:
             nodes = list(self.nodes)
         try:
             jobs = self.slurm.jobs()
+            self._jobs_seen = jobs
         except GovernorError as err:
             log.warning("cannot list the jobs: %s (keeping the last view)", err)
             jobs = {(g.node, g.index): JobOnGpu(g.job, g.load) for g in self.gpus.values() if g.job}
@@ -441,14 +445,25 @@ class ClusterService:
             raise BudgetTooSmallError(self.budget_w, least)
 
     def run(self) -> None:
-        """Rounds every period until :meth:`stop`."""
+        """A round every period, and one as soon as the running jobs change (Slurm is asked
+        every :attr:`watch_s`), until :meth:`stop`."""
+        watch_s = self.watch_s
+        last_round = -float("inf")
         while not self._stop.is_set():
             started = time.monotonic()
-            try:
-                self.step()
-            except GovernorError as err:
-                log.error("round failed: %s", err)
-            self._stop.wait(max(0.0, self.period_s - (time.monotonic() - started)))
+            due = started - last_round >= self.period_s - 1e-3
+            if not due:
+                try:
+                    due = self.slurm.jobs() != self._jobs_seen
+                except GovernorError:
+                    due = False
+            if due:
+                last_round = started
+                try:
+                    self.step()
+                except GovernorError as err:
+                    log.error("round failed: %s", err)
+            self._stop.wait(max(0.0, watch_s - (time.monotonic() - started)))
 
     def stop(self) -> None:
         self._stop.set()

@@ -220,3 +220,30 @@ def test_the_metrics_show_the_budget_each_gpus_cap_and_power_and_silent_nodes():
         line.startswith('governor_cluster_gpu_power_watts{gpu="nvml:1",node="node2"')
         for line in lines
     )
+
+
+def test_a_job_that_starts_or_ends_starts_a_round_before_the_period_is_over():
+    import threading
+
+    nodes, slurm = Nodes(), Slurm()
+    svc = ClusterService(600.0, slurm=slurm, ask=nodes.ask, period_s=3600.0)
+    svc.watch_s = 0.02
+    runner = threading.Thread(target=svc.run, daemon=True)
+    runner.start()
+    try:
+        wait = threading.Event()
+        for _ in range(500):
+            if svc.rounds >= 1:
+                break
+            wait.wait(0.02)
+        assert svc.rounds == 1
+        slurm.running = {("node1", 0): JobOnGpu("7", "compute")}
+        for _ in range(500):
+            if svc.rounds >= 2:
+                break
+            wait.wait(0.02)
+        assert nodes.limits[("node1", "nvml:0")] == pytest.approx(380.0)
+        assert svc.rounds == 2  # one for the start, none for the (hour-long) period
+    finally:
+        svc.stop()
+        runner.join(5)
