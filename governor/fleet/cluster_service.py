@@ -224,6 +224,8 @@ class ClusterService:
         self._stop = threading.Event()
         self._running: Optional[List[str]] = None
         self._jobs_seen: Optional[Dict[Tuple[str, int], JobOnGpu]] = None
+        #: nodes whose daemon answers but does not allow cap
+        self.refusing: set = set()
 
     # -- reading the cluster -------------------------------------------------------------------
     def poll(self) -> List[str]:
@@ -256,6 +258,21 @@ class ClusterService:
                     g.up = False
                 silent.append(node)
                 continue
+            allow = (status.get("daemon") or {}).get("allow")
+            if isinstance(allow, list) and "cap" not in allow:
+                if node not in self.refusing:
+                    log.error(
+                        '%s: the daemon does not allow cap (add "cap" to allow in its '
+                        "config); holding its GPUs as they are",
+                        node,
+                    )
+                self.refusing.add(node)
+                for g in self.gpus.values():
+                    if g.node == node:
+                        g.up = False
+                silent.append(node)
+                continue
+            self.refusing.discard(node)
             self._read_node(node, status)
         self.nodes = nodes
         for g in self.gpus.values():
@@ -437,6 +454,11 @@ class ClusterService:
 
         with self._lock:
             silent = self.poll()
+        if self.refusing:
+            raise GovernorError(
+                "the daemon on " + ", ".join(sorted(self.refusing)) + " does not allow cap: "
+                'add "cap" to allow in its config (governor-daemon.toml)'
+            )
         if not self.gpus:
             where = ", ".join(silent) if silent else "no node in the partition"
             raise GovernorError(f"no GPU to cap: no node daemon answers ({where})")

@@ -24,6 +24,7 @@ class Nodes:
         self.limits = {(n, u): RANGES[u][1] for n in ("node1", "node2") for u in RANGES}
         self.limits.update(limits or {})
         self.silent: set = set()
+        self.no_cap: set = set()  # nodes whose daemon does not allow cap
         self.fail_caps: set = set()  # (node, uri) whose cap request fails after applying
         self.sums: List[float] = []
 
@@ -32,6 +33,7 @@ class Nodes:
             raise GovernorError(f"no daemon at {node}")
         if request["action"] == "status":
             return {
+                "daemon": {"allow": ["status", "reset"] if node in self.no_cap else ["cap"]},
                 "devices": [
                     {
                         "uri": uri,
@@ -44,7 +46,7 @@ class Nodes:
                         },
                     }
                     for uri in RANGES
-                ]
+                ],
             }
         key = (node, request["device"])
         lo, hi = RANGES[request["device"]]
@@ -247,3 +249,14 @@ def test_a_job_that_starts_or_ends_starts_a_round_before_the_period_is_over():
     finally:
         svc.stop()
         runner.join(5)
+
+
+def test_a_daemon_that_does_not_allow_cap_is_refused_at_start_in_one_line():
+    nodes = Nodes()
+    nodes.no_cap.add("node2")
+    with pytest.raises(GovernorError) as err:
+        service(nodes, Slurm()).start_check()
+    assert str(err.value) == (
+        'the daemon on node2 does not allow cap: add "cap" to allow in its config '
+        "(governor-daemon.toml)"
+    )
