@@ -245,7 +245,7 @@ def test_the_strict_schema_refuses_a_misspelt_field_the_yaml_parser_takes():
         validator.validate(ds, K8S_VERSIONS[-1], strict=True)
 
 
-def _systemd_verify(tmp_path, text):
+def _systemd_verify(tmp_path, text, name="governor-daemon.service"):
     """``systemd-analyze verify`` of the unit ``text`` with the governor command pointed at
     an executable that exists here (systemd checks it); its complaints, one per line."""
     import shutil
@@ -256,8 +256,12 @@ def _systemd_verify(tmp_path, text):
     if analyze is None:
         pytest.skip("systemd-analyze is not installed (.ci/run installs systemd as root)")
     governor_bin = Path(sys.executable).with_name("governor")
-    unit = tmp_path / "governor-daemon.service"
-    unit.write_text(text.replace("/usr/local/bin/governor", str(governor_bin)))
+    unit = tmp_path / name
+    unit.write_text(
+        text.replace("/usr/local/bin/governor", str(governor_bin)).replace(
+            "/usr/bin/ssh", str(governor_bin)
+        )
+    )
     run = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60)
     lines = (run.stdout + run.stderr).splitlines()
     return run.returncode, [line for line in lines if unit.name in line]
@@ -272,3 +276,30 @@ def test_systemd_verify_names_a_bad_setting_in_the_unit(tmp_path):
     text = (DEPLOY / "systemd" / "governor-daemon.service").read_text()
     _, complaints = _systemd_verify(tmp_path, text.replace("SIGTERM", "SIGTREM"))
     assert any("SIGTREM" in line for line in complaints)
+
+
+@pytest.mark.parametrize(
+    "unit, name",
+    [
+        ("governor-cluster.service", "governor-cluster.service"),
+        ("governor-node-link@.service", "governor-node-link@node1.service"),
+    ],
+)
+def test_systemd_accepts_the_cluster_units_without_a_complaint(tmp_path, unit, name):
+    text = (DEPLOY / "systemd" / unit).read_text()
+    env = Path("/etc/governor/cluster.env")
+    if "EnvironmentFile=/etc" in text and not env.exists():
+        text = text.replace(
+            "EnvironmentFile=/etc/governor/cluster.env",
+            "EnvironmentFile=-/etc/governor/cluster.env",
+        )
+    assert _systemd_verify(tmp_path, text, name) == (0, [])
+
+
+def test_the_cluster_unit_is_not_restarted_after_a_refused_budget():
+    service = _unit(DEPLOY / "systemd" / "governor-cluster.service")["Service"]
+    assert service["RestartPreventExitStatus"] == ["2"]  # the least budget, said in one line
+    assert "--budget-w ${GOVERNOR_CLUSTER_BUDGET_W}" in service["ExecStart"][0]
+    assert "/run/governor/nodes/{node}.sock" in service["ExecStart"][0]
+    link = _unit(DEPLOY / "systemd" / "governor-node-link@.service")["Service"]
+    assert "-L /run/governor/nodes/%i.sock:/run/governor/governor.sock" in link["ExecStart"][0]

@@ -50,6 +50,30 @@ def service(
             help="Seconds between rebalances (also on every job start and end).",
         ),
     ] = 30.0,
+    daemon_socket: Annotated[
+        str,
+        typer.Option(
+            "--daemon-socket",
+            help="Each node's daemon socket; {node} is the Slurm node name (a socket "
+            "forwarded from the node, or the daemon's own on a one-host cluster).",
+        ),
+    ] = "/run/governor/nodes/{node}.sock",
+    lease_s: Annotated[
+        Optional[float],
+        typer.Option(
+            "--lease-s",
+            callback=values.number(ge=1, le=values.HOUR_S, unit="seconds"),
+            help="How long a node keeps its caps without hearing from the service, then "
+            "falls back to a safe share (default: 3 periods).",
+        ),
+    ] = None,
+    metrics_listen: Annotated[
+        Optional[str],
+        typer.Option(
+            "--metrics-listen",
+            help="Serve Prometheus metrics (budget, per-GPU cap and power) on ADDR:PORT.",
+        ),
+    ] = None,
 ) -> None:
     """Run the cluster budget service on Slurm (or a subcommand: simulate)."""
     if ctx.invoked_subcommand is not None:
@@ -65,7 +89,21 @@ def service(
             "(governor.fleet.cluster_service is missing); try 'governor cluster simulate'\n"
         )
         raise typer.Exit(1) from None
-    raise typer.Exit(run_service(budget_w=budget_w, partition=partition, period_s=period_s))
+    from governor.fleet.allocate import BudgetTooSmallError
+
+    try:
+        status = run_service(
+            budget_w=budget_w,
+            partition=partition,
+            period_s=period_s,
+            daemon_socket=daemon_socket,
+            lease_s=lease_s,
+            metrics_listen=metrics_listen,
+        )
+    except BudgetTooSmallError as err:
+        sys.stderr.write(f"governor: error: {err}\n")
+        raise typer.Exit(2) from None
+    raise typer.Exit(status)
 
 
 def simulate(

@@ -786,6 +786,8 @@ def _prolog_gpu(gpu, settings, policy, job, opener, say) -> Dict[str, Any]:
             row["t_start_s"] = time.time()
         except GovernorError as err:
             row["notes"].append(f"no energy reading: {err}")
+        if settings.via == "daemon":
+            row.update(_cluster_cap_reading(_daemon_uri(gpu), "start"))
         if policy == "none":
             return row
         if settings.via == "daemon":
@@ -933,6 +935,7 @@ def _epilog(env, settings, say, opener, resolver) -> int:
         row = _epilog_gpu(gpu, job, opener, say)
         failed = failed or bool(row.get("restore_failed"))
         doc["gpus"].append(row)
+    _mean_caps(doc, gpus)
     if settings.via == "daemon":
         done = {g.get("daemon_uri") for g in gpus if g.get("via") == "daemon"}
         doc["daemon_reset"] = _undo_daemon_changes(job, done, say)
@@ -964,6 +967,41 @@ def _epilog(env, settings, say, opener, resolver) -> int:
         f"accounting {doc['accounting']}; record {path}"
     )
     return 1 if failed and settings.strict else 0
+
+
+def _cluster_cap_reading(uri: str, when: str) -> Dict[str, Any]:
+    """The node daemon's integral of the GPU's cluster cap (``cap_ws`` at ``clock_s``, see
+    governor.runtime.daemon.lease), as ``cap_ws_<when>``/``cap_clock_s_<when>``; {} when the
+    daemon does not answer or no cluster cap was ever set on the GPU."""
+    from governor.devices.daemon.client import request
+
+    try:
+        (dev,) = request("status", device=uri, timeout_s=2.0).get("devices") or [{}]
+        info = dev.get("cluster") or {}
+        if info.get("lease") is None:
+            return {}
+        return {
+            f"cap_ws_{when}": float(info["cap_ws"]),
+            f"cap_clock_s_{when}": float(info["clock_s"]),
+        }
+    except (GovernorError, KeyError, TypeError, ValueError):
+        return {}
+
+
+def _mean_caps(doc: Dict[str, Any], gpus: List[Dict[str, Any]]) -> None:
+    """Each GPU's mean cluster cap over the job (W: the cap integral's growth over the time
+    between prolog and epilog, on the daemon's clock) and the job's (their sum)."""
+    means = []
+    for row, gpu in zip(doc["gpus"], gpus):
+        if "cap_ws_start" not in gpu:
+            continue
+        end = _cluster_cap_reading(_daemon_uri(gpu), "end")
+        span = end.get("cap_clock_s_end", 0.0) - float(gpu["cap_clock_s_start"])
+        if span > 0:
+            row["mean_cap_w"] = round((end["cap_ws_end"] - float(gpu["cap_ws_start"])) / span, 3)
+            means.append(row["mean_cap_w"])
+    if means:
+        doc["mean_cap_w"] = round(sum(means), 3)
 
 
 def _undo_daemon_changes(job: str, done: Any, say) -> List[str]:
@@ -1077,6 +1115,8 @@ def admin_comment(doc: Mapping[str, Any]) -> str:
         f"governor:energy_j={_num(doc.get('energy_j'))}",
         f"policy={doc.get('policy') or 'none'}",
     ]
+    if doc.get("mean_cap_w") is not None:  # a cluster budget capped the job's GPUs
+        parts.append(f"cap_w={_num(doc['mean_cap_w'])}")
     for gpu in doc.get("gpus") or []:
         clocks = gpu.get("clocks_mhz")
         clock = f"{clocks[1]:g}mhz" if clocks else "default"
@@ -1104,6 +1144,8 @@ def parse_admin_comment(text: str) -> Optional[Dict[str, Any]]:
             out["energy_j"] = None if value == "na" else float(value)
         elif key == "policy":
             out["policy"] = value
+        elif key == "cap_w":
+            out["mean_cap_w"] = None if value == "na" else float(value)
         elif key:
             match = re.fullmatch(r"([0-9.]+|na)j@([0-9.]+mhz|default)", value)
             if match:

@@ -28,7 +28,15 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from governor.devices.base import Device, Sample
 from governor.errors import GovernorError
 
-__all__ = ["DeviceCollector", "MetricsServer", "import_prometheus", "parse_listen", "serve_metrics"]
+__all__ = [
+    "ClusterCollector",
+    "DeviceCollector",
+    "MetricsServer",
+    "import_prometheus",
+    "parse_listen",
+    "serve_cluster_metrics",
+    "serve_metrics",
+]
 
 log = logging.getLogger("governor.runtime.exporter")
 
@@ -276,6 +284,83 @@ def serve_metrics(
     try:
         collector = DeviceCollector(devices, policy_of, waiting=waiting, opener=opener)
         return MetricsServer(collector, addr, port)
+    except OSError as err:
+        raise GovernorError(
+            f"cannot serve metrics on {addr}:{port}: {err.strerror or err}"
+        ) from err
+
+
+class ClusterCollector:
+    """The cluster budget service's series (issue 45), from ``snapshot()`` at each scrape:
+    ``{"budget_w", "gpus": [{"node", "gpu", "uuid", "job", "cap_w", "power_w", "up"}]}``.
+
+    - ``governor_cluster_budget_watts``: the budget;
+    - ``governor_cluster_allocated_watts``: the sum of the caps in force (at most the budget);
+    - ``governor_cluster_gpu_cap_watts{node,gpu,uuid,slurm_job}``: each GPU's cap as its
+      node confirmed it (``slurm_job`` empty on an idle GPU);
+    - ``governor_cluster_gpu_power_watts{node,gpu,uuid,slurm_job}``: its measured power;
+    - ``governor_cluster_node_up{node}``: 1 when the node's daemon answered the last round;
+    - ``governor_cluster_rounds_total``: the rounds (read, split, enforce) done so far.
+    """
+
+    def __init__(self, snapshot: Callable[[], Mapping[str, Any]]) -> None:
+        self.snapshot = snapshot
+
+    def describe(self) -> List[Any]:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        snap = self.snapshot()
+        labels = ["node", "gpu", "uuid", "slurm_job"]  # "job" is Prometheus' own label
+        budget = GaugeMetricFamily(
+            "governor_cluster_budget_watts", "The cluster's power budget (W)."
+        )
+        budget.add_metric([], float(snap["budget_w"]))
+        allocated = GaugeMetricFamily(
+            "governor_cluster_allocated_watts", "The sum of the GPU caps in force (W)."
+        )
+        cap = GaugeMetricFamily(
+            "governor_cluster_gpu_cap_watts", "The GPU's allocated power cap (W).", labels=labels
+        )
+        power = GaugeMetricFamily(
+            "governor_cluster_gpu_power_watts", "The GPU's measured power (W).", labels=labels
+        )
+        up = GaugeMetricFamily(
+            "governor_cluster_node_up", "1 when the node's daemon answered.", labels=["node"]
+        )
+        total = 0.0
+        nodes: Dict[str, bool] = {}
+        for gpu in snap.get("gpus", ()):
+            row = [str(gpu.get(k) or "") for k in ("node", "gpu", "uuid", "job")]
+            if gpu.get("cap_w") is not None:
+                cap.add_metric(row, float(gpu["cap_w"]))
+                total += float(gpu["cap_w"])
+            if gpu.get("power_w") is not None:
+                power.add_metric(row, float(gpu["power_w"]))
+            nodes[str(gpu.get("node"))] = nodes.get(str(gpu.get("node")), True) and bool(
+                gpu.get("up")
+            )
+        allocated.add_metric([], total)
+        for node, answered in sorted(nodes.items()):
+            up.add_metric([node], 1.0 if answered else 0.0)
+        rounds = CounterMetricFamily("governor_cluster_rounds", "Rounds done by the service.")
+        rounds.add_metric([], float(snap.get("rounds", 0)))
+        yield from (budget, allocated, cap, power, up, rounds)
+
+
+def serve_cluster_metrics(
+    snapshot: Callable[[], Mapping[str, Any]], listen: str = "127.0.0.1:9401"
+) -> MetricsServer:
+    """Serve the cluster service's metrics (:class:`ClusterCollector`) on ``listen``.
+
+    Raises:
+        GovernorError: prometheus-client is missing, or the address cannot be bound.
+    """
+    addr, port = parse_listen(listen, default_port=9401)
+    try:
+        return MetricsServer(ClusterCollector(snapshot), addr, port)  # type: ignore[arg-type]
     except OSError as err:
         raise GovernorError(
             f"cannot serve metrics on {addr}:{port}: {err.strerror or err}"

@@ -7,8 +7,10 @@ included)::
     {"action": "apply", "policy": "ppw", "device": "nvml:0"}
     {"action": "lock", "min_mhz": 900, "max_mhz": 1200, "device": "nvml:0"}
     {"action": "reset", "device": "nvml:0"}
+    {"action": "cap", "device": "nvml:0", "power_w": 250, "lease_s": 3, "fallback_w": 150}
 
-``device`` may be left out when the daemon serves one device. ``id`` (a string or integer)
+``cap`` (admins only: the cluster budget service) sets a power limit with a lease; see
+:mod:`governor.runtime.daemon.lease`. ``device`` may be left out when the daemon serves one device. ``id`` (a string or integer)
 is echoed back. Each request gets one reply line::
 
     {"ok": true, "action": "apply", "device": "nvml:0", "result": {...}, "id": ...}
@@ -67,10 +69,18 @@ SCHEMA: Dict[str, Dict[str, Tuple[str, bool]]] = {
     "apply": {"policy": ("policy", True)},
     "lock": {"min_mhz": ("clock", True), "max_mhz": ("clock", False)},
     "reset": {},
+    "cap": {
+        "power_w": ("watts", True),
+        "lease_s": ("seconds", True),
+        "fallback_w": ("watts", True),
+        "holder": ("text", False),
+    },
 }
 _COMMON = {"action", "device", "id"}
 _MAX_STRING = 200
 _MAX_CLOCK_MHZ = 100000.0
+#: upper bounds of the other numbers: (unit, largest)
+_NUMBERS = {"watts": ("W", 100000.0), "seconds": ("s", 86400.0)}
 
 IdType = Union[str, int, None]
 
@@ -93,11 +103,25 @@ class Request:
     policy: Optional[str] = None
     min_mhz: Optional[float] = None
     max_mhz: Optional[float] = None
+    power_w: Optional[float] = None
+    lease_s: Optional[float] = None
+    fallback_w: Optional[float] = None
+    holder: Optional[str] = None
     id: IdType = None
 
     def to_dict(self) -> Dict[str, Any]:
         doc: Dict[str, Any] = {"action": self.action}
-        for key in ("device", "policy", "min_mhz", "max_mhz", "id"):
+        for key in (
+            "device",
+            "policy",
+            "min_mhz",
+            "max_mhz",
+            "power_w",
+            "lease_s",
+            "fallback_w",
+            "holder",
+            "id",
+        ):
             value = getattr(self, key)
             if value is not None:
                 doc[key] = value
@@ -131,6 +155,22 @@ def _clock(value: Any, key: str, request_id: IdType) -> float:
         raise ProtocolError(
             "bad-request",
             f"{key} must be above 0 and at most {_MAX_CLOCK_MHZ:g} MHz, not {_short(value)}",
+            request_id,
+        )
+    return number
+
+
+def _number(value: Any, key: str, kind: str, request_id: IdType) -> float:
+    unit, largest = _NUMBERS[kind]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ProtocolError(
+            "bad-request", f"{key} must be a number ({unit}), not {_short(value)}", request_id
+        )
+    number = float(value)
+    if not math.isfinite(number) or not (0 < number <= largest):
+        raise ProtocolError(
+            "bad-request",
+            f"{key} must be above 0 and at most {largest:g} {unit}, not {_short(value)}",
             request_id,
         )
     return number
@@ -194,6 +234,8 @@ def decode_request(line: bytes, max_bytes: int = 4096) -> Request:
             continue
         if kind == "clock":
             values[key] = _clock(doc[key], key, request_id)
+        elif kind in _NUMBERS:
+            values[key] = _number(doc[key], key, kind, request_id)
         else:
             values[key] = _string(doc[key], key, request_id)
     device = doc.get("device")

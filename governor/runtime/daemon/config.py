@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 #: every action the protocol knows; a config's allow-list is a subset
-ACTIONS = ("status", "apply", "lock", "reset")
+ACTIONS = ("status", "apply", "lock", "reset", "cap")  # cap: admins only (lease.py)
 #: profile policies a client may ask for with "apply"
 CLIENT_POLICIES = ("ppw", "max")
 #: policies the daemon may enforce from its config ("none": leave the device alone)

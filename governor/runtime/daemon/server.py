@@ -15,7 +15,9 @@ Actions:
 - ``apply`` ``ppw``: lock the GPU to the profile's PPW-optimal clock (clamped to the limits);
   ``apply`` ``max``: lock it to the highest clock within the limits;
 - ``lock``: lock the GPU clock to ``[min_mhz, max_mhz]``, which must lie within the limits;
-- ``reset``: restore what was changed, then resume the configured policy.
+- ``reset``: restore what was changed, then resume the configured policy;
+- ``cap`` (admins only): a power limit with a lease from the cluster budget service
+  (:mod:`.lease`); a ``reset`` leaves it in force.
 
 A client's ``apply``/``lock`` pauses the configured policy on that device until ``reset``.
 
@@ -53,6 +55,14 @@ from governor.errors import GovernorError, InvalidRequestError
 from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
 from governor.runtime.daemon.connections import ConnectionLoop
 from governor.runtime.daemon.jobs import Authority
+from governor.runtime.daemon.lease import (
+    LeaseKeeper,
+    after_take,
+    before_take,
+    cap_refusal,
+    forget_lease,
+    restore_keeping_cap,
+)
 from governor.runtime.daemon.listen import bind_socket, group_id, remove_socket
 from governor.runtime.daemon.peers import PeerCredentials, PeerPolicy, peer_credentials
 from governor.runtime.daemon.slots import Slot
@@ -112,6 +122,8 @@ class DaemonServer:
         self._serving = False
         self._serving_thread: Optional[threading.Thread] = None
         self._metrics: Any = None
+        self.leases = LeaseKeeper()  # the cluster service's caps
+        self.leases.attach(lambda: list(self._slots.values()))
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -193,7 +205,10 @@ class DaemonServer:
                 device.close()
                 raise ConfigError(problem)
             self._slots[dev_config.uri] = slot
+            held = before_take(device)  # a dead daemon's cluster cap stays
             slot.take()
+            if held is not None:
+                after_take(self.leases, slot, held)
 
     def serve_forever(self) -> None:
         """Serve clients until :meth:`stop`; then restore devices and remove the socket."""
@@ -252,6 +267,7 @@ class DaemonServer:
                 return
             self._cleaned = True
         self._stop.set()
+        self.leases.stop()
         if self._metrics is not None:
             self._metrics.close()
         if self._listener is not None:
@@ -262,6 +278,8 @@ class DaemonServer:
         remove_socket(self.config.socket, self._socket_ino)
         for slot in self._slots.values():
             slot.release()
+            if self.leases.holds(slot.device.uri):
+                forget_lease(slot.device)
         self._stopped.set()
         log.info("governor daemon stopped")
 
@@ -315,9 +333,12 @@ class DaemonServer:
             )
             return ok_reply(request, self._status(slots, peer))
         slot = self._slot(request)
-        refusal = self.authority.refusal(
-            peer, slot.device, [s.device for s in self._slots.values()]
-        )
+        if request.action == "cap":
+            refusal = cap_refusal(self.authority, peer)
+        else:
+            refusal = self.authority.refusal(
+                peer, slot.device, [s.device for s in self._slots.values()]
+            )
         if refusal is not None:
             raise ProtocolError("not-allowed", refusal, request.id)
         with slot.lock:
@@ -325,6 +346,14 @@ class DaemonServer:
                 result = self._apply(slot, request, peer)
             elif request.action == "lock":
                 result = self._lock(slot, request, peer)
+            elif request.action == "cap":
+                result = self.leases.grant(
+                    slot,
+                    float(cast(float, request.power_w)),
+                    float(cast(float, request.lease_s)),
+                    float(cast(float, request.fallback_w)),
+                    request.holder or f"uid {peer[1]}",
+                )
             else:
                 result = self._reset(slot)
         return ok_reply(request, result, slot.device.uri)
@@ -384,7 +413,10 @@ class DaemonServer:
 
     def _reset(self, slot: Slot) -> Dict[str, Any]:
         slot.stop_governor()
-        restored = slot.device.restore()
+        if self.leases.holds(slot.device.uri):  # the cluster's cap stays
+            restored = restore_keeping_cap(slot.device)
+        else:
+            restored = slot.device.restore()
         slot.override = None
         self._enforce(slot)
         return {
@@ -418,7 +450,9 @@ class DaemonServer:
                 "allow_policies": list(self.config.allow_policies),
             },
             "caller": {"uid": uid, "pid": pid},
-            "devices": [slot.status() for slot in slots],
+            "devices": [
+                dict(slot.status(), cluster=self.leases.info(slot.device)) for slot in slots
+            ],
         }
 
 
