@@ -226,6 +226,10 @@ class ClusterService:
         self._jobs_seen: Optional[Dict[Tuple[str, int], JobOnGpu]] = None
         #: nodes whose daemon answers but does not allow cap
         self.refusing: set = set()
+        #: nodes whose daemon has answered since the service started: a node never heard from
+        #: holds caps nobody knows, so while one is in the partition no cap is raised
+        self.heard: set = set()
+        self._unheard_said: List[str] = []
 
     # -- reading the cluster -------------------------------------------------------------------
     def poll(self) -> List[str]:
@@ -274,6 +278,7 @@ class ClusterService:
                 continue
             self.refusing.discard(node)
             self._read_node(node, status)
+            self.heard.add(node)
         self.nodes = nodes
         for g in self.gpus.values():
             on = jobs.get((g.node, g.index))
@@ -398,6 +403,15 @@ class ClusterService:
             self._cap(g, target[g.gpu_id])
         in_force = sum((g.cap_w if g.cap_w is not None else g.max_w) for g in self.gpus.values())
         room = self.budget_w - in_force
+        unheard = sorted(n for n in self.nodes if n not in self.heard and n not in self.refusing)
+        if unheard:  # their GPUs' caps are unknown: the sum in force cannot be bounded
+            if unheard != self._unheard_said:
+                log.warning(
+                    "%s: never answered; no cap is raised until it does (its caps are unknown)",
+                    ", ".join(unheard),
+                )
+            room = 0.0
+        self._unheard_said = unheard
         for g in sorted(raises, key=lambda g: target[g.gpu_id] - (g.cap_w or 0)):
             now_w = g.cap_w if g.cap_w is not None else g.max_w
             give = min(target[g.gpu_id] - now_w, max(0.0, room))

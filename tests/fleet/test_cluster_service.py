@@ -260,3 +260,24 @@ def test_a_daemon_that_does_not_allow_cap_is_refused_at_start_in_one_line():
         'the daemon on node2 does not allow cap: add "cap" to allow in its config '
         "(governor-daemon.toml)"
     )
+
+
+def test_a_node_never_heard_from_stops_every_raise_until_it_answers():
+    """Its GPUs may sit at any limit (the driver's default): with them unknown, the sum in
+    force cannot be bounded, so caps are only lowered or renewed until it answers."""
+    nodes, slurm = Nodes(), Slurm()
+    nodes.silent.add("node2")  # down since before the service started
+    svc = service(nodes, slurm)
+    svc.step()  # node1 lowered to its floor
+    slurm.running = {("node1", 0): JobOnGpu("7", "compute")}
+    svc.step()
+    svc.step()
+    assert nodes.limits[("node1", "nvml:0")] == 100.0  # not raised: node2's 470 W unknown
+    nodes.silent.clear()  # node2 answers: lowered first, then node1 raised within the budget
+    nodes.sums.clear()
+    svc.step()
+    # node2 sat at its defaults (470 W): the sum falls to the budget, then never rises above it
+    first_within = next(i for i, total in enumerate(nodes.sums) if total <= 600.0 + 1e-6)
+    assert nodes.sums[:first_within] == sorted(nodes.sums[:first_within], reverse=True)
+    assert max(nodes.sums[first_within:]) <= 600.0 + 1e-6
+    assert nodes.limits[("node1", "nvml:0")] > 300.0
