@@ -135,18 +135,26 @@ class Sampler:
         self.worst_at: Tuple[float, ...] = ()
         self.samples = 0
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self) -> Sampler:
+        self.sample()  # one sample before the thread: a busy machine may not run it soon
         self._thread.start()
         return self
 
-    def _run(self) -> None:
-        while not self._stop.wait(0.01):
+    def sample(self) -> None:
+        """Read every fake driver once (also called by the tests, so none depends on when
+        the thread gets the CPU)."""
+        with self._lock:
             limits = tuple(w for n in self.nodes for w in n.limits_w())
             self.samples += 1
             if sum(limits) > self.worst_w:
                 self.worst_w, self.worst_at = sum(limits), limits
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            self.sample()
 
     def stop(self) -> None:
         self._stop.set()

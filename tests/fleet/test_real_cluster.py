@@ -84,6 +84,7 @@ def a100(cl, node):
 
 
 def within_budget(cl):
+    cl.sampler.sample()
     assert cl.sampler.samples > 0
     assert cl.sampler.worst_w <= BUDGET_W + 1e-6, (cl.sampler.worst_w, cl.sampler.worst_at)
 
