@@ -18,6 +18,7 @@ RANK = {
     "timebase": 0,
     "paths": 0,
     "documents": 0,  # the typed reader of profile documents (models and calibrate parse with it)
+    "names": 0,  # close names for "did you mean" in every lookup's error
     "devices": 1,
     "measure": 2,
     "models": 3,

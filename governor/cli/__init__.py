@@ -20,6 +20,18 @@ def _is(err: BaseException, name: str) -> bool:
     return any(cls.__name__ == name for cls in type(err).__mro__)
 
 
+def _from_environment(message: str, own: List[str]) -> str:
+    """Name ``GOVERNOR_DEVICE`` when the device the message is about came from it (no
+    ``--device`` on the command line): otherwise a typo in the environment reads like one
+    on the command line that is not there."""
+    value = os.environ.get("GOVERNOR_DEVICE", "").strip()
+    if not value or any(a in ("-d", "--device") or a.startswith("--device=") for a in own):
+        return message
+    if value in message or value.partition(":")[2] in message:
+        return f"GOVERNOR_DEVICE={value}: {message}"
+    return message
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Entry point of the console script; exits with the command's status."""
     from governor.cli.app import build_app
@@ -33,7 +45,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     try:
         result = app(args=args, prog_name="governor", standalone_mode=False)
     except GovernorError as err:
-        report_error(str(err), wants_json)
+        report_error(_from_environment(str(err), own), wants_json)
         sys.exit(1)
     except KeyboardInterrupt:
         report_error("interrupted", wants_json)

@@ -90,6 +90,7 @@ def compile_cmd(
     from governor.kernels import build_kernel
 
     given = values.parse_tile_sizes(tiles) if tiles else None
+    board = _board(board)
     built = build_kernel(kernel, board, given, threads, precision.value, shared_fraction)
     if json_out:
         emit_json(built.to_dict())
@@ -124,6 +125,7 @@ def table_cmd(
     """The least-energy tile and thread block at each clock of the board (compiles each)."""
     from governor.kernels.operating_points import best_table, save_table
 
+    board = _board(board)
     table = best_table(kernel, board, precision.value)
     saved = save_table(table) if save else None
     if json_out:
@@ -146,3 +148,10 @@ def table_cmd(
         )
     if saved is not None:
         typer.echo(f"saved to {saved}")
+
+
+def _board(name: str) -> str:
+    """A catalog board, also spelt as its device URI (``sim:agx-orin``)."""
+    from governor.devices.sim.catalog import catalog_board
+
+    return catalog_board(name)

@@ -76,8 +76,10 @@ def occupancy_cmd(
                 "compiled kernel: leave out --cc, --threads, --registers, --shared-bytes",
                 param_hint="--from-kernel",
             )
+        from governor.devices.sim.catalog import catalog_board
         from governor.kernels import build_kernel
 
+        board = catalog_board(board)
         built = build_kernel(from_kernel, board, values.parse_tile_sizes(tiles) if tiles else None)
         occ = built.occupancy
         registers = built.report.registers_per_thread

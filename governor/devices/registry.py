@@ -128,8 +128,15 @@ def open_device(uri: str = "auto", **options: Any) -> Device:
         return open_device(f"sim:{DEFAULT_BOARD}", **options)
     scheme, sep, rest = uri.partition(":")
     if scheme not in BACKENDS:
+        from governor.names import did_you_mean
+
         known = ", ".join(sorted(BACKENDS)) + ", auto"
-        raise DeviceNotFoundError(f"unknown device {uri!r}; device URIs start with {known}")
+        hint = did_you_mean(uri, simulated_boards(), prefix="sim:") or did_you_mean(
+            scheme, list(BACKENDS) + ["auto"]
+        )
+        raise DeviceNotFoundError(
+            f"unknown device {uri!r}{hint or ';'} device URIs start with {known}"
+        )
     try:
         opener = _resolve(scheme, 0)
     except ImportError as err:  # a backend whose module is not installed

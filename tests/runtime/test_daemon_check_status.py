@@ -31,7 +31,7 @@ def sockdir():
         (
             'uri = "sim:a100pcie"',
             "daemon.toml: device[0].uri: cannot open sim:a100pcie: unknown simulated board "
-            "'a100pcie'; known boards: a100-pcie,",
+            "'a100pcie'; did you mean a100-pcie? known boards: a100-pcie,",
         ),
         (
             'uri = "sim:a100-pcie"\nmin_mhz = 3000.0\nmax_mhz = 4000.0',

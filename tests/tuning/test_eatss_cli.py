@@ -252,7 +252,11 @@ def test_save_lands_on_the_board_of_the_device_not_the_gpu_spec_name(
 @pytest.mark.parametrize(
     "args, code, text",
     [
-        (["--gpu", "a100", "--board", "agx-orn"], 2, "'agx-orn' is no board; boards: a100-pcie"),
+        (
+            ["--gpu", "a100", "--board", "agx-orn"],
+            2,
+            "'agx-orn' is no board; did you mean agx-orin? boards: a100-pcie",
+        ),
         (["--gpu", "a100"], 1, "no GPU found on this machine: name the board"),
         (["--gpu", "a100", "-d", "sim:a100pcie"], 1, "unknown simulated board 'a100pcie'"),
         (["--board", "nano"], 1, "no built-in GPU resources for board nano: give --gpu"),
@@ -281,5 +285,5 @@ def test_a_save_for_no_board_is_refused_and_writes_nothing(
 def test_the_analytic_models_refuse_a_board_that_is_no_board(capsys, data_dir, model_args):
     code, out, err = run(capsys, "tiles", *model_args, "--board", "agx-orn")
     assert (code, out, err.count("\n")) == (2, "", 1)
-    assert "'agx-orn' is no board; boards: a100-pcie" in err
+    assert "'agx-orn' is no board; did you mean agx-orin? boards: a100-pcie" in err
     assert not (data_dir / "profiles").exists()

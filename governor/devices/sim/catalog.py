@@ -15,7 +15,7 @@ from governor.devices.sim.physics import BoardSpec, RailSpec, VoltageCurve, Work
 from governor.errors import DeviceNotFoundError, GovernorError
 from governor.paths import shipped_profiles_dir
 
-__all__ = ["DEFAULT_BOARD", "board_names", "get_board", "load_catalog"]
+__all__ = ["DEFAULT_BOARD", "board_names", "catalog_board", "get_board", "load_catalog"]
 
 #: the board a newcomer meets: ``governor calibrate`` with no GPU calibrates this one
 DEFAULT_BOARD = "agx-orin"
@@ -114,15 +114,31 @@ def board_names() -> Tuple[str, ...]:
     return tuple(load_catalog())
 
 
+def catalog_board(name: str) -> str:
+    """The catalog name of board ``name``, which may be spelt as its device URI
+    (``sim:xavier-nx``).
+
+    Raises:
+        DeviceNotFoundError: no such board (the message suggests close names, lists all).
+    """
+    return get_board(name).name
+
+
 def get_board(name: str) -> BoardSpec:
     """The board called ``name``.
 
     Raises:
         DeviceNotFoundError: no such board (the message lists the known ones).
     """
+    from governor.names import did_you_mean
+
     catalog = load_catalog()
-    if name not in catalog:
+    key = str(name).strip()
+    if key.startswith("sim:"):  # the device URI of the board names it too
+        key = key[len("sim:") :]
+    if key not in catalog:
         raise DeviceNotFoundError(
-            f"unknown simulated board {name!r}; known boards: {', '.join(sorted(catalog))}"
+            f"unknown simulated board {name!r}{did_you_mean(key, catalog) or ';'} "
+            f"known boards: {', '.join(sorted(catalog))}"
         )
-    return catalog[name]
+    return catalog[key]

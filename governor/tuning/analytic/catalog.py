@@ -231,9 +231,16 @@ _T = TypeVar("_T")
 
 
 def _lookup(table: Mapping[str, _T], name: str, what: str) -> _T:
-    key = str(name).strip().lower().replace("-", "").replace("_", "")
+    from governor.names import did_you_mean
+
+    key = str(name).strip().lower()
+    if key.startswith("sim:"):
+        key = key[len("sim:") :]
+    key = key.replace("-", "").replace("_", "")
     if key not in table:
-        raise DeviceNotFoundError(f"unknown {what} {name!r}; known: {', '.join(sorted(table))}")
+        raise DeviceNotFoundError(
+            f"unknown {what} {name!r}{did_you_mean(key, table) or ';'} known: {', '.join(sorted(table))}"
+        )
     return table[key]
 
 

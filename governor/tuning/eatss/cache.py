@@ -51,15 +51,19 @@ def known_boards() -> Tuple[str, ...]:
 
 
 def check_board(name: str) -> str:
-    """``name`` if it is a board the runtime can find a profile under.
+    """``name`` if it is a board the runtime can find a profile under (``sim:NAME`` is NAME).
 
     Raises:
         UnknownBoardError: no such board (the message lists the known ones).
     """
+    from governor.names import did_you_mean
+
     known = known_boards()
-    if name not in known:
-        raise UnknownBoardError(f"{name!r} is no board; boards: {', '.join(known)}")
-    return name
+    key = name[len("sim:") :] if name.startswith("sim:") else name  # a board's device URI
+    if key not in known:
+        hint = did_you_mean(key, known) or ";"
+        raise UnknownBoardError(f"{name!r} is no board{hint} boards: {', '.join(known)}")
+    return key
 
 
 def current_board(uri: Optional[str] = None) -> str:

@@ -83,6 +83,8 @@ def find_gpu(name: str, gpu_spec_file: Optional[Path] = None) -> GpuResources:
         known.update(load_gpus(Path(gpu_spec_file)))
     if name in known:
         return known[name]
+    if name.startswith("sim:"):  # a simulated board's URI names its GPU
+        name = name[len("sim:") :]
     if name == "cuda" or name.startswith("cuda:"):
         index = name.partition(":")[2] or "0"
         if not index.isdigit():
@@ -91,7 +93,19 @@ def find_gpu(name: str, gpu_spec_file: Optional[Path] = None) -> GpuResources:
     for key, gpu in builtin_gpus().items():
         known.setdefault(key, gpu)
     if name not in known:
+        from governor.devices.sim.catalog import board_names
+        from governor.names import did_you_mean
+
+        if name in board_names():
+            raise DeviceNotFoundError(
+                f"{name} is a catalog board, but its GPU has no EATSS resource description "
+                "(profiles/eatss/boards.toml leaves out GPUs whose L1 and shared memory are "
+                "separate, and those whose figures are unknown); describe it in a file and pass "
+                "--gpu-spec FILE"
+            )
+
         raise DeviceNotFoundError(
-            f"unknown GPU {name!r}; known: {iter_names(known)} (or cuda:N for the live device)"
+            f"unknown GPU {name!r}{did_you_mean(name, known) or ';'} known: {iter_names(known)} "
+            "(or cuda:N for the live device)"
         )
     return known[name]
