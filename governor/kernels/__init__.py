@@ -16,7 +16,7 @@ launches them with CuPy (extra ``cuda``); ``build_launch`` turns a per-clock
 from __future__ import annotations
 
 from governor.kernels.build import BuiltKernel, build_kernel, check_launch, kernel_source
-from governor.kernels.description import KernelDescription, Problem, library
+from governor.kernels.description import KernelDescription, Problem, descriptions
 from governor.kernels.gpu_cases import gpu_check_cases
 from governor.kernels.launch import KernelLaunch, build_launch
 from governor.kernels.mapping import LaunchError, LaunchPlan, find_template, plan_launch
@@ -47,7 +47,7 @@ __all__ = [
     "find_template",
     "gpu_check_cases",
     "kernel_source",
-    "library",
+    "descriptions",
     "plan_launch",
     "select_kernel_tiles",
 ]

@@ -91,9 +91,9 @@ def __getattr__(name: str) -> Any:
     """``run_gemm(plan, ...)``, ``run_jacobi_2d(plan, ...)``: :func:`run_kernel` for the
     kernel whose entry point is so named."""
     if name.startswith("run_"):
-        from governor.kernels.description import library
+        from governor.kernels.description import descriptions
 
-        for description in library().values():
+        for description in descriptions().values():
             if description.entry == name[len("run_") :]:
                 return _runner(description.name, description.entry)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

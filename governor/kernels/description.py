@@ -26,7 +26,7 @@ __all__ = [
     "BlockRule",
     "KernelDescription",
     "Problem",
-    "library",
+    "descriptions",
     "span",
     "stencil_traffic",
 ]
@@ -123,7 +123,7 @@ def ceil_div(a: int, b: int) -> int:
 
 
 @functools.lru_cache(maxsize=1)
-def library() -> Dict[str, KernelDescription]:
+def descriptions() -> Dict[str, KernelDescription]:
     """Every kernel of :mod:`governor.kernels.library`, by name, in module-name order."""
     from governor.kernels import library as package
 

@@ -3,15 +3,17 @@
 the selector's choice for a catalog board of the GPU's compute capability, and a small tile
 (each description's ``small_tiles``); each case runs its description's ``check_problem`` (a
 problem whose NumPy reference is cheap) and says how far its last result is from that
-reference."""
+reference. Every case is launched the way an app launches a per-clock answer:
+``build_launch(KernelConfig)``."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
-from governor.kernels.cupy_run import compile_plan
-from governor.kernels.description import library
-from governor.kernels.mapping import find_template, plan_launch
+from governor.kernels.description import descriptions
+from governor.kernels.launch import build_launch
+from governor.kernels.mapping import plan_launch
+from governor.kernels.operating_points import KernelConfig
 from governor.kernels.select import PPCG_DEFAULT_TILE, board_arch, select_kernel_tiles
 from governor.tuning.occupancy import arch_limits
 
@@ -82,20 +84,22 @@ def board_for_capability(compute_capability: str) -> Optional[str]:
     return min(name for cc, name in below if cc == newest)
 
 
-def _case(cupy: Any, kernel: str, tiles: Dict[str, int], role: str, cc: str) -> GpuCase:
+def _case(
+    cupy: Any, kernel: str, tiles: Dict[str, int], role: str, cc: str, shared_fraction: float
+) -> GpuCase:
     import numpy as np
 
-    description = find_template(kernel)
-    plan = plan_launch(kernel, tiles, arch_limits(cc), None, 0.0, "double")
-    problem = description.check_problem(np.random.default_rng(0), np.float64)
+    plan = plan_launch(kernel, tiles, arch_limits(cc), None, shared_fraction, "double")
+    launch = build_launch(KernelConfig.from_plan(plan), cupy=cupy)  # the apps' launch path
+    problem = launch.description.check_problem(np.random.default_rng(0), np.float64)
     on_device = [cupy.asarray(a) for a in problem.arrays]
-    func = compile_plan(plan, cupy)
 
     def run() -> Any:
         arrays = [a.copy() if k in problem.in_place else a for k, a in enumerate(on_device)]
-        return description.run(cupy, func, plan, *arrays, **problem.params)
+        return launch(*arrays, **problem.params)
 
-    return GpuCase(kernel, plan.tiles, role, run, lambda: description.expected(problem), cupy)
+    expected = launch.description.expected
+    return GpuCase(kernel, plan.tiles, role, run, lambda: expected(problem), cupy)
 
 
 def gpu_check_cases(cupy: Any, cuda_index: int, compute_capability: str) -> List[GpuCase]:
@@ -103,12 +107,12 @@ def gpu_check_cases(cupy: Any, cuda_index: int, compute_capability: str) -> List
     docstring); made on the current CUDA device, which the caller selects."""
     board = board_for_capability(compute_capability)
     cases: List[GpuCase] = []
-    for kernel, description in library().items():
+    for kernel, description in descriptions().items():
         default = {loop: PPCG_DEFAULT_TILE for loop in description.loops}
-        configs = [(default, "default"), (dict(description.small_tiles), "other")]
+        configs = [(default, "default", 0.0), (dict(description.small_tiles), "other", 0.0)]
         if board is not None:
-            chosen = select_kernel_tiles(kernel, board).tiles
-            configs.insert(1, (chosen, "chosen"))
-        for tiles, role in configs:
-            cases.append(_case(cupy, kernel, tiles, role, compute_capability))
+            chosen = select_kernel_tiles(kernel, board)
+            configs.insert(1, (chosen.tiles, "chosen", chosen.shared_fraction))
+        for tiles, role, fraction in configs:
+            cases.append(_case(cupy, kernel, tiles, role, compute_capability, fraction))
     return cases

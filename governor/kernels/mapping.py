@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from governor.errors import InvalidRequestError
-from governor.kernels.description import KernelDescription, library
+from governor.kernels.description import KernelDescription, descriptions
 from governor.tuning.occupancy import MAX_BLOCK_DIMS, ArchLimits
 
 __all__ = [
@@ -75,7 +75,7 @@ def find_template(name: str) -> KernelDescription:
     Raises:
         InvalidRequestError: unknown kernel (the message lists the known ones).
     """
-    known = library()
+    known = descriptions()
     if name not in known:
         raise InvalidRequestError(
             f"unknown library kernel {name!r}; known: {', '.join(sorted(known))}"

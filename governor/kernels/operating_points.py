@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from governor.errors import InvalidRequestError, ProfileError
-from governor.kernels.description import library
+from governor.kernels.description import descriptions
 from governor.kernels.mapping import LaunchError, LaunchPlan, block_threads, find_template
 
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ SECTION = "kernel_configs"
 THREAD_TARGETS = (64, 128, 256, 512)
 # share of the run spent on memory at the selected configuration, top clock (assumed), and
 # points of the modelled problem: both from each kernel's description
-MEMORY_SHARE = {name: k.memory_share for name, k in library().items()}
-PROBLEM_POINTS = {name: k.problem_points for name, k in library().items()}
+MEMORY_SHARE = {name: k.memory_share for name, k in descriptions().items()}
+PROBLEM_POINTS = {name: k.problem_points for name, k in descriptions().items()}
 WORK_S = 0.01  # the run's time at the selected configuration and top clock; ratios only
 
 
@@ -103,6 +103,25 @@ class KernelConfig:
             shared_memory_bytes=self.shared_memory_bytes,
             carveout_percent=self.carveout_percent,
             precision=self.precision,
+        )
+
+    @classmethod
+    def from_plan(
+        cls, plan: LaunchPlan, registers_per_thread: int = 0, shared_memory_bytes: int = -1
+    ) -> KernelConfig:
+        """The configuration of ``plan`` (the compiler's figures where known: registers 0
+        and the source's declared shared memory stand in otherwise)."""
+        return cls(
+            tile=dict(plan.tiles),
+            thread_block=plan.thread_block,
+            registers_per_thread=registers_per_thread,
+            shared_memory_bytes=(
+                plan.shared_memory_bytes if shared_memory_bytes < 0 else shared_memory_bytes
+            ),
+            work_per_thread=plan.work_per_thread,
+            kernel=plan.kernel,
+            precision=plan.precision,
+            carveout_percent=plan.carveout_percent,
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -293,15 +312,8 @@ def _compiled(
         built = build_kernel(kernel, board, dict(tile), threads, precision, shared_fraction)
     except LaunchError:
         return None
-    return KernelConfig(
-        tile=dict(built.plan.tiles),
-        thread_block=built.plan.thread_block,
-        registers_per_thread=built.report.registers_per_thread,
-        shared_memory_bytes=built.report.shared_memory_bytes,
-        work_per_thread=built.plan.work_per_thread,
-        kernel=kernel,
-        precision=precision,
-        carveout_percent=built.plan.carveout_percent,
+    return KernelConfig.from_plan(
+        built.plan, built.report.registers_per_thread, built.report.shared_memory_bytes
     )
 
 

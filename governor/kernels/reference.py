@@ -32,9 +32,9 @@ def expected(kernel: str, problem: Problem) -> Any:
 def __getattr__(name: str) -> Any:
     """``gemm_ref``, ``jacobi_2d_ref``, ...: the reference of the kernel so named."""
     if name.endswith("_ref"):
-        from governor.kernels.description import library
+        from governor.kernels.description import descriptions
 
-        for description in library().values():
+        for description in descriptions().values():
             if description.entry == name[: -len("_ref")]:
                 return description.reference
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Dict, Mapping, Tuple
 
-from governor.kernels.description import KernelDescription, library
+from governor.kernels.description import KernelDescription, descriptions
 
 __all__ = ["KERNELS", "KernelTemplate", "render"]
 
 #: the library kernels by name (read from their descriptions)
-KERNELS: Dict[str, KernelDescription] = dict(library())
+KERNELS: Dict[str, KernelDescription] = dict(descriptions())
 #: the former name of a kernel's record
 KernelTemplate = KernelDescription
 

@@ -11,13 +11,14 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 import pytest
-from fakes.cuda_cpu import CpuCupy, build
+from fakes.cuda_cpu import CpuCupy, EmulationError, build
 
 from governor.devices.sim.catalog import board_names
 from governor.kernels import KERNELS, board_arch, kernel_source, plan_launch, select_kernel_tiles
 from governor.kernels.cupy_run import run_kernel
 from governor.kernels.mapping import LaunchPlan
 from governor.kernels.operating_points import candidate_plans
+from governor.tuning.occupancy import arch_limits
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
 
@@ -45,12 +46,12 @@ def _configurations() -> List[Tuple[str, LaunchPlan]]:
 
 
 @pytest.fixture(scope="module")
-def emulation(pytestconfig):
+def emulation(emulation_cache):
     configs = _configurations()
     unique: Dict[str, LaunchPlan] = {}
     for _, plan in configs:
         unique.setdefault(kernel_source(plan), plan)
-    cache = pytestconfig.cache.mkdir("cuda_cpu")
+    cache = emulation_cache
     binary = build(((src, KERNELS[p.kernel].entry) for src, p in unique.items()), cache)
     return configs, unique, binary
 
@@ -101,3 +102,31 @@ def test_every_configuration_matches_numpy_under_every_schedule(emulation, recor
     record_property("emulated_sources", len(unique))
     assert not bad, "\n".join(bad)
     assert len(unique) >= 4 * len(KERNELS)
+
+
+def test_the_emulation_catches_a_missing_barrier_and_a_write_out_of_bounds(emulation_cache):
+    limits = arch_limits("8.0")
+    gemm = plan_launch("gemm", {"i": 8, "j": 64, "k": 8}, limits, 64, 0.0, "double")
+    jacobi = plan_launch("jacobi-2d", {"i": 4, "j": 64}, limits, None, 0.0, "double")
+    # the barrier between staging A's slab and reading it, taken out
+    no_barrier = kernel_source(gemm).replace("__syncthreads();", "", 1)
+    # rows up to n instead of n - 1: the last one writes past the end of B
+    past_end = kernel_source(jacobi).replace("i >= n - 1) continue;", "i >= n + 1) continue;")
+    assert no_barrier != kernel_source(gemm) and past_end != kernel_source(jacobi)
+    binary = build([(no_barrier, "gemm"), (past_end, "jacobi_2d")], emulation_cache)
+    rng = np.random.default_rng(0)
+    gemm_problem = KERNELS["gemm"].problem(rng, gemm.tiles, np.float64)
+    want = KERNELS["gemm"].expected(gemm_problem)
+    with CpuCupy(binary) as cp:
+        errors = []
+        for schedule in SCHEDULES:
+            cp.schedule = schedule
+            func = cp.RawKernel(no_barrier, "gemm")
+            arrays = [cp.asarray(a) for a in gemm_problem.arrays]
+            got = cp.asnumpy(KERNELS["gemm"].run(cp, func, gemm, *arrays, **gemm_problem.params))
+            errors.append(float(np.abs(got - want).max()))
+        assert max(errors) > 1e-3  # some schedule reads the slab before it is staged
+        func = cp.RawKernel(past_end, "jacobi_2d")
+        a = cp.asarray(KERNELS["jacobi-2d"].problem(rng, jacobi.tiles, np.float64).arrays[0])
+        with pytest.raises(EmulationError, match="a write outside array"):
+            KERNELS["jacobi-2d"].run(cp, func, jacobi, a, steps=1)

@@ -34,9 +34,9 @@ def _sources(cc: str):
 
 
 @pytest.fixture(scope="module")
-def emulator(pytestconfig):
+def emulator(emulation_cache):
     sources = _sources("8.0") + _sources("9.0")
-    return build(sources, pytestconfig.cache.mkdir("cuda_cpu"))
+    return build(sources, emulation_cache)
 
 
 def test_each_kernel_runs_the_default_the_boards_choice_and_a_small_tile(emulator):

@@ -90,11 +90,11 @@ def test_a_config_without_a_kernel_cannot_launch_unless_told():
 
 @needs_gxx
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
-def test_build_launch_runs_the_configuration_on_the_emulated_gpu(kernel, pytestconfig):
+def test_build_launch_runs_the_configuration_on_the_emulated_gpu(kernel, emulation_cache):
     config = _config(kernel)
     plan = config.plan()
     description = KERNELS[kernel]
-    binary = build([(kernel_source(plan), description.entry)], pytestconfig.cache.mkdir("cuda_cpu"))
+    binary = build([(kernel_source(plan), description.entry)], emulation_cache)
     problem = description.problem(np.random.default_rng(3), plan.tiles, np.float32)
     with CpuCupy(binary, "87") as cp:
         launch = build_launch(config, cupy=cp)
@@ -134,3 +134,21 @@ def test_the_follower_says_why_there_is_no_table():
     lookup = follower.table("gemm")
     assert lookup.table is None and "no configuration table for gemm/double" in lookup.reason
     assert follower.config("gemm", 1410.0) == (None, lookup.reason)
+
+
+def test_the_docs_launch_a_configuration_with_the_real_function():
+    import re
+    from pathlib import Path
+
+    import governor.kernels as kernels
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    for page in ("runtime.md", "robotics.md", "tiles.md"):
+        text = (docs / page).read_text(encoding="utf-8")
+        for names in re.findall(r"from governor\.kernels import ([\w, ]+)", text):
+            for name in names.split(","):
+                assert hasattr(kernels, name.strip()), (page, name)
+        for name in re.findall(r"cupy_run\.(\w+)\(", text):
+            assert callable(getattr(kernels.cupy_run, name)), (page, name)
+        if page != "tiles.md":
+            assert "build_launch(config)" in text and "build_launch(config.tile" not in text

@@ -120,12 +120,10 @@ def build(
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     configs = sorted({(config_name(s, e), s, e) for s, e in sources})
-    stamp = hashlib.sha1(
-        (HERE / "cuda_cpu.h").read_bytes() + (HERE / "host.cpp").read_bytes()
-    ).hexdigest()[:12]
-    key = hashlib.sha1(
-        (stamp + " ".join(FLAGS) + "".join(n for n, _, _ in configs)).encode()
-    ).hexdigest()[:16]
+    header = (HERE / "cuda_cpu.h").read_bytes() + " ".join(FLAGS).encode()
+    stamp = hashlib.sha1(header).hexdigest()[:12]  # what every unit depends on
+    host_stamp = hashlib.sha1(header + (HERE / "host.cpp").read_bytes()).hexdigest()[:12]
+    key = hashlib.sha1((host_stamp + "".join(n for n, _, _ in configs)).encode()).hexdigest()[:16]
     binary = cache_dir / f"emu-{key}"
     if binary.exists():
         return binary
@@ -141,7 +139,7 @@ def build(
             unit = work / f"{obj.stem}.cpp"
             unit.write_text(text)
             jobs_list.append((unit, obj))
-    host = cache_dir / f"host-{stamp}.o"
+    host = cache_dir / f"host-{host_stamp}.o"
     if not host.exists():
         jobs_list.append((HERE / "host.cpp", host))
     entries = work / "entries.cpp"
@@ -259,7 +257,7 @@ class CpuCupy:
     def _new(self, shape: Tuple[int, ...], dtype: Any) -> EmuArray:
         self._next += 1
         out = EmuArray(self, self._next, shape, dtype)
-        self._command(f"alloc {out.handle} {out.nbytes}")
+        self._command(f"alloc {out.handle} {out.nbytes} {out.dtype.itemsize}")
         return out
 
     def asarray(self, host: Any) -> EmuArray:

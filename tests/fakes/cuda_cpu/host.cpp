@@ -1,10 +1,11 @@
 // The host side of the CPU emulation: a command loop on stdin (one command a line, one reply
 // a line on stdout) over the configurations compiled into this binary (emu_entries[]).
-//   alloc ID BYTES | write ID PATH | read ID PATH | copy DST SRC | free ID
+//   alloc ID BYTES ITEMSIZE | write ID PATH | read ID PATH | copy DST SRC | free ID
 //   launch NAME GX GY GZ BX BY BZ ORDER SEED NARGS (p ID | i INT | d REAL)...
 // ORDER: 0 forward, 1 reversed, 2 shuffled by SEED (a new shuffle at every barrier).
-// Each array has guard bytes of 0xFF on both sides (NaN as float and as double, so an
-// out-of-bounds read spoils the result); a launch that writes into a guard fails.
+// Each array has guards on both sides filled with signalling NaNs of its item size: an
+// out-of-bounds read spoils the result, and a launch that writes into a guard (arithmetic
+// quiets a NaN, so even a NaN written there differs) fails.
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -131,22 +132,35 @@ std::string run_block(unsigned threads, int order, std::mt19937& rng) {
 
 struct Buffer {
     std::vector<unsigned char> bytes;  // guard, data, guard
+    std::vector<unsigned char> guard;  // what each guard holds
     size_t size = 0;
     unsigned char* data() { return bytes.data() + kGuard; }
 };
+
+std::vector<unsigned char> guard_pattern(int itemsize) {
+    std::vector<unsigned char> out(kGuard, 0xFF);
+    if (itemsize == 4) {
+        const uint32_t nan = 0x7FA00001u;  // a signalling float NaN
+        for (size_t k = 0; k < kGuard; k += 4) std::memcpy(&out[k], &nan, 4);
+    } else if (itemsize == 8) {
+        const uint64_t nan = 0x7FF4000000000001ull;  // a signalling double NaN
+        for (size_t k = 0; k < kGuard; k += 8) std::memcpy(&out[k], &nan, 8);
+    }
+    return out;
+}
 
 std::map<long long, Buffer> buffers;
 
 std::string guards_intact() {
     for (auto& kv : buffers) {
         Buffer& b = kv.second;
-        for (size_t k = 0; k < kGuard; ++k) {
-            if (b.bytes[k] != 0xFF || b.bytes[kGuard + b.size + k] != 0xFF) {
-                std::ostringstream msg;
-                msg << "a write outside array " << kv.first << " ("
-                    << (b.bytes[k] != 0xFF ? "before" : "after") << " it)";
-                return msg.str();
-            }
+        const bool before = std::memcmp(b.bytes.data(), b.guard.data(), kGuard) != 0;
+        const bool after = std::memcmp(b.data() + b.size, b.guard.data(), kGuard) != 0;
+        if (before || after) {
+            std::ostringstream msg;
+            msg << "a write outside array " << kv.first << " (" << (before ? "before" : "after")
+                << " it)";
+            return msg.str();
         }
     }
     return "";
@@ -211,11 +225,14 @@ std::string command(const std::string& line) {
     long long id = 0;
     if (verb == "alloc") {
         size_t size = 0;
-        in >> id >> size;
+        int itemsize = 1;
+        in >> id >> size >> itemsize;
         Buffer& b = buffers[id];
         b.size = size;
-        b.bytes.assign(size + 2 * kGuard, 0xFF);
-        std::memset(b.data(), 0, size);
+        b.guard = guard_pattern(itemsize);
+        b.bytes.assign(size + 2 * kGuard, 0);
+        std::memcpy(b.bytes.data(), b.guard.data(), kGuard);
+        std::memcpy(b.data() + size, b.guard.data(), kGuard);
         return "";
     }
     if (verb == "copy") {
