@@ -8,6 +8,7 @@
 // quiets a NaN, so even a NaN written there differs) fails.
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "cuda_cpu.h"
@@ -29,7 +30,7 @@ enum State { kRunnable, kAtBarrier, kDone };
 
 struct Fiber {
     void* sp = nullptr;
-    std::vector<char> stack;
+    std::unique_ptr<char[]> stack;  // not zeroed: pages are touched only as deep as used
     State state = kRunnable;
     uint3 idx{0, 0, 0};
 };
@@ -82,8 +83,8 @@ namespace {
 }
 
 void start_fiber(Fiber& f) {
-    if (f.stack.size() != kStack) f.stack.assign(kStack, 0);
-    uintptr_t top = reinterpret_cast<uintptr_t>(f.stack.data() + kStack);
+    if (!f.stack) f.stack.reset(new char[kStack]);
+    uintptr_t top = reinterpret_cast<uintptr_t>(f.stack.get() + kStack);
     top &= ~static_cast<uintptr_t>(15);
     void** sp = reinterpret_cast<void**>(top);
     *--sp = nullptr;                                  // keeps the return slot 16-aligned
