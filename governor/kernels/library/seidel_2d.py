@@ -22,11 +22,11 @@ BODY = r"""
 // TILE_I x TILE_J in (i, p) are legal and run in waves ti + tp. One launch per wave; block ti
 // takes tile (ti, wave - ti). Inside a tile thread r owns row r and visits column c of the
 // tile at step c + r, with a barrier between steps. Indices count interior points from 0.
+// tiles_p, the tiles along p, comes from the host (the launch counts the waves with it).
 extern "C" __global__ void __launch_bounds__(BLOCK_X)
-seidel_2d(real_t* __restrict__ A, int n, int wave)
+seidel_2d(real_t* __restrict__ A, int n, int wave, int tiles_p)
 {
     const int inner = n - 2;
-    const int tiles_p = (2 * inner - 1 + TILE_J - 1) / TILE_J;
     const int ti = blockIdx.x;
     const int tp = wave - ti;
     if (tp < 0 || tp >= tiles_p) return;
@@ -49,8 +49,8 @@ seidel_2d(real_t* __restrict__ A, int n, int wave)
 
 
 def waves(n: int, tiles: Mapping[str, int]) -> Tuple[int, int, int]:
-    """(tiles along i, tiles along p = j + i, waves) of an ``n`` x ``n`` array: the
-    ``tiles_p`` of the source, one launch per wave ``ti + tp``."""
+    """(tiles along i, tiles along p = j + i, waves) of an ``n`` x ``n`` array, one launch
+    per wave ``ti + tp``; the kernel takes ``tiles_p`` from here (one formula, not two)."""
     inner = n - 2
     tiles_i = ceil_div(inner, tiles["i"])
     tiles_p = ceil_div(2 * inner - 1, tiles["j"])
@@ -74,10 +74,11 @@ def block_rule(
 def run(cp: Any, func: Any, plan: LaunchPlan, a: Any, sweeps: int = 1) -> Any:
     """``sweeps`` in-place sweeps on square ``a``; one launch per wave; returns ``a``."""
     n = a.shape[0]
-    tiles_i, _, count = waves(n, plan.tiles)
+    tiles_i, tiles_p, count = waves(n, plan.tiles)
     for _ in range(int(sweeps)):
         for wave in range(count):
-            func((tiles_i, 1, 1), plan.thread_block, (a, cp.int32(n), cp.int32(wave)))
+            args = (a, cp.int32(n), cp.int32(wave), cp.int32(tiles_p))
+            func((tiles_i, 1, 1), plan.thread_block, args)
     return a
 
 
