@@ -3,9 +3,10 @@
     python scripts/gpu_check_kernels.py [--repeats N] [--json FILE]
 
 For each kernel: the tiles of the catalog board named by ``--board`` (its selector's choice),
-PPCG's default and a small tile, each at the selector's thread block; correctness against the
-NumPy reference of ``tests/kernels/test_gpu.py``'s sizes, then the median of ``--repeats``
-timed launches (CUDA events) on a larger problem. Needs CuPy (extra ``cuda``). Prints one
+PPCG's default and a small tile, each at the selector's thread block, launched through
+``build_launch(KernelConfig)``; correctness against the NumPy reference on the kernel's
+description's small problem, then the median of ``--repeats`` timed launches (CUDA events)
+on its ``check_problem``. Needs CuPy (extra ``cuda``). Prints one
 line per configuration; ``--json`` also writes them to a file.
 """
 
@@ -19,13 +20,17 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from governor.kernels import cupy_run, reference, select_kernel_tiles
+from governor.kernels import (
+    KERNELS,
+    KernelConfig,
+    build_launch,
+    cupy_run,
+    select_kernel_tiles,
+)
 
+#: per kernel: the selector's tiles (None), PPCG's default, the description's small tile
 CONFIGS = {
-    "gemm": [None, {"i": 32, "j": 32, "k": 32}, {"i": 8, "j": 64, "k": 8}],
-    "jacobi-2d": [None, {"i": 32, "j": 32}, {"i": 4, "j": 64}],
-    "heat-3d": [None, {"i": 32, "j": 32, "k": 32}, {"i": 4, "j": 8, "k": 32}],
-    "seidel-2d": [None, {"i": 32, "j": 32}, {"i": 8, "j": 8}],
+    name: [None, {loop: 32 for loop in k.loops}, dict(k.small_tiles)] for name, k in KERNELS.items()
 }
 
 
@@ -42,48 +47,31 @@ def _time_ms(cp: Any, fn: Any, repeats: int) -> float:
     return statistics.median(times)
 
 
-def check(cp: Any, kernel: str, tiles: Dict[str, int], repeats: int) -> Dict[str, Any]:
-    plan = cupy_run.device_plan(kernel, tiles)
+def check(
+    cp: Any, kernel: str, tiles: Dict[str, int], repeats: int, fraction: float = 0.0
+) -> Dict[str, Any]:
+    """One configuration, launched as an app launches a per-clock answer:
+    ``build_launch(KernelConfig)`` (precision, carveout and all)."""
+    plan = cupy_run.device_plan(kernel, tiles, shared_fraction=fraction, cupy=cp)
+    launch = build_launch(KernelConfig.from_plan(plan), cupy=cp)
+    description = launch.description
     rng = np.random.default_rng(0)
-    if kernel == "gemm":
-        m, n, k = 203, 517, 131
-        a, b, c = (rng.standard_normal(s) for s in ((m, k), (k, n), (m, n)))
-        out = cupy_run.run_gemm(plan, cp.asarray(a), cp.asarray(b), cp.asarray(c), 1.5, 0.5)
-        error = float(np.abs(cp.asnumpy(out) - (1.5 * a @ b + 0.5 * c)).max())
-        size = 2048
-        ga, gb, gc = (cp.asarray(rng.standard_normal((size, size))) for _ in range(3))
-        ms = _time_ms(cp, lambda: cupy_run.run_gemm(plan, ga, gb, gc, 1.0, 0.0), repeats)
-        work = 2.0 * size**3
-    else:
-        if kernel == "jacobi-2d":
-            a = rng.standard_normal((301, 301))
-            out = cupy_run.run_jacobi_2d(plan, cp.asarray(a), 5)
-            error = float(np.abs(cp.asnumpy(out) - reference.jacobi_2d_ref(a, 5)).max())
-            g = cp.asarray(rng.standard_normal((4096, 4096)))
-            ms = _time_ms(cp, lambda: cupy_run.run_jacobi_2d(plan, g, 1), repeats)
-            work = 4094.0**2
-        elif kernel == "heat-3d":
-            a = rng.standard_normal((61, 61, 61))
-            out = cupy_run.run_heat_3d(plan, cp.asarray(a), 4)
-            error = float(np.abs(cp.asnumpy(out) - reference.heat_3d_ref(a, 4)).max())
-            g = cp.asarray(rng.standard_normal((256, 256, 256)))
-            ms = _time_ms(cp, lambda: cupy_run.run_heat_3d(plan, g, 1), repeats)
-            work = 254.0**3
-        else:
-            a = rng.standard_normal((45, 45))
-            out = cupy_run.run_seidel_2d(plan, cp.asarray(a), 2)
-            error = float(np.abs(cp.asnumpy(out) - reference.seidel_2d_ref(a, 2)).max())
-            g = cp.asarray(rng.standard_normal((2048, 2048)))
-            ms = _time_ms(cp, lambda: cupy_run.run_seidel_2d(plan, g, 1), repeats)
-            work = 2046.0**2
+    small = description.problem(rng, plan.tiles, np.float64)
+    out = launch(*(cp.asarray(a) for a in small.arrays), **small.params)
+    want = description.expected(small)
+    error = float(np.abs(cp.asnumpy(out) - want).max() / (np.abs(want).max() or 1.0))
+    big = description.check_problem(rng, np.float64)
+    on_device = [cp.asarray(a) for a in big.arrays]
+    ms = _time_ms(cp, lambda: launch(*on_device, **big.params), repeats)
     return {
         "kernel": kernel,
         "tile": plan.tiles,
         "thread_block": list(plan.thread_block),
-        "max_abs_error": error,
-        "correct": error < 1e-9,
+        "carveout_percent": plan.carveout_percent,
+        "max_rel_error": error,
+        "correct": error <= description.tolerance,
         "median_ms": ms,
-        "points_or_flops_per_s": work / (ms * 1e-3),
+        "points_per_s": big.points / (ms * 1e-3),
     }
 
 
@@ -103,15 +91,17 @@ def main(argv: Any = None) -> int:
     rows: List[Dict[str, Any]] = []
     for kernel, configs in CONFIGS.items():
         for tiles in configs:
-            chosen = tiles or select_kernel_tiles(kernel, args.board).tiles
-            row = check(cp, kernel, chosen, args.repeats)
+            sel = select_kernel_tiles(kernel, args.board)
+            chosen = tiles or sel.tiles
+            fraction = sel.shared_fraction if tiles is None else 0.0
+            row = check(cp, kernel, chosen, args.repeats, fraction)
             rows.append(row)
             tile = "x".join(str(v) for v in row["tile"].values())
             block = "x".join(str(d) for d in row["thread_block"])
             print(
                 f"{kernel:<10} tile {tile:<10} block {block:<9} "
-                f"{'ok ' if row['correct'] else 'BAD'} err {row['max_abs_error']:.1e} "
-                f"{row['median_ms']:8.3f} ms  {row['points_or_flops_per_s']:.3g}/s"
+                f"{'ok ' if row['correct'] else 'BAD'} err {row['max_rel_error']:.1e} "
+                f"{row['median_ms']:8.3f} ms  {row['points_per_s']:.3g} points/s"
             )
     if args.json_file:
         with open(args.json_file, "w", encoding="utf-8") as fh:

@@ -16,6 +16,7 @@ from governor.kernels.mapping import (
 from governor.kernels.nvrtc import CompileReport, compile_source
 from governor.kernels.select import TileSelection, board_arch, select_kernel_tiles
 from governor.kernels.templates import render
+from governor.tuning.occupancy import ArchLimits, Occupancy
 
 __all__ = ["BuiltKernel", "build_kernel", "check_launch", "kernel_source"]
 
@@ -30,7 +31,7 @@ class BuiltKernel:
     plan: LaunchPlan
     source: str
     report: CompileReport
-    occupancy: Any  # governor.tuning.occupancy.Occupancy from the compiler's figures
+    occupancy: Occupancy  # from the compiler's figures
 
     def to_dict(self) -> Dict[str, Any]:
         doc: Dict[str, Any] = {
@@ -58,7 +59,7 @@ def kernel_source(plan: LaunchPlan) -> str:
     return render(find_template(plan.kernel), plan.tiles, plan.thread_block, plan.precision)
 
 
-def check_launch(plan: LaunchPlan, report: CompileReport, limits: Any) -> Any:
+def check_launch(plan: LaunchPlan, report: CompileReport, limits: ArchLimits) -> Occupancy:
     """The occupancy of the compiled kernel; raises LaunchError where it cannot launch.
 
     Raises:

@@ -1,29 +1,29 @@
-"""Launch the library kernels with CuPy (extra ``cuda``), one function per kernel.
+"""Launch the library kernels with CuPy (extra ``cuda``).
 
-Each takes a :class:`~governor.kernels.mapping.LaunchPlan` and CuPy arrays, compiles the
-plan's source once (CuPy caches kernels by source) and launches it with the plan's thread
-block and the grid its tiles imply. The carveout is set through the function's
-``preferred_shared_memory_carveout`` attribute where CuPy exposes it.
+:func:`compile_plan` turns a :class:`~governor.kernels.mapping.LaunchPlan` into a CuPy
+``RawKernel`` of the plan's source (CuPy caches kernels by source) with the plan's carveout
+set through ``preferred_shared_memory_carveout`` where CuPy exposes it; :func:`run_kernel`
+launches it the way the kernel's description says (grid, waves, arguments). Every function
+takes the CuPy module as ``cupy=`` (a stand-in in tests), else imports it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Mapping, Optional
 
-from governor.errors import UnsupportedError
+from governor.errors import InvalidRequestError, UnsupportedError
 from governor.kernels.build import kernel_source
 from governor.kernels.mapping import LaunchPlan, find_template, plan_launch
 
-__all__ = [
-    "device_plan",
-    "run_gemm",
-    "run_heat_3d",
-    "run_jacobi_2d",
-    "run_seidel_2d",
-]
+__all__ = ["compile_plan", "device_plan", "import_cupy", "run_kernel"]
 
 
-def _cupy() -> Any:
+def import_cupy() -> Any:
+    """The CuPy module.
+
+    Raises:
+        UnsupportedError: CuPy is not installed.
+    """
     try:
         import cupy  # type: ignore[import-not-found]
     except ImportError as err:
@@ -33,93 +33,67 @@ def _cupy() -> Any:
     return cupy
 
 
+def device_compute_capability(device: int = 0, cupy: Any = None) -> str:
+    """The compute capability of CUDA device ``device`` as ``"8.7"``."""
+    cp = cupy if cupy is not None else import_cupy()
+    text = str(cp.cuda.Device(device).compute_capability)  # "87", "90", "100"
+    return f"{text[:-1]}.{text[-1]}"
+
+
 def device_plan(
     kernel: str,
-    tiles: Any,
+    tiles: Mapping[str, int],
     threads_per_block: Optional[int] = None,
     precision: str = "double",
     shared_fraction: float = 0.0,
     device: int = 0,
+    cupy: Any = None,
 ) -> LaunchPlan:
     """The launch plan of ``kernel`` for the compute capability of CUDA device ``device``."""
     from governor.tuning.occupancy import arch_limits
 
-    cupy = _cupy()
-    text = str(cupy.cuda.Device(device).compute_capability)  # "87", "90", "100"
-    cc = f"{text[:-1]}.{text[-1]}"
+    cc = device_compute_capability(device, cupy)
     return plan_launch(
         kernel, tiles, arch_limits(cc), threads_per_block, shared_fraction, precision
     )
 
 
-def _function(plan: LaunchPlan) -> Any:
-    cupy = _cupy()
-    func = cupy.RawKernel(kernel_source(plan), find_template(plan.kernel).entry)
+def compile_plan(plan: LaunchPlan, cupy: Any = None) -> Any:
+    """The CuPy ``RawKernel`` of ``plan`` with its shared-memory carveout."""
+    cp = cupy if cupy is not None else import_cupy()
+    func = cp.RawKernel(kernel_source(plan), find_template(plan.kernel).entry)
     try:
         func.preferred_shared_memory_carveout = plan.carveout_percent
-    except (AttributeError, cupy.cuda.driver.CUDADriverError):
+    except (AttributeError, cp.cuda.driver.CUDADriverError):
         pass  # a CuPy without the attribute: the driver's default carveout
     return func
 
 
-def _dtype(plan: LaunchPlan) -> Any:
-    cupy = _cupy()
-    return cupy.float64 if plan.precision == "double" else cupy.float32
+def run_kernel(plan: LaunchPlan, *arrays: Any, cupy: Any = None, **params: Any) -> Any:
+    """Launch ``plan``'s kernel on device ``arrays`` with ``params`` as its description's
+    ``run`` does (``run_kernel(plan, a, b, c, alpha=1.0, beta=0.0)`` for gemm,
+    ``run_kernel(plan, a, steps=10)`` for jacobi-2d, ...); returns the result array."""
+    cp = cupy if cupy is not None else import_cupy()
+    description = find_template(plan.kernel)
+    return description.run(cp, compile_plan(plan, cp), plan, *arrays, **params)
 
 
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
+def _runner(kernel: str, entry: str) -> Callable[..., Any]:
+    def run(plan: LaunchPlan, *arrays: Any, **params: Any) -> Any:
+        if plan.kernel != kernel:
+            raise InvalidRequestError(f"run_{entry} given a plan of {plan.kernel}")
+        return run_kernel(plan, *arrays, **params)
+
+    return run
 
 
-def run_gemm(plan: LaunchPlan, a: Any, b: Any, c: Any, alpha: float, beta: float) -> Any:
-    """``c = alpha * a @ b + beta * c`` in place; returns ``c``."""
-    cupy = _cupy()
-    m, k = a.shape
-    n = b.shape[1]
-    func = _function(plan)
-    grid = (_ceil(n, plan.tiles["j"]), _ceil(m, plan.tiles["i"]), 1)
-    real = _dtype(plan)
-    i32 = cupy.int32
-    func(grid, plan.thread_block, (a, b, c, i32(m), i32(n), i32(k), real(alpha), real(beta)))
-    return c
+def __getattr__(name: str) -> Any:
+    """``run_gemm(plan, ...)``, ``run_jacobi_2d(plan, ...)``: :func:`run_kernel` for the
+    kernel whose entry point is so named."""
+    if name.startswith("run_"):
+        from governor.kernels.description import descriptions
 
-
-def run_jacobi_2d(plan: LaunchPlan, a: Any, steps: int) -> Any:
-    """``steps`` Jacobi steps on square ``a`` (boundary fixed); returns the result."""
-    cupy = _cupy()
-    n = a.shape[0]
-    func = _function(plan)
-    grid = (_ceil(n, plan.tiles["j"]), _ceil(n, plan.tiles["i"]), 1)
-    src, dst = a, a.copy()
-    for _ in range(steps):
-        func(grid, plan.thread_block, (src, dst, cupy.int32(n)))
-        src, dst = dst, src
-    return src
-
-
-def run_heat_3d(plan: LaunchPlan, a: Any, steps: int) -> Any:
-    """``steps`` heat-3d steps on cubic ``a`` (boundary fixed); returns the result."""
-    cupy = _cupy()
-    n = a.shape[0]
-    func = _function(plan)
-    t = plan.tiles
-    grid = (_ceil(n, t["k"]), _ceil(n, t["j"]), _ceil(n, t["i"]))
-    src, dst = a, a.copy()
-    for _ in range(steps):
-        func(grid, plan.thread_block, (src, dst, cupy.int32(n)))
-        src, dst = dst, src
-    return src
-
-
-def run_seidel_2d(plan: LaunchPlan, a: Any, sweeps: int) -> Any:
-    """``sweeps`` in-place Gauss-Seidel sweeps on square ``a``; returns ``a``."""
-    cupy = _cupy()
-    n = a.shape[0]
-    func = _function(plan)
-    tiles_i = _ceil(n - 2, plan.tiles["i"])
-    tiles_p = _ceil(2 * (n - 2) - 1, plan.tiles["j"])  # j skewed by i: p = j + i
-    waves = tiles_i + tiles_p - 1
-    for _ in range(sweeps):
-        for wave in range(waves):
-            func((tiles_i, 1, 1), plan.thread_block, (a, cupy.int32(n), cupy.int32(wave)))
-    return a
+        for description in descriptions().values():
+            if description.entry == name[len("run_") :]:
+                return _runner(description.name, description.entry)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

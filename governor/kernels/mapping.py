@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from governor.errors import InvalidRequestError
-from governor.kernels.templates import KERNELS, KernelTemplate
+from governor.kernels.description import KernelDescription, descriptions
 from governor.tuning.occupancy import MAX_BLOCK_DIMS, ArchLimits
 
 __all__ = [
@@ -69,17 +69,18 @@ class LaunchPlan:
         }
 
 
-def find_template(name: str) -> KernelTemplate:
-    """The library kernel ``name``.
+def find_template(name: str) -> KernelDescription:
+    """The description of library kernel ``name``.
 
     Raises:
         InvalidRequestError: unknown kernel (the message lists the known ones).
     """
-    if name not in KERNELS:
+    known = descriptions()
+    if name not in known:
         raise InvalidRequestError(
-            f"unknown library kernel {name!r}; known: {', '.join(sorted(KERNELS))}"
+            f"unknown library kernel {name!r}; known: {', '.join(sorted(known))}"
         )
-    return KERNELS[name]
+    return known[name]
 
 
 def static_shared_limit_bytes(arch: ArchLimits) -> int:
@@ -95,7 +96,7 @@ def _pow2_divisor(value: int, cap: int) -> int:
     return d
 
 
-def _check_tiles(template: KernelTemplate, tiles: Mapping[str, int]) -> Dict[str, int]:
+def _check_tiles(template: KernelDescription, tiles: Mapping[str, int]) -> Dict[str, int]:
     missing = [loop for loop in template.loops if loop not in tiles]
     extra = [loop for loop in tiles if loop not in template.loops]
     if missing or extra:
@@ -104,7 +105,7 @@ def _check_tiles(template: KernelTemplate, tiles: Mapping[str, int]) -> Dict[str
             + (f"; missing {', '.join(missing)}" if missing else "")
             + (f"; unknown {', '.join(extra)}" if extra else "")
         )
-    out = {}
+    out: Dict[str, int] = {}
     for loop in template.loops:
         value = tiles[loop]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -125,8 +126,8 @@ def plan_launch(
 
     The thread block spreads over ``block_loops`` (x first): along each, the largest power of
     two that divides the tile and keeps the block within ``threads_target`` threads (256 by
-    default) and CUDA's per-dimension limits. A wavefront kernel uses one thread per row of
-    its tile instead, so its threads per block is tile i.
+    default) and CUDA's per-dimension limits. A kernel whose description has a
+    ``block_rule`` (the wavefront kernel: one thread per row of its tile) uses that instead.
 
     Raises:
         InvalidRequestError: unknown kernel, tiles for other loops, bad precision.
@@ -146,16 +147,9 @@ def plan_launch(
             f"threads per block {target} exceeds the limit of {arch.max_threads_per_block} "
             f"on CC {arch.cc}"
         )
-    if template.wavefront:
-        rows = tile["i"]
-        if rows > min(arch.max_threads_per_block, MAX_BLOCK_DIMS[0]):
-            raise LaunchError(
-                f"{kernel} runs one thread per row of its tile: tile i={rows} is "
-                f"{rows} threads per block, over the limit of {arch.max_threads_per_block} "
-                f"on CC {arch.cc}"
-            )
-        shape = [rows, 1, 1]
-        work = tile["j"]
+    if template.block_rule is not None:
+        block, work = template.block_rule(tile, arch, target)
+        shape = list(block)
     else:
         shape = [1, 1, 1]
         budget = target

@@ -79,7 +79,7 @@ def parse_ptxas(log: str, entry: str) -> Dict[str, int]:
 
 def _nvrtc() -> Any:
     try:
-        from cuda.bindings import nvrtc  # type: ignore[import-not-found]
+        from cuda.bindings import nvrtc  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError as err:
         raise UnsupportedError(
             "compiling kernels needs NVRTC: pip install 'gpu-governor[nvrtc]'"

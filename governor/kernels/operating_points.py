@@ -10,8 +10,9 @@ scales with its global-memory traffic per point, which its tiles set:
 - gemm: ``1/tile_i + 1/tile_j`` (A is re-read once per column of tiles, B once per row);
 - stencils: ``(tile + 2 halo) / tile`` per dimension, plus one write;
 
-The kernel's memory share at its selected configuration (``MEMORY_SHARE``) is an assumption
-per kernel, stated here, not a measurement. The table keeps, for every clock, the
+(each kernel's description's ``traffic``). The kernel's memory share at its selected
+configuration (the description's ``memory_share``) is an assumption per kernel, stated
+there, not a measurement. The table keeps, for every clock, the
 configuration with the least energy per run (the most work per joule); at run time
 :meth:`ConfigTable.at` answers with one dict lookup.
 """
@@ -19,12 +20,20 @@ configuration with the least energy per run (the most work per joule); at run ti
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from governor.errors import InvalidRequestError, ProfileError
-from governor.kernels.mapping import LaunchError, block_threads, find_template
+from governor.kernels.description import descriptions
+from governor.kernels.mapping import LaunchError, LaunchPlan, block_threads, find_template
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from governor.devices.sim.physics import BoardSpec
+    from governor.tuning.blocks.simkernels import KernelModel
 
 __all__ = [
     "MEMORY_SHARE",
@@ -33,6 +42,7 @@ __all__ = [
     "ConfigTable",
     "KernelConfig",
     "best_table",
+    "candidate_plans",
     "candidates",
     "load_table",
     "save_table",
@@ -41,54 +51,116 @@ __all__ = [
 
 SECTION = "kernel_configs"
 THREAD_TARGETS = (64, 128, 256, 512)
-# share of the run spent on memory at the selected configuration, top clock (assumed)
-MEMORY_SHARE = {"gemm": 0.15, "jacobi-2d": 0.7, "heat-3d": 0.7, "seidel-2d": 0.5}
-# points of the modelled problem (polybench sizes of the order of the EATSS catalog's)
-PROBLEM_POINTS = {
-    "gemm": 2048 * 2048,
-    "jacobi-2d": 4096 * 4096,
-    "heat-3d": 256**3,
-    "seidel-2d": 4096 * 4096,
-}
+# share of the run spent on memory at the selected configuration, top clock (assumed), and
+# points of the modelled problem: both from each kernel's description
+MEMORY_SHARE = {name: k.memory_share for name, k in descriptions().items()}
+PROBLEM_POINTS = {name: k.problem_points for name, k in descriptions().items()}
 WORK_S = 0.01  # the run's time at the selected configuration and top clock; ratios only
 
 
 @dataclass(frozen=True)
 class KernelConfig:
-    """One launchable configuration: tile, thread block and the compiler's figures."""
+    """One launchable configuration: tile, thread block, precision, carveout and the
+    compiler's figures. ``to_dict``/``from_dict`` round-trip it; :meth:`plan` (and
+    :func:`governor.kernels.build_launch`) turn it back into a launch."""
 
     tile: Dict[str, int]
     thread_block: Tuple[int, int, int]
     registers_per_thread: int
     shared_memory_bytes: int
     work_per_thread: int = 1  # points each thread covers (LaunchPlan.work_per_thread)
+    kernel: str = ""  # the library kernel ("" in a table's entry: the table's kernel)
+    precision: str = "double"
+    carveout_percent: int = 0  # the shared-memory carveout the launch asks for
 
     @property
     def threads_per_block(self) -> int:
         return block_threads(self.thread_block)
 
+    def plan(self) -> LaunchPlan:
+        """The launch plan this configuration was made from.
+
+        Raises:
+            InvalidRequestError: no kernel named, or tiles the kernel does not take.
+        """
+        if not self.kernel:
+            raise InvalidRequestError(
+                "the kernel configuration names no kernel (a table entry read without its "
+                "table): give kernel="
+            )
+        template = find_template(self.kernel)
+        missing = [loop for loop in template.loops if loop not in self.tile]
+        if missing or len(self.tile) != len(template.loops):
+            raise InvalidRequestError(
+                f"{self.kernel} takes tiles for loops {', '.join(template.loops)}, "
+                f"not {', '.join(self.tile)}"
+            )
+        return LaunchPlan(
+            kernel=self.kernel,
+            tiles={loop: int(self.tile[loop]) for loop in template.loops},
+            thread_block=self.thread_block,
+            work_per_thread=self.work_per_thread,
+            shared_memory_bytes=self.shared_memory_bytes,
+            carveout_percent=self.carveout_percent,
+            precision=self.precision,
+        )
+
+    @classmethod
+    def from_plan(
+        cls, plan: LaunchPlan, registers_per_thread: int = 0, shared_memory_bytes: int = -1
+    ) -> KernelConfig:
+        """The configuration of ``plan`` (the compiler's figures where known: registers 0
+        and the source's declared shared memory stand in otherwise)."""
+        return cls(
+            tile=dict(plan.tiles),
+            thread_block=plan.thread_block,
+            registers_per_thread=registers_per_thread,
+            shared_memory_bytes=(
+                plan.shared_memory_bytes if shared_memory_bytes < 0 else shared_memory_bytes
+            ),
+            work_per_thread=plan.work_per_thread,
+            kernel=plan.kernel,
+            precision=plan.precision,
+            carveout_percent=plan.carveout_percent,
+        )
+
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        doc: Dict[str, Any] = {
             "tile": dict(self.tile),
             "thread_block": list(self.thread_block),
             "threads_per_block": self.threads_per_block,
             "registers_per_thread": self.registers_per_thread,
             "shared_memory_bytes": self.shared_memory_bytes,
             "work_per_thread": self.work_per_thread,
+            "precision": self.precision,
+            "carveout_percent": self.carveout_percent,
         }
+        if self.kernel:
+            doc["kernel"] = self.kernel
+        return doc
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> KernelConfig:
+        """Raises ProfileError on a malformed entry."""
         try:
             block = tuple(int(d) for d in doc["thread_block"])
             if len(block) != 3:
                 raise ValueError("thread_block needs 3 dimensions")
+            precision = str(doc.get("precision", "double"))
+            if precision not in ("single", "double"):
+                raise ValueError(f"precision {precision!r} is not single or double")
+            carveout = int(doc.get("carveout_percent", 0))
+            if not 0 <= carveout <= 100:
+                raise ValueError(f"carveout_percent {carveout} is not in [0, 100]")
             return cls(
                 tile={str(k): int(v) for k, v in dict(doc["tile"]).items()},
                 thread_block=(block[0], block[1], block[2]),
                 registers_per_thread=int(doc["registers_per_thread"]),
                 shared_memory_bytes=int(doc["shared_memory_bytes"]),
                 work_per_thread=int(doc.get("work_per_thread", 1)),
+                kernel=str(doc.get("kernel", "")),
+                precision=precision,
+                carveout_percent=carveout,
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ProfileError(f"bad kernel configuration {dict(doc)!r}: {err}") from None
@@ -114,6 +186,16 @@ class ConfigTable:
             raise ProfileError(f"kernel table {self.kernel}: index out of range")
         if list(self.clocks_mhz) != sorted(self.clocks_mhz):
             raise ProfileError(f"kernel table {self.kernel}: clocks must ascend")
+        named = tuple(
+            c if c.kernel else dataclasses.replace(c, kernel=self.kernel, precision=self.precision)
+            for c in self.configs
+        )
+        if any(c.kernel != self.kernel or c.precision != self.precision for c in named):
+            raise ProfileError(
+                f"kernel table {self.kernel}/{self.precision}: an entry of another kernel or "
+                "precision"
+            )
+        object.__setattr__(self, "configs", named)  # every entry names its kernel
         self._by_clock.update({c: self.configs[i] for c, i in zip(self.clocks_mhz, self.index)})
 
     def at(self, clock_mhz: float) -> KernelConfig:
@@ -169,7 +251,12 @@ class ConfigTable:
                 board=str(doc["board"]),
                 precision=str(doc.get("precision", "double")),
                 clocks_mhz=tuple(float(c) for c in doc["clocks_mhz"]),
-                configs=tuple(KernelConfig.from_dict(c) for c in doc["configs"]),
+                configs=tuple(
+                    KernelConfig.from_dict(
+                        {"kernel": doc["kernel"], "precision": doc.get("precision", "double"), **c}
+                    )
+                    for c in doc["configs"]
+                ),
                 index=tuple(int(i) for i in doc["index"]),
                 energy_j=tuple(float(e) for e in doc.get("energy_j", ())),
             )
@@ -182,16 +269,7 @@ class Candidate:
     """A configuration and its block-size model (the work a run does is the same for all)."""
 
     config: KernelConfig
-    model: Any  # governor.tuning.blocks.simkernels.KernelModel
-
-
-def _traffic(kernel: str, tile: Mapping[str, int]) -> float:
-    if kernel == "gemm":
-        return 1.0 / tile["i"] + 1.0 / tile["j"]
-    ratio = 1.0
-    for loop in find_template(kernel).loops:
-        ratio *= (tile[loop] + 2) / tile[loop]
-    return ratio + 1.0
+    model: KernelModel
 
 
 def _tile_options(kernel: str, board: str, precision: str) -> List[Dict[str, int]]:
@@ -221,50 +299,77 @@ def _tile_options(kernel: str, board: str, precision: str) -> List[Dict[str, int
 
 @functools.lru_cache(maxsize=512)
 def _compiled(
-    kernel: str, board: str, tile: Tuple[Tuple[str, int], ...], threads: int, precision: str
+    kernel: str,
+    board: str,
+    tile: Tuple[Tuple[str, int], ...],
+    threads: int,
+    precision: str,
+    shared_fraction: float,
 ) -> Optional[KernelConfig]:
     from governor.kernels.build import build_kernel
 
     try:
-        built = build_kernel(kernel, board, dict(tile), threads, precision)
+        built = build_kernel(kernel, board, dict(tile), threads, precision, shared_fraction)
     except LaunchError:
         return None
-    return KernelConfig(
-        tile=dict(built.plan.tiles),
-        thread_block=built.plan.thread_block,
-        registers_per_thread=built.report.registers_per_thread,
-        shared_memory_bytes=built.report.shared_memory_bytes,
-        work_per_thread=built.plan.work_per_thread,
+    return KernelConfig.from_plan(
+        built.plan, built.report.registers_per_thread, built.report.shared_memory_bytes
     )
 
 
+def candidate_plans(kernel: str, board: str, precision: str = "double") -> List[LaunchPlan]:
+    """Every candidate configuration's launch plan that passes the board's limits before
+    compiling (tile options x thread targets, at the selector's shared-memory fraction):
+    what :func:`candidates` compiles; a superset of what a table can hand out."""
+    from governor.kernels.mapping import plan_launch
+    from governor.kernels.select import board_arch, select_kernel_tiles
+
+    limits = board_arch(board).limits
+    fraction = select_kernel_tiles(kernel, board, precision).shared_fraction
+    plans: List[LaunchPlan] = []
+    for tile in _tile_options(kernel, board, precision):
+        for threads in THREAD_TARGETS:
+            try:
+                plan = plan_launch(kernel, tile, limits, threads, fraction, precision)
+            except LaunchError:
+                continue
+            if plan not in plans:
+                plans.append(plan)
+    return plans
+
+
 def candidates(kernel: str, board: str, precision: str = "double") -> List[Candidate]:
-    """Every launchable candidate configuration with its model (compiles with NVRTC).
+    """Every launchable candidate configuration with its model (compiles with NVRTC). Each is
+    compiled at the selector's shared-memory fraction, the carveout its launch asks for.
 
     Raises:
         InvalidRequestError: unknown kernel.
         DeviceNotFoundError: unknown board.
         UnsupportedError: NVRTC is not installed.
     """
+    from governor.kernels.select import select_kernel_tiles
     from governor.tuning.blocks.simkernels import KernelModel
 
+    description = find_template(kernel)
+    fraction = select_kernel_tiles(kernel, board, precision).shared_fraction
     configs: List[KernelConfig] = []
     for tile in _tile_options(kernel, board, precision):
         for threads in THREAD_TARGETS:
-            config = _compiled(kernel, board, tuple(sorted(tile.items())), threads, precision)
+            key = tuple(sorted(tile.items()))
+            config = _compiled(kernel, board, key, threads, precision, fraction)
             if config is not None and config not in configs:
                 configs.append(config)
     if not configs:
         raise InvalidRequestError(f"no configuration of {kernel} launches on {board}")
-    reference = configs[0].tile
-    share = MEMORY_SHARE[kernel]
+    reference = description.traffic(configs[0].tile)
+    share = description.memory_share
     out = []
     for config in configs:
-        mem_s = WORK_S * share * _traffic(kernel, config.tile) / _traffic(kernel, reference)
+        mem_s = WORK_S * share * description.traffic(config.tile) / reference
         compute_s = WORK_S * (1.0 - share)
         model = KernelModel(
             name=kernel,
-            threads=max(1, PROBLEM_POINTS[kernel] // config.work_per_thread),
+            threads=max(1, description.problem_points // config.work_per_thread),
             work_s=compute_s + mem_s,
             mem_fraction=mem_s / (compute_s + mem_s),
             registers_per_thread=config.registers_per_thread,
@@ -274,7 +379,7 @@ def candidates(kernel: str, board: str, precision: str = "double") -> List[Candi
     return out
 
 
-def run_cost(board_spec: Any, candidate: Candidate, clock_mhz: float) -> Tuple[float, float]:
+def run_cost(board_spec: BoardSpec, candidate: Candidate, clock_mhz: float) -> Tuple[float, float]:
     """(time_s, energy_j) of one run of ``candidate`` at ``clock_mhz`` on the whole board."""
     from governor.tuning.blocks.simkernels import evaluate
 
@@ -324,7 +429,7 @@ def table_key(kernel: str, precision: str = "double") -> str:
     return f"{kernel}@{precision}"
 
 
-def save_table(table: ConfigTable, board: Optional[str] = None) -> Any:
+def save_table(table: ConfigTable, board: Optional[str] = None) -> Path:
     """Store ``table`` in the board's profile (``tuning.kernel_configs``); returns the path."""
     from governor.profiles.store import put_tuning
 

@@ -1,53 +1,40 @@
 """NumPy references of the library kernels, on the same boundary rules: what a kernel's
-result on a GPU is checked against (the GPU tests and the GPU check)."""
+result is checked against (the CPU emulation's tests, the GPU tests and the GPU check).
+
+Each reference lives in its kernel's description (``governor.kernels.library``); here they
+are reached by kernel name, or as ``<kernel>_ref`` (``gemm_ref``, ``jacobi_2d_ref``, ...).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["gemm_ref", "heat_3d_ref", "jacobi_2d_ref", "seidel_2d_ref"]
+from governor.kernels.description import Problem
+from governor.kernels.mapping import find_template
+
+__all__ = ["expected", "reference"]
 
 
-def gemm_ref(a: Any, b: Any, c: Any, alpha: float, beta: float) -> Any:
-    """``alpha * a @ b + beta * c``."""
-    return alpha * (a @ b) + beta * c
+def reference(kernel: str, *arrays: Any, **params: Any) -> Any:
+    """The NumPy result of ``kernel`` on host ``arrays`` with ``params``.
+
+    Raises:
+        InvalidRequestError: unknown kernel.
+    """
+    return find_template(kernel).reference(*arrays, **params)
 
 
-def jacobi_2d_ref(a: Any, steps: int) -> Any:
-    """``steps`` five-point Jacobi steps; the boundary stays."""
-    src = a.copy()
-    for _ in range(steps):
-        dst = src.copy()
-        dst[1:-1, 1:-1] = 0.2 * (
-            src[1:-1, 1:-1] + src[1:-1, :-2] + src[1:-1, 2:] + src[2:, 1:-1] + src[:-2, 1:-1]
-        )
-        src = dst
-    return src
+def expected(kernel: str, problem: Problem) -> Any:
+    """The NumPy result of ``kernel`` on ``problem`` (its arrays are not changed)."""
+    return find_template(kernel).expected(problem)
 
 
-def heat_3d_ref(a: Any, steps: int) -> Any:
-    """``steps`` seven-point heat steps (coefficient 1/8 per axis); the boundary stays."""
-    src = a.copy()
-    for _ in range(steps):
-        dst = src.copy()
-        c = src[1:-1, 1:-1, 1:-1]
-        dst[1:-1, 1:-1, 1:-1] = (
-            0.125 * (src[2:, 1:-1, 1:-1] - 2 * c + src[:-2, 1:-1, 1:-1])
-            + 0.125 * (src[1:-1, 2:, 1:-1] - 2 * c + src[1:-1, :-2, 1:-1])
-            + 0.125 * (src[1:-1, 1:-1, 2:] - 2 * c + src[1:-1, 1:-1, :-2])
-            + c
-        )
-        src = dst
-    return src
+def __getattr__(name: str) -> Any:
+    """``gemm_ref``, ``jacobi_2d_ref``, ...: the reference of the kernel so named."""
+    if name.endswith("_ref"):
+        from governor.kernels.description import descriptions
 
-
-def seidel_2d_ref(a: Any, sweeps: int) -> Any:
-    """``sweeps`` in-place nine-point Gauss-Seidel sweeps, row by row (a Python loop: keep
-    ``a`` small)."""
-    a = a.copy()
-    n = a.shape[0]
-    for _ in range(sweeps):
-        for i in range(1, n - 1):
-            for j in range(1, n - 1):
-                a[i, j] = a[i - 1 : i + 2, j - 1 : j + 2].sum() / 9.0
-    return a
+        for description in descriptions().values():
+            if description.entry == name[: -len("_ref")]:
+                return description.reference
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

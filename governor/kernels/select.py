@@ -10,11 +10,14 @@ PPCG's default tiles, 32 in every loop, the baseline of the EATSS paper.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from governor.errors import DeviceNotFoundError
 from governor.kernels.mapping import LaunchError, find_template, plan_launch
 from governor.tuning.occupancy import ArchLimits, arch_limits
+
+if TYPE_CHECKING:
+    from governor.tuning.eatss.gpus import GpuResources
 
 __all__ = ["BoardArch", "TileSelection", "board_arch", "select_kernel_tiles"]
 
@@ -75,7 +78,7 @@ class TileSelection:
         }
 
 
-def _eatss_resources(board: str) -> Any:
+def _eatss_resources(board: str) -> Optional[GpuResources]:
     from governor.tuning.eatss import builtin_gpus
 
     return builtin_gpus().get(board)

@@ -11,15 +11,27 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from governor.errors import GovernorError
 
-__all__ = ["KernelConfigFollower", "kernel_ppw_policy"]
+if TYPE_CHECKING:
+    from governor.kernels.operating_points import ConfigTable, KernelConfig
+
+__all__ = ["KernelConfigFollower", "TableLookup", "kernel_ppw_policy"]
 
 log = logging.getLogger(__name__)
 
-Callback = Callable[[str, Any], None]
+Callback = Callable[[str, "KernelConfig"], None]
+
+
+@dataclass(frozen=True)
+class TableLookup:
+    """A board's table for one kernel and precision, or why there is none."""
+
+    table: Optional[ConfigTable]
+    reason: str  # "" when the table was found
 
 
 class KernelConfigFollower:
@@ -27,15 +39,15 @@ class KernelConfigFollower:
 
     def __init__(self, board: str) -> None:
         self.board = board
-        self._tables: Dict[Tuple[str, str], Any] = {}
-        self._current: Dict[Tuple[str, str], Any] = {}
+        self._tables: Dict[Tuple[str, str], ConfigTable] = {}
+        self._current: Dict[Tuple[str, str], KernelConfig] = {}
         self._callbacks: List[Callback] = []
         self._reasons: Dict[float, str] = {}
         self._lock = threading.Lock()
         self.generation = 0
 
-    def table(self, kernel: str, precision: str = "double") -> Any:
-        """The stored table (cached after the first read), or a reason string when none."""
+    def table(self, kernel: str, precision: str = "double") -> TableLookup:
+        """The stored table (cached after the first read), or the reason there is none."""
         key = (kernel, precision)
         if key not in self._tables:
             from governor.kernels.operating_points import load_table
@@ -43,25 +55,29 @@ class KernelConfigFollower:
             try:
                 found = load_table(self.board, kernel, precision)
             except GovernorError as err:
-                return f"kernel table unreadable: {err}"
+                return TableLookup(None, f"kernel table unreadable: {err}")
             if found is None:
-                return (
+                return TableLookup(
+                    None,
                     f"no configuration table for {kernel}/{precision} on {self.board} "
-                    f"(run 'governor kernels table {kernel} --board {self.board} --save')"
+                    f"(run 'governor kernels table {kernel} --board {self.board} --save')",
                 )
             self._tables[key] = found
-        return self._tables[key]
+        return TableLookup(self._tables[key], "")
 
     def config(
         self, kernel: str, clock_mhz: Optional[float], precision: str = "double"
-    ) -> Tuple[Any, str]:
-        """(configuration or None, reason) for ``kernel`` at ``clock_mhz``; follows it."""
+    ) -> Tuple[Optional[KernelConfig], str]:
+        """(configuration or None, reason) for ``kernel`` at ``clock_mhz``; follows it. The
+        configuration names its kernel, precision and carveout:
+        :func:`governor.kernels.build_launch` turns it into a launch."""
         key = (kernel, precision)
         table = self._tables.get(key)
         if table is None:
-            table = self.table(kernel, precision)
-            if isinstance(table, str):
-                return None, table
+            lookup = self.table(kernel, precision)
+            if lookup.table is None:
+                return None, lookup.reason
+            table = lookup.table
         if clock_mhz is None:
             return None, "the governor has not set a clock yet"
         config = table.at(clock_mhz)
@@ -82,7 +98,7 @@ class KernelConfigFollower:
         callbacks for each one whose configuration changed."""
         if clock_mhz is None:
             return
-        changed = []
+        changed: List[Tuple[str, KernelConfig]] = []
         with self._lock:
             for key, old in list(self._current.items()):
                 new = self._tables[key].at(clock_mhz)
@@ -99,7 +115,9 @@ class KernelConfigFollower:
                     log.error("kernel configuration callback failed: %s", err)
 
 
-def kernel_ppw_policy(board: str, kernel: str, precision: str = "double") -> Tuple[Any, str]:
+def kernel_ppw_policy(
+    board: str, kernel: str, precision: str = "double"
+) -> Tuple[Dict[str, Any], str]:
     """(policy spec, note) for the most work per joule running ``kernel``: a fixed clock at
     the PPW clock of the kernel's tuned configurations where the board's profile has a table
     (``governor kernels table --save``), else the board's ``ppw`` policy."""

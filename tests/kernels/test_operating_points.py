@@ -13,8 +13,8 @@ from governor.errors import ProfileError
 from governor.kernels.operating_points import ConfigTable, KernelConfig, load_table, save_table
 from governor.runtime import Governor
 
-A = KernelConfig({"i": 16, "j": 240}, (16, 16, 1), 39, 0)
-B = KernelConfig({"i": 32, "j": 32}, (32, 8, 1), 39, 0)
+A = KernelConfig({"i": 16, "j": 240}, (16, 16, 1), 39, 0, kernel="jacobi-2d")
+B = KernelConfig({"i": 32, "j": 32}, (32, 8, 1), 39, 0, kernel="jacobi-2d")
 
 
 def _table(board: str = "a100-sxm") -> ConfigTable:

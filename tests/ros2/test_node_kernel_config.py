@@ -7,8 +7,8 @@ from ros_helpers import wait_for
 
 from governor.kernels.operating_points import ConfigTable, KernelConfig, save_table
 
-SMALL = KernelConfig({"i": 16, "j": 256}, (256, 1, 1), 39, 0)
-LARGE = KernelConfig({"i": 32, "j": 32}, (32, 8, 1), 39, 0)
+SMALL = KernelConfig({"i": 16, "j": 256}, (256, 1, 1), 39, 0, kernel="jacobi-2d")
+LARGE = KernelConfig({"i": 32, "j": 32}, (32, 8, 1), 39, 0, kernel="jacobi-2d")
 
 
 def test_a_cap_parameter_moves_the_kernel_configuration(ros, board):
