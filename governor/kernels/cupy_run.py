@@ -25,7 +25,7 @@ def import_cupy() -> Any:
         UnsupportedError: CuPy is not installed.
     """
     try:
-        import cupy  # type: ignore[import-not-found]
+        import cupy
     except ImportError as err:
         raise UnsupportedError(
             "running kernels needs CuPy: pip install 'gpu-governor[cuda]'"
