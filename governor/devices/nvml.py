@@ -684,16 +684,49 @@ def open_nvml(spec: str, *, clock: Optional[Clock] = None) -> NvmlDevice:
         raise DeviceNotFoundError(
             "the nvml backend needs nvidia-ml-py: pip install --upgrade gpu-governor (it brings nvidia-ml-py)"
         ) from err
-    _init(nv)
-    try:
-        handle, parent = _handle_for(nv, spec)
-        return NvmlDevice(nv, handle, uri=f"nvml:{spec}", mig_parent=parent, clock=clock)
-    except BaseException:
+    from governor.devices.deadline import call_with_deadline, deadlines_s
+
+    def opening() -> NvmlDevice:
+        _init(nv)
         try:
-            nv.nvmlShutdown()
-        except nv.NVMLError:  # pragma: no cover
-            pass
-        raise
+            handle, parent = _handle_for(nv, spec)
+            return NvmlDevice(nv, handle, uri=f"nvml:{spec}", mig_parent=parent, clock=clock)
+        except BaseException:
+            try:
+                nv.nvmlShutdown()
+            except nv.NVMLError:  # pragma: no cover
+                pass
+            raise
+
+    # a wedged GPU blocks its handle and probes: opening has a deadline of its own
+    device: NvmlDevice = call_with_deadline(
+        f"nvml:{spec}", "opening it", deadlines_s()["open"], opening, _close_late
+    )
+    return device
+
+
+def _close_late(device: Any) -> None:
+    """Close a device whose opening answered after its deadline (nobody holds it)."""
+    device.close()
+
+
+def _answers(nv: Any, index: int) -> Tuple[bool, List[Any]]:
+    """(whether GPU ``index`` reads power or a clock, the NVML errors met)."""
+    errors: List[Any] = []
+    try:
+        handle = nv.nvmlDeviceGetHandleByIndex(index)
+    except nv.NVMLError as err:
+        return False, [err]
+    for fn, args in (
+        (nv.nvmlDeviceGetPowerUsage, (handle,)),
+        (nv.nvmlDeviceGetClockInfo, (handle, nv.NVML_CLOCK_GRAPHICS)),
+    ):
+        try:
+            fn(*args)
+            return True, errors
+        except nv.NVMLError as err:
+            errors.append(err)
+    return False, errors
 
 
 def discover_nvml(lost: Optional[List[str]] = None) -> List[str]:
@@ -705,7 +738,9 @@ def discover_nvml(lost: Optional[List[str]] = None) -> List[str]:
     out too; its ``nvml:N`` is added to ``lost`` when given, for a service that watches every
     GPU of the host until it answers (the exporter).
     """
+    from governor.devices.deadline import call_with_deadline, deadlines_s
     from governor.devices.nvml_faults import kind_of
+    from governor.errors import DeviceNotRespondingError
 
     try:
         nv = _import_pynvml()
@@ -717,26 +752,18 @@ def discover_nvml(lost: Optional[List[str]] = None) -> List[str]:
         log.debug("NVML discovery: %s", err)
         return []
     found = []
+    read_s = deadlines_s()["read"]
     try:
         for index in range(int(nv.nvmlDeviceGetCount())):
-            errors = []
-            try:
-                handle = nv.nvmlDeviceGetHandleByIndex(index)
-            except nv.NVMLError as err:
-                handle, errors = None, [err]
-            readable = False
-            for fn, args in (
-                (nv.nvmlDeviceGetPowerUsage, (handle,)),
-                (nv.nvmlDeviceGetClockInfo, (handle, nv.NVML_CLOCK_GRAPHICS)),
-            ):
-                if handle is None:
-                    break
-                try:
-                    fn(*args)
-                    readable = True
-                    break
-                except nv.NVMLError as err:
-                    errors.append(err)
+            try:  # a wedged GPU is counted with the lost ones, not waited for
+                readable, errors = call_with_deadline(
+                    f"nvml:{index}", "discovery", read_s, lambda i=index: _answers(nv, i)
+                )
+            except DeviceNotRespondingError as err:
+                log.warning("%s", err)
+                if lost is not None:
+                    lost.append(f"nvml:{index}")
+                continue
             if readable:
                 found.append(f"nvml:{index}")
             elif lost is not None and any(kind_of(err) == "lost" for err in errors):
