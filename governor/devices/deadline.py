@@ -125,7 +125,7 @@ class DeviceCalls:
         self.deadlines_s = dict(deadlines) if deadlines is not None else deadlines_s()
         self._probe = probe
         self._lock = threading.Lock()
-        self._queue: Optional["queue.Queue[Optional[_Job]]"] = None
+        self._queue: Optional["queue.Queue[Optional[_Job]]"] = None  # noqa: UP037 - 3.8
         self._worker: Optional[threading.Thread] = None
         self._prober: Optional[threading.Thread] = None
         self._why: Optional[str] = None
@@ -248,7 +248,7 @@ class DeviceCalls:
             q.put(None)
 
 
-def _work(jobs: "queue.Queue[Optional[_Job]]") -> None:
+def _work(jobs: "queue.Queue[Optional[_Job]]") -> None:  # noqa: UP037 - 3.8
     while True:
         job = jobs.get()
         if job is None:

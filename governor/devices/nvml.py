@@ -32,6 +32,7 @@ The tests run the real nvidia-ml-py over a fake ``libnvidia-ml.so.1`` (tests/fak
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import re
@@ -757,7 +758,7 @@ def discover_nvml(lost: Optional[List[str]] = None) -> List[str]:
         for index in range(int(nv.nvmlDeviceGetCount())):
             try:  # a wedged GPU is counted with the lost ones, not waited for
                 readable, errors = call_with_deadline(
-                    f"nvml:{index}", "discovery", read_s, lambda i=index: _answers(nv, i)
+                    f"nvml:{index}", "discovery", read_s, functools.partial(_answers, nv, index)
                 )
             except DeviceNotRespondingError as err:
                 log.warning("%s", err)
