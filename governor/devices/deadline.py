@@ -6,8 +6,9 @@ device makes into its driver runs on that device's own **worker thread**, and th
 for it with a deadline (seconds, per kind of call: :data:`DEFAULT_DEADLINES_S`, changed with
 ``$GOVERNOR_DEVICE_DEADLINES`` such as ``read=2,write=5``). A call past its deadline:
 
-- marks the device **not responding**, said once (a warning on the ``governor.devices`` log,
-  which is stderr for the CLI and the system journal for the daemon);
+- marks the device **not responding**, said once on the ``governor.devices`` log (at info:
+  the daemon's log, so the system journal; each command says it once in its own words:
+  ``run`` in its notes, ``monitor`` and the exporter on stderr, the daemon in ``status``);
 - abandons the stuck worker (a thread blocked in a C call cannot be stopped; it ends by itself
   when the driver answers) and fails the calls queued behind it at once;
 - makes every later call fail at once with :class:`~governor.errors.DeviceNotRespondingError`
@@ -180,7 +181,7 @@ class DeviceCalls:
         deadline_s = self.deadlines_s.get(kind, DEFAULT_DEADLINES_S["read"])
         if not job.done.wait(deadline_s):
             name = getattr(fn, "__name__", "call")
-            self._stalled(f"{kind} ({name}) did not answer within {deadline_s:g} s")
+            self._stalled(f"a {kind} call, {name}, took over {deadline_s:g} s")
             raise DeviceNotRespondingError(self._why or f"{self.where}: not responding")
         if job.error is not None:
             raise job.error
@@ -193,8 +194,8 @@ class DeviceCalls:
             if self._why is not None:
                 return
             self._why = (
-                f"{self.where}: not responding: {what}; governor stopped using it and retries "
-                "in the background"
+                f"{self.where}: not responding: the driver stopped answering ({what}); "
+                "governor stopped using it and retries in the background"
             )
             self.episodes += 1
             stuck, self._queue = self._queue, None
@@ -215,7 +216,7 @@ class DeviceCalls:
             self._start_probe_locked()
         for job in behind:
             job.fail(DeviceNotRespondingError(why))
-        log.warning("%s", why)
+        log.info("%s", why)  # said at info: each command says it once in its own words
         self._notify(False, why)
 
     def _start_probe_locked(self) -> None:
@@ -236,7 +237,7 @@ class DeviceCalls:
                 return
             self._why = None
             self.recoveries += 1
-        log.warning("%s: answers again; governor uses it again", self.where)
+        log.info("%s: answers again; governor uses it again", self.where)
         self._notify(True, None)
 
     def close(self) -> None:
