@@ -793,37 +793,23 @@ def inventory_nvml() -> List[Dict[str, Any]]:
         nv = _import_pynvml()
     except ImportError as err:
         raise DeviceNotFoundError("the nvml backend needs nvidia-ml-py") from err
+    from governor.devices.deadline import call_with_deadline, deadlines_s
+    from governor.errors import DeviceNotRespondingError
+
     _init(nv)
     found: List[Dict[str, Any]] = []
+    read_s = deadlines_s()["read"]
     try:
         for index in range(int(nv.nvmlDeviceGetCount())):
-            try:
-                handle = nv.nvmlDeviceGetHandleByIndex(index)
-                uuid = _text(nv.nvmlDeviceGetUUID(handle))
-            except nv.NVMLError as err:
-                if kind_of(err) == "lost":
-                    found.append({"index": index, "lost": f"nvml:{index}: the GPU is lost ({err})"})
-                log.debug("NVML GPU %d: %s", index, err)
+            try:  # a wedged GPU is listed as not answering, not waited for
+                row = call_with_deadline(
+                    f"nvml:{index}", "listing", read_s, functools.partial(_inventory_row, nv, index)
+                )
+            except DeviceNotRespondingError as err:
+                found.append({"index": index, "lost": str(err)})
                 continue
-            row: Dict[str, Any] = {"index": index, "uuid": uuid, "minor": None}
-            getter = getattr(nv, "nvmlDeviceGetMinorNumber", None)
-            if getter is not None:
-                try:
-                    row["minor"] = int(getter(handle))
-                except nv.NVMLError as err:
-                    log.debug("NVML GPU %d has no minor number: %s", index, err)
-            try:
-                name = _text(nv.nvmlDeviceGetName(handle))
-            except nv.NVMLError:
-                name = "NVIDIA GPU"
-            row["name"] = name
-            row["model"] = catalog_model(name)
-            try:
-                parsed = parse_pci_bus_id(_text(nv.nvmlDeviceGetPciInfo(handle).busId))
-                row["pci_bus_id"] = _nvml_pci_text(parsed) if parsed else None
-            except nv.NVMLError:
-                row["pci_bus_id"] = None
-            found.append(row)
+            if row is not None:
+                found.append(row)
     except nv.NVMLError as err:
         raise DeviceNotFoundError(f"NVML could not list its GPUs: {err}") from err
     finally:
@@ -832,3 +818,39 @@ def inventory_nvml() -> List[Dict[str, Any]]:
         except Exception:  # pragma: no cover
             pass
     return found
+
+
+def _inventory_row(nv: Any, index: int) -> Optional[Dict[str, Any]]:
+    """GPU ``index`` as :func:`inventory_nvml` lists it; None when NVML cannot read it (a
+    lost one is ``{"index", "lost"}``).
+
+    Raises:
+        nv.NVMLError: listing the GPUs failed.
+    """
+    try:
+        handle = nv.nvmlDeviceGetHandleByIndex(index)
+        uuid = _text(nv.nvmlDeviceGetUUID(handle))
+    except nv.NVMLError as err:
+        log.debug("NVML GPU %d: %s", index, err)
+        if kind_of(err) == "lost":
+            return {"index": index, "lost": f"nvml:{index}: the GPU is lost ({err})"}
+        return None
+    row: Dict[str, Any] = {"index": index, "uuid": uuid, "minor": None}
+    getter = getattr(nv, "nvmlDeviceGetMinorNumber", None)
+    if getter is not None:
+        try:
+            row["minor"] = int(getter(handle))
+        except nv.NVMLError as err:
+            log.debug("NVML GPU %d has no minor number: %s", index, err)
+    try:
+        name = _text(nv.nvmlDeviceGetName(handle))
+    except nv.NVMLError:
+        name = "NVIDIA GPU"
+    row["name"] = name
+    row["model"] = catalog_model(name)
+    try:
+        parsed = parse_pci_bus_id(_text(nv.nvmlDeviceGetPciInfo(handle).busId))
+        row["pci_bus_id"] = _nvml_pci_text(parsed) if parsed else None
+    except nv.NVMLError:
+        row["pci_bus_id"] = None
+    return row
