@@ -423,7 +423,7 @@ def report(
     said = sum(
         1
         for line in daemon_log.splitlines()
-        if "retries in the background" in line and " -> " not in line
+        if "retried in the background" in line and " -> " not in line
     )
     print(
         f"daemon log: 'not responding' said {said} times, 'answers again' "

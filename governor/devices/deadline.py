@@ -195,7 +195,7 @@ class DeviceCalls:
                 return
             self._why = (
                 f"{self.where}: not responding: the driver stopped answering ({what}); "
-                "governor stopped using it and retries in the background"
+                "retried in the background"
             )
             self.episodes += 1
             stuck, self._queue = self._queue, None
