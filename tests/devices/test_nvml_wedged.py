@@ -173,3 +173,32 @@ def test_calls_queued_behind_a_stuck_one_fail_with_it():
     assert calls.call("read", lambda: 42) == 42
     assert calls.episodes == 1 and calls.recoveries == 1
     calls.close()
+
+
+def test_deadlines_are_set_per_device_and_bad_ones_refused(nvml):
+    from governor.errors import InvalidRequestError
+
+    with backend.open_nvml("0") as a100:
+        a100.set_deadlines_s(read=0.25, write=3)
+        assert a100.deadlines_s()["read"] == 0.25 and a100.deadlines_s()["write"] == 3.0
+        with pytest.raises(InvalidRequestError, match="unknown kind of call 'sample'"):
+            a100.set_deadlines_s(sample=1)
+        with pytest.raises(InvalidRequestError, match="above 0"):
+            a100.set_deadlines_s(read=0)
+
+
+def test_wedges_that_come_and_go_leave_no_thread_behind(nvml):
+    with backend.open_nvml("0") as a100:
+        a100.sample()
+        baseline = len(threading.enumerate())
+        for _ in range(3):
+            down, up = watch(a100)
+            nvml.hang(0)
+            with pytest.raises(DeviceNotRespondingError):
+                a100.sample()
+            nvml.unhang(0)
+            assert up.wait(OUTER_S)
+            let_go(nvml)  # the stuck call and the probe end once the driver answers
+            assert a100.sample().power_w is not None
+        assert len(threading.enumerate()) == baseline
+        assert a100._calls.episodes == 3 and a100._calls.recoveries == 3
