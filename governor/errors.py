@@ -10,7 +10,9 @@ knows nothing of governor still does the right thing::
     ├── InvalidRequestError(GovernorError, ValueError)       a bad argument (clock, watts, ...)
     ├── TelemetryError(GovernorError, OSError)               a sensor read failed
     │   └── DeviceLostError(TelemetryError)                  the GPU is gone (off the bus, needs
-    │                                                        a reset): reads and writes both fail
+    │       │                                                a reset): reads and writes both fail
+    │       └── DeviceNotRespondingError(DeviceLostError)    a call missed its deadline (a wedged
+    │                                                        driver); retried in the background
     ├── ProfileError(GovernorError, ValueError)              bad or mismatched profile (has .path)
     ├── CalibrationError(GovernorError, RuntimeError)        a fit or procedure failed (has .data)
     └── DeviceBusyError(GovernorError, RuntimeError)         another governor holds the device
@@ -28,6 +30,7 @@ __all__ = [
     "DeviceBusyError",
     "DeviceLostError",
     "DeviceNotFoundError",
+    "DeviceNotRespondingError",
     "DevicePermissionError",
     "GovernorError",
     "InvalidRequestError",
@@ -64,6 +67,11 @@ class TelemetryError(GovernorError, OSError):
 class DeviceLostError(TelemetryError):
     """The device stopped answering for good (an NVML GPU lost or needing a reset): no read
     or write will work until it is back, so callers stop using it instead of retrying."""
+
+
+class DeviceNotRespondingError(DeviceLostError):
+    """A call on the device did not answer within its deadline (a wedged driver, a stalled
+    power monitor): calls fail at once until a background probe gets an answer again."""
 
 
 class ProfileError(GovernorError, ValueError):

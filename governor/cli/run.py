@@ -362,9 +362,8 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
         reports = [(echo.gov.device, echo.gov.report()) for echo in govs]
     for (dev, report), echo in zip(reports, govs):
         if report["device_lost"] is not None and not echo.told(report["device_lost"]):
-            sys.stderr.write(
-                f"governor: {dev.uri} was lost during the job: {report['device_lost']}\n"
-            )
+            how = "stopped answering" if "not responding" in report["device_lost"] else "was lost"
+            sys.stderr.write(f"governor: {dev.uri} {how} during the job: {report['device_lost']}\n")
         if dev.uri in restore_failed:
             sys.stderr.write(f"governor: {restore_failed[dev.uri]}\n")
     docs = [

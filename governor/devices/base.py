@@ -30,10 +30,16 @@ from typing import (
 )
 
 from governor.devices.journal import Journal, check_value
-from governor.errors import InvalidRequestError, TelemetryError, UnsupportedError
+from governor.errors import (
+    DeviceNotRespondingError,
+    InvalidRequestError,
+    TelemetryError,
+    UnsupportedError,
+)
 from governor.timebase import Clock, WallClock
 
 if TYPE_CHECKING:  # pragma: no cover
+    from governor.devices.deadline import DeviceCalls
     from governor.devices.ownership import Ownership
 
 __all__ = [
@@ -200,6 +206,7 @@ class Sample:
 
 
 _R = TypeVar("_R")
+_T = TypeVar("_T")
 # frozen_record's classes: their field names, in order and as a set
 _RECORD_FIELDS: Dict[type, Tuple[Tuple[str, ...], Any]] = {}
 
@@ -278,6 +285,12 @@ class Device:
 
     Use as a context manager: leaving the block restores every setting governor changed.
     Subclasses set ``identity`` and ``capabilities`` at open and implement the hooks.
+
+    On real hardware (``persistent_state``) every hook that talks to the driver runs on the
+    device's worker thread with a deadline (:mod:`governor.devices.deadline`): a call past it
+    marks the device not responding (:attr:`not_responding`), later calls fail at once with
+    :class:`~governor.errors.DeviceNotRespondingError` until a background probe gets an
+    answer, and the caller is never held.
     """
 
     #: clocks closer than this to a table entry count as that entry (MHz)
@@ -299,6 +312,70 @@ class Device:
         self.clock: Clock = clock if clock is not None else WallClock()
         self._ownership: Optional[Ownership] = None
         self._closed = False
+        self._calls: Optional[DeviceCalls] = None
+        if self.persistent_state:  # a driver that can wedge: calls get deadlines
+            from governor.devices.deadline import DeviceCalls
+
+            self._calls = DeviceCalls(identity.uri, self._probe_responding)
+
+    # -- deadlines -------------------------------------------------------------------
+    def _io(self, kind: str, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)``, a call into the driver of kind ``read``, ``write``, ``open`` or
+        ``close``: on the device's worker with that kind's deadline where calls can wedge.
+
+        Raises:
+            DeviceNotRespondingError: past the deadline, or the device is not responding.
+        """
+        calls = self._calls
+        if calls is None:
+            return fn(*args)
+        result: _T = calls.call(kind, fn, *args)
+        return result
+
+    def _probe_responding(self) -> object:
+        """The cheapest call that shows the driver answers (a sample by default); the
+        background probe of a device that is not responding."""
+        return self._read_sample()
+
+    @property
+    def not_responding(self) -> Optional[str]:
+        """Why the device is not responding (a call missed its deadline and no answer came
+        since), one line; None while it answers."""
+        calls = self._calls
+        return calls.not_responding if calls is not None else None
+
+    @property
+    def responding(self) -> bool:
+        """Whether the device answers its calls (see :attr:`not_responding`)."""
+        return self.not_responding is None
+
+    def on_responding(self, listener: Callable[[bool, Optional[str]], None]) -> None:
+        """Call ``listener(responding, why)`` whenever the device stops or starts answering
+        (from the thread that saw it); nothing is called on devices that cannot wedge."""
+        if self._calls is not None:
+            self._calls.add_listener(listener)
+
+    def deadlines_s(self) -> Dict[str, float]:
+        """The deadline of each kind of call (s); empty where calls cannot wedge."""
+        return dict(self._calls.deadlines_s) if self._calls is not None else {}
+
+    def set_deadlines_s(self, **deadlines: float) -> None:
+        """Change deadlines (s) by kind: ``read``, ``write``, ``open``, ``close``.
+
+        Raises:
+            InvalidRequestError: an unknown kind or a deadline that is not above 0.
+        """
+        if self._calls is None:
+            return
+        for kind, value in deadlines.items():
+            if kind not in self._calls.deadlines_s:
+                raise InvalidRequestError(
+                    f"unknown kind of call {kind!r}; known: {', '.join(self._calls.deadlines_s)}"
+                )
+            seconds = _finite(value, f"{kind} deadline")
+            if seconds <= 0:
+                raise InvalidRequestError(f"{kind} deadline must be above 0 s, not {value!r}")
+            self._calls.deadlines_s[kind] = seconds
 
     # -- description -----------------------------------------------------------------
     @property
@@ -310,11 +387,11 @@ class Device:
 
     def supported_clocks_mhz(self) -> Tuple[float, ...]:
         """GPU clocks the device can be locked to, ascending (MHz)."""
-        return tuple(sorted(self._supported_clocks_mhz()))
+        return tuple(sorted(self._io("read", self._supported_clocks_mhz)))
 
     def supported_mem_clocks_mhz(self) -> Tuple[float, ...]:
         """Memory clocks the device can be locked to, ascending (MHz); empty if none."""
-        return tuple(sorted(self._supported_mem_clocks_mhz()))
+        return tuple(sorted(self._io("read", self._supported_mem_clocks_mhz)))
 
     def power_limit_range(self) -> Optional[PowerLimitRange]:
         """The power limits the device accepts (W), or None if it has no settable limit."""
@@ -361,13 +438,14 @@ class Device:
         """One telemetry reading, stamped with this device's clock.
 
         Raises:
-            TelemetryError: the sensors could not be read.
+            TelemetryError: the sensors could not be read (DeviceNotRespondingError: not
+                within the read deadline).
         """
-        return self._read_sample()
+        return self._io("read", self._read_sample)
 
     def state(self) -> DeviceState:
         """The current settings (what a restore would bring back to)."""
-        return self._read_state()
+        return self._io("read", self._read_state)
 
     def energy_counter_j(self) -> Optional[float]:
         """The hardware energy counter of the GPU figure (J, arbitrary origin) read on its own,
@@ -378,7 +456,7 @@ class Device:
         """
         if not self.capabilities.energy_counter:
             return None
-        return self._read_energy_counter_j()
+        return self._io("read", self._read_energy_counter_j)
 
     def board_input_rail(self) -> Optional[str]:
         """The name of the rail that measures the whole board's input (``VDD_IN``...), or
@@ -627,7 +705,14 @@ class Device:
                 self.release()
         finally:
             self._closed = True
-            self._close()
+            try:
+                if self.not_responding is None:
+                    self._io("close", self._close)
+            except DeviceNotRespondingError as err:
+                log.debug("%s: closing: %s", self.uri, err)
+            finally:
+                if self._calls is not None:
+                    self._calls.close()
 
     def __enter__(self) -> Device:
         return self
@@ -649,7 +734,7 @@ class Device:
             found, value = self._ownership.applied_below_top(name)
             if found:
                 return value
-        state = self._read_state()
+        state = self._io("read", self._read_state)
         if name == "gpu_clocks":
             return list(state.gpu_clocks_mhz) if state.gpu_clocks_mhz else None
         return {
@@ -669,7 +754,7 @@ class Device:
         own = self._ownership
         assert own is not None
         if own.journaled(name):  # the original is on disk already: nothing to read or check
-            write()
+            self._io("write", write)
             if name in self.READ_BLIND:
                 own.note_applied(name, applied)
             return
@@ -686,7 +771,9 @@ class Device:
         if recorded:
             log.debug("%s: journaled original %s=%r", self.uri, name, original)
         try:
-            write()
+            self._io("write", write)
+        except DeviceNotRespondingError:
+            raise  # the write may land when the driver answers: its original stays journaled
         except Exception:
             if recorded:
                 own.forget(name)
@@ -705,7 +792,7 @@ class Device:
                     f"power limit {value:g} W is outside {limits.min_w:g}-{limits.max_w:g} W"
                 )
         elif name == "gpu_clocks":
-            table = self._all_clocks_mhz()
+            table = self._io("read", self._all_clocks_mhz)
             if table and not (min(table) - 1 <= value[0] and value[1] <= max(table) + 1):
                 raise ValueError(f"clocks {value[0]:g}-{value[1]:g} MHz are outside the table")
 
@@ -716,9 +803,10 @@ class Device:
         writes the device and leaves the journal to its caller.
 
         Raises:
-            GovernorError or OSError: the backend's write failed.
+            GovernorError or OSError: the backend's write failed (DeviceNotRespondingError:
+                not within the write deadline).
         """
-        self._apply_original(name, original)
+        self._io("write", self._apply_original, name, original)
 
     def _apply_original(self, name: str, original: Any) -> None:
         if name == "gpu_clocks":

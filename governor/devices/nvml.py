@@ -32,6 +32,7 @@ The tests run the real nvidia-ml-py over a fake ``libnvidia-ml.so.1`` (tests/fak
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import re
@@ -684,16 +685,49 @@ def open_nvml(spec: str, *, clock: Optional[Clock] = None) -> NvmlDevice:
         raise DeviceNotFoundError(
             "the nvml backend needs nvidia-ml-py: pip install --upgrade gpu-governor (it brings nvidia-ml-py)"
         ) from err
-    _init(nv)
-    try:
-        handle, parent = _handle_for(nv, spec)
-        return NvmlDevice(nv, handle, uri=f"nvml:{spec}", mig_parent=parent, clock=clock)
-    except BaseException:
+    from governor.devices.deadline import call_with_deadline, deadlines_s
+
+    def opening() -> NvmlDevice:
+        _init(nv)
         try:
-            nv.nvmlShutdown()
-        except nv.NVMLError:  # pragma: no cover
-            pass
-        raise
+            handle, parent = _handle_for(nv, spec)
+            return NvmlDevice(nv, handle, uri=f"nvml:{spec}", mig_parent=parent, clock=clock)
+        except BaseException:
+            try:
+                nv.nvmlShutdown()
+            except nv.NVMLError:  # pragma: no cover
+                pass
+            raise
+
+    # a wedged GPU blocks its handle and probes: opening has a deadline of its own
+    device: NvmlDevice = call_with_deadline(
+        f"nvml:{spec}", "opening it", deadlines_s()["open"], opening, _close_late
+    )
+    return device
+
+
+def _close_late(device: Any) -> None:
+    """Close a device whose opening answered after its deadline (nobody holds it)."""
+    device.close()
+
+
+def _answers(nv: Any, index: int) -> Tuple[bool, List[Any]]:
+    """(whether GPU ``index`` reads power or a clock, the NVML errors met)."""
+    errors: List[Any] = []
+    try:
+        handle = nv.nvmlDeviceGetHandleByIndex(index)
+    except nv.NVMLError as err:
+        return False, [err]
+    for fn, args in (
+        (nv.nvmlDeviceGetPowerUsage, (handle,)),
+        (nv.nvmlDeviceGetClockInfo, (handle, nv.NVML_CLOCK_GRAPHICS)),
+    ):
+        try:
+            fn(*args)
+            return True, errors
+        except nv.NVMLError as err:
+            errors.append(err)
+    return False, errors
 
 
 def discover_nvml(lost: Optional[List[str]] = None) -> List[str]:
@@ -705,7 +739,9 @@ def discover_nvml(lost: Optional[List[str]] = None) -> List[str]:
     out too; its ``nvml:N`` is added to ``lost`` when given, for a service that watches every
     GPU of the host until it answers (the exporter).
     """
+    from governor.devices.deadline import call_with_deadline, deadlines_s
     from governor.devices.nvml_faults import kind_of
+    from governor.errors import DeviceNotRespondingError
 
     try:
         nv = _import_pynvml()
@@ -717,26 +753,18 @@ def discover_nvml(lost: Optional[List[str]] = None) -> List[str]:
         log.debug("NVML discovery: %s", err)
         return []
     found = []
+    read_s = deadlines_s()["read"]
     try:
         for index in range(int(nv.nvmlDeviceGetCount())):
-            errors = []
-            try:
-                handle = nv.nvmlDeviceGetHandleByIndex(index)
-            except nv.NVMLError as err:
-                handle, errors = None, [err]
-            readable = False
-            for fn, args in (
-                (nv.nvmlDeviceGetPowerUsage, (handle,)),
-                (nv.nvmlDeviceGetClockInfo, (handle, nv.NVML_CLOCK_GRAPHICS)),
-            ):
-                if handle is None:
-                    break
-                try:
-                    fn(*args)
-                    readable = True
-                    break
-                except nv.NVMLError as err:
-                    errors.append(err)
+            try:  # a wedged GPU is counted with the lost ones, not waited for
+                readable, errors = call_with_deadline(
+                    f"nvml:{index}", "discovery", read_s, functools.partial(_answers, nv, index)
+                )
+            except DeviceNotRespondingError as err:
+                log.warning("%s", err)
+                if lost is not None:
+                    lost.append(f"nvml:{index}")
+                continue
             if readable:
                 found.append(f"nvml:{index}")
             elif lost is not None and any(kind_of(err) == "lost" for err in errors):
@@ -765,37 +793,23 @@ def inventory_nvml() -> List[Dict[str, Any]]:
         nv = _import_pynvml()
     except ImportError as err:
         raise DeviceNotFoundError("the nvml backend needs nvidia-ml-py") from err
+    from governor.devices.deadline import call_with_deadline, deadlines_s
+    from governor.errors import DeviceNotRespondingError
+
     _init(nv)
     found: List[Dict[str, Any]] = []
+    read_s = deadlines_s()["read"]
     try:
         for index in range(int(nv.nvmlDeviceGetCount())):
-            try:
-                handle = nv.nvmlDeviceGetHandleByIndex(index)
-                uuid = _text(nv.nvmlDeviceGetUUID(handle))
-            except nv.NVMLError as err:
-                if kind_of(err) == "lost":
-                    found.append({"index": index, "lost": f"nvml:{index}: the GPU is lost ({err})"})
-                log.debug("NVML GPU %d: %s", index, err)
+            try:  # a wedged GPU is listed as not answering, not waited for
+                row = call_with_deadline(
+                    f"nvml:{index}", "listing", read_s, functools.partial(_inventory_row, nv, index)
+                )
+            except DeviceNotRespondingError as err:
+                found.append({"index": index, "lost": str(err)})
                 continue
-            row: Dict[str, Any] = {"index": index, "uuid": uuid, "minor": None}
-            getter = getattr(nv, "nvmlDeviceGetMinorNumber", None)
-            if getter is not None:
-                try:
-                    row["minor"] = int(getter(handle))
-                except nv.NVMLError as err:
-                    log.debug("NVML GPU %d has no minor number: %s", index, err)
-            try:
-                name = _text(nv.nvmlDeviceGetName(handle))
-            except nv.NVMLError:
-                name = "NVIDIA GPU"
-            row["name"] = name
-            row["model"] = catalog_model(name)
-            try:
-                parsed = parse_pci_bus_id(_text(nv.nvmlDeviceGetPciInfo(handle).busId))
-                row["pci_bus_id"] = _nvml_pci_text(parsed) if parsed else None
-            except nv.NVMLError:
-                row["pci_bus_id"] = None
-            found.append(row)
+            if row is not None:
+                found.append(row)
     except nv.NVMLError as err:
         raise DeviceNotFoundError(f"NVML could not list its GPUs: {err}") from err
     finally:
@@ -804,3 +818,39 @@ def inventory_nvml() -> List[Dict[str, Any]]:
         except Exception:  # pragma: no cover
             pass
     return found
+
+
+def _inventory_row(nv: Any, index: int) -> Optional[Dict[str, Any]]:
+    """GPU ``index`` as :func:`inventory_nvml` lists it; None when NVML cannot read it (a
+    lost one is ``{"index", "lost"}``).
+
+    Raises:
+        nv.NVMLError: listing the GPUs failed.
+    """
+    try:
+        handle = nv.nvmlDeviceGetHandleByIndex(index)
+        uuid = _text(nv.nvmlDeviceGetUUID(handle))
+    except nv.NVMLError as err:
+        log.debug("NVML GPU %d: %s", index, err)
+        if kind_of(err) == "lost":
+            return {"index": index, "lost": f"nvml:{index}: the GPU is lost ({err})"}
+        return None
+    row: Dict[str, Any] = {"index": index, "uuid": uuid, "minor": None}
+    getter = getattr(nv, "nvmlDeviceGetMinorNumber", None)
+    if getter is not None:
+        try:
+            row["minor"] = int(getter(handle))
+        except nv.NVMLError as err:
+            log.debug("NVML GPU %d has no minor number: %s", index, err)
+    try:
+        name = _text(nv.nvmlDeviceGetName(handle))
+    except nv.NVMLError:
+        name = "NVIDIA GPU"
+    row["name"] = name
+    row["model"] = catalog_model(name)
+    try:
+        parsed = parse_pci_bus_id(_text(nv.nvmlDeviceGetPciInfo(handle).busId))
+        row["pci_bus_id"] = _nvml_pci_text(parsed) if parsed else None
+    except nv.NVMLError:
+        row["pci_bus_id"] = None
+    return row

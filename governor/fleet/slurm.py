@@ -700,8 +700,9 @@ def _prolog(env, settings, say, opener, resolver) -> int:
     for problem in problems:
         say(problem, error=True)
     opener = opener or _default_opener
-    for gpu in gpus:
-        record["gpus"].append(_prolog_gpu(gpu, settings, policy, job, opener, say))
+    record["gpus"] = _each_gpu(
+        lambda gpu: _prolog_gpu(gpu, settings, policy, job, opener, say), gpus
+    )
     running = running_record_path(settings, job)
     _write_json(running, record)
     summary = ", ".join(f"{g['uuid']}: {_clock_text(g.get('clocks_mhz'))}" for g in record["gpus"])
@@ -930,11 +931,8 @@ def _epilog(env, settings, say, opener, resolver) -> int:
             }
             for g in found
         ]
-    failed = False
-    for gpu in gpus:
-        row = _epilog_gpu(gpu, job, opener, say)
-        failed = failed or bool(row.get("restore_failed"))
-        doc["gpus"].append(row)
+    doc["gpus"] = _each_gpu(lambda gpu: _epilog_gpu(gpu, job, opener, say), gpus)
+    failed = any(row.get("restore_failed") for row in doc["gpus"])
     _mean_caps(doc, gpus)
     if settings.via == "daemon":
         done = {g.get("daemon_uri") for g in gpus if g.get("via") == "daemon"}
@@ -1002,6 +1000,39 @@ def _mean_caps(doc: Dict[str, Any], gpus: List[Dict[str, Any]]) -> None:
             means.append(row["mean_cap_w"])
     if means:
         doc["mean_cap_w"] = round(sum(means), 3)
+
+
+def _each_gpu(
+    work: Callable[[Dict[str, Any]], Dict[str, Any]], gpus: List[Dict[str, Any]]
+) -> List[Dict[str, Any]]:
+    """``work(gpu)`` for every GPU at once, each on a thread of its own; the rows in the
+    GPUs' order. A wedged GPU then costs the script its own deadlines (opening, a read, the
+    restore: ``$GOVERNOR_DEVICE_DEADLINES``), not those of every GPU after it, so the script
+    ends well within Slurm's ``PrologEpilogTimeout`` and the job's start is not held."""
+    if len(gpus) <= 1:
+        return [work(gpu) for gpu in gpus]
+    import threading
+
+    rows: List[Optional[Dict[str, Any]]] = [None] * len(gpus)
+    errors: List[BaseException] = []
+
+    def one(i: int, gpu: Dict[str, Any]) -> None:
+        try:
+            rows[i] = work(gpu)
+        except BaseException as err:  # raised again below, in the script's own thread
+            errors.append(err)
+
+    threads = [
+        threading.Thread(target=one, args=(i, gpu), name=f"governor-slurm-gpu-{i}", daemon=True)
+        for i, gpu in enumerate(gpus)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return [row for row in rows if row is not None]
 
 
 def _undo_daemon_changes(job: str, done: Any, say) -> List[str]:

@@ -107,6 +107,13 @@ class DeviceCollector:
         self._opener = opener
         self._lock = threading.Lock()
         self._down: Dict[str, str] = {}  # device URI -> why it is down (its failed episode)
+        # device URI -> the opening in progress of a waiting device: a wedged GPU's open
+        # blocks, so it runs on a thread of its own and a scrape waits for it OPEN_WAIT_S
+        self._opening: Dict[str, _Opening] = {}
+
+    #: how long a scrape waits for a waiting device to open (s); one that takes longer is
+    #: left opening in the background and served from the first scrape after it opened
+    OPEN_WAIT_S = 1.0
 
     def describe(self) -> List[Any]:
         return []  # no reading of the devices when the collector is registered
@@ -126,7 +133,16 @@ class DeviceCollector:
             try:
                 if self._opener is None:
                     raise GovernorError(f"{uri}: cannot be opened")
-                device = self._opener(uri)
+                opening = self._opening.get(uri)
+                if opening is None:
+                    opening = self._opening[uri] = _Opening(self._opener, uri)
+                    opening.done.wait(self.OPEN_WAIT_S)
+                if not opening.done.is_set():
+                    raise GovernorError(
+                        self._down.get(uri) or f"{uri}: not responding: still opening"
+                    )
+                del self._opening[uri]
+                device = opening.result()
             except GovernorError as err:
                 if uri not in self._down:
                     log.warning("%s: down, not read until it answers: %s", uri, err)
@@ -165,6 +181,37 @@ class DeviceCollector:
         left = info.get("budget_remaining_j")
         if left is not None:
             families.budget.add_metric(labels, float(left))
+
+
+class _Opening:
+    """``opener(uri)`` on a thread of its own; :meth:`result` once ``done`` is set."""
+
+    def __init__(self, opener: Callable[[str], Device], uri: str) -> None:
+        self.done = threading.Event()
+        self._device: Optional[Device] = None
+        self._error: Optional[GovernorError] = None
+
+        def run() -> None:
+            try:
+                self._device = opener(uri)
+            except GovernorError as err:
+                self._error = err
+            except Exception as err:  # a backend's bug: the scrape says it, not a traceback
+                self._error = GovernorError(f"{uri}: cannot be opened: {err}")
+            self.done.set()
+
+        threading.Thread(target=run, name=f"governor-open {uri}", daemon=True).start()
+
+    def result(self) -> Device:
+        """The device opened.
+
+        Raises:
+            GovernorError: it could not be opened.
+        """
+        if self._error is not None:
+            raise self._error
+        assert self._device is not None
+        return self._device
 
 
 class _Families:

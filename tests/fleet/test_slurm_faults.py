@@ -85,3 +85,48 @@ def test_a_gpu_lost_before_the_job_is_logged_and_drains_only_when_strict(slurm, 
     fake_nvml.faults()
     assert slurm("epilog", 32).returncode == 0
     assert fake_nvml.gpu(0).gpu_locked is None
+
+
+DEADLINES = "read=0.5,write=0.5,open=0.5,close=0.5"  # GOVERNOR_DEVICE_DEADLINES of slurmd
+
+
+def test_a_gpu_wedged_during_the_job_is_recorded_not_restored_and_the_other_is(slurm, fake_nvml):
+    """The epilog ends (its own deadlines, not a hung driver's) and records the wedged GPU as
+    not restored; the other GPU is given back; reset restores the first once it answers."""
+    assert slurm("prolog", 33, GOVERNOR_POLICY="max").returncode == 0
+    fake_nvml.hang(0)  # the A100's driver stops answering while the job runs
+    try:
+        done = slurm("epilog", 33, GOVERNOR_DEVICE_DEADLINES=DEADLINES)
+        assert done.returncode == 0, done.stderr
+        doc = json.loads((slurm.records / "33.json").read_text())
+        wedged, served = doc["gpus"]
+        assert wedged["restore_failed"] is True
+        assert "not responding" in " ".join(wedged["errors"])
+        assert served.get("restore_failed") is None and served["restored"]
+        assert fake_nvml.gpu(1).gpu_locked is None  # the T4 was given back
+        assert fake_nvml.gpu(0).gpu_locked is not None  # the A100 could not be
+    finally:
+        fake_nvml.unhang(0)
+    reset = subprocess.run(
+        [sys.executable, "-m", "governor", "reset", "--all"],
+        env=fake_nvml.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert reset.returncode == 0, reset.stderr
+    assert fake_nvml.gpu(0).gpu_locked is None
+
+
+def test_a_gpu_wedged_before_the_job_does_not_hold_its_start(slurm, fake_nvml):
+    fake_nvml.hang(1)
+    try:
+        done = slurm("prolog", 34, GOVERNOR_POLICY="max", GOVERNOR_DEVICE_DEADLINES=DEADLINES)
+    finally:
+        fake_nvml.unhang(1)
+    assert done.returncode == 0, done.stderr  # not strict: the job starts
+    record = json.loads((slurm.records / "running" / "34.json").read_text())
+    assert fake_nvml.gpu(0).gpu_locked is not None  # the A100 got its policy
+    assert "not responding" in json.dumps(record) or "not responding" in done.stderr
+    assert slurm("epilog", 34, GOVERNOR_DEVICE_DEADLINES=DEADLINES).returncode == 0
+    assert fake_nvml.gpu(0).gpu_locked is None

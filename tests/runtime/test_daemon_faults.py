@@ -60,3 +60,49 @@ def test_a_gpu_lost_before_the_daemon_starts_is_one_line(fake_nvml, monkeypatch)
     assert "\n" not in str(info.value)
     assert not sock.exists()  # nothing half-started is left
     assert [g.writes for g in fake_nvml.state()] == [0, 0]
+
+
+def test_a_wedged_gpu_fails_its_requests_and_holds_no_other_client(fake_nvml, monkeypatch):
+    """While GPU 0's driver blocks every call (its hang file), a request on it fails with one
+    line once its 0.5-s deadline passes (and at once after that), another client's request
+    on GPU 1 is served meanwhile, status shows which device does not respond, and GPU 0 is
+    served again once it answers."""
+    import threading
+
+    monkeypatch.setattr(backend, "_is_root", lambda: True)
+    monkeypatch.setenv("GOVERNOR_DEVICE_DEADLINES", "read=0.5,write=0.5,open=0.5,close=0.5")
+    sock = short_socket_dir() / "gd.sock"
+    text = config_text(sock, ['uri = "nvml:0"', 'uri = "nvml:1"'], "test_mode = true")
+    server = DaemonServer(parse_config(text, "test.toml")).start_in_thread()
+    try:
+        assert ask(server, action="lock", device="nvml:0", min_mhz=900)["ok"] is True
+        fake_nvml.hang(0)
+        replies = {}
+
+        def wedged_client():
+            replies["nvml:0"] = ask(server, action="lock", device="nvml:0", min_mhz=1005)
+
+        thread = threading.Thread(target=wedged_client)
+        thread.start()
+        # the other client's request does not wait for the wedged one
+        assert ask(server, action="lock", device="nvml:1", min_mhz=900)["ok"] is True
+        thread.join(60)
+        reply = replies["nvml:0"]
+        assert reply["ok"] is False and reply["code"] == "failed"
+        assert "nvml:0: not responding" in reply["error"] and "\n" not in reply["error"]
+        assert fake_nvml.gpu(1).gpu_locked == (900, 900)
+        status = ask(server, action="status")
+        assert status["ok"] is True
+        wedged, served = status["result"]["devices"]
+        assert wedged["responding"] is False and "not responding" in wedged["not_responding"]
+        assert served["responding"] is True and served["state"] is not None
+        came_back = threading.Event()
+        server._slots["nvml:0"].device.on_responding(lambda up, why: up and came_back.set())
+        fake_nvml.unhang(0)
+        assert came_back.wait(60)
+        assert ask(server, action="reset", device="nvml:0")["ok"] is True
+        assert fake_nvml.gpu(0).gpu_locked is None
+        assert ask(server, action="reset", device="nvml:1")["ok"] is True
+    finally:
+        fake_nvml.unhang(0)
+        server.stop()

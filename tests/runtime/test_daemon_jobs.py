@@ -203,3 +203,69 @@ def test_bad_authorization_settings_are_one_line_naming_the_key(fake_nvml):
     with pytest.raises(ConfigError, match=r"^test.toml: daemon.admin_group: no group named"):
         DaemonServer(parse_config(text, "test.toml")).start()
     assert not sock.exists()
+
+
+def test_slurm_is_asked_outside_the_devices_lock_and_once_per_process(daemon, tmp_path):
+    """The client's Slurm job comes from ``scontrol pidinfo`` where its cgroup names none; a
+    slow scontrol (without slurmd it waits on a DNS lookup of the controller: the 5-s stall of
+    issue 47) must not hold the device's other requests, and is asked once per process."""
+    import threading
+    import time
+
+    from governor.runtime.daemon import jobs
+
+    jobs._pidinfo.clear()  # answers kept by earlier tests of this process
+    calls, go = tmp_path / "scontrol-calls", tmp_path / "scontrol-go"
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text(
+        "#!/bin/sh\n"
+        f"echo called >> {calls}\n"
+        f"while [ ! -e {go} ]; do sleep 0.01; done\n"
+        "echo 'Slurm job id 0 ends at UNLIMITED'\n"
+    )
+    scontrol.chmod(0o755)
+    me = os.getpid()
+    tree = daemon.proc_tree / str(me)
+    tree.mkdir(parents=True, exist_ok=True)
+    (tree / "cgroup").write_text("0::/user.slice/user-0.slice/session-1.scope\n")
+    (tree / "stat").write_text(f"{me} (python) S " + " ".join(["1"] * 19) + " 4242 0\n")
+    daemon.authority = type(daemon.authority)(
+        admin_uids=daemon.authority.admin_uids,
+        job_records=daemon.records,
+        proc_root=daemon.proc_tree,
+        scontrol=str(scontrol),
+    )
+    peer = (me, 0, 0)  # an admin: refused nothing, but its job is still recorded
+    replies = {}
+
+    def lock():
+        line = json.dumps({"action": "lock", "device": "nvml:0", "min_mhz": 900}) + "\n"
+        replies["lock"] = daemon.handle_line(line.encode(), peer)
+
+    thread = threading.Thread(target=lock)
+    thread.start()
+    end = time.monotonic() + 60
+    while not calls.exists() and time.monotonic() < end:
+        time.sleep(0.01)
+    assert calls.exists(), "scontrol was never asked"
+    # scontrol is still running: the device's status is answered meanwhile
+    answered = threading.Event()
+
+    def status():
+        replies["status"] = daemon.handle_line(b'{"action": "status", "device": "nvml:0"}\n', peer)
+        answered.set()
+
+    threading.Thread(target=status, daemon=True).start()
+    try:
+        assert answered.wait(30), "status waited for scontrol (asked under the device's lock)"
+        assert replies["status"]["ok"] is True and thread.is_alive()
+    finally:
+        go.write_text("go")
+    thread.join(60)
+    assert replies["lock"]["ok"] is True
+    again = daemon.handle_line(
+        (json.dumps({"action": "lock", "device": "nvml:0", "min_mhz": 1005}) + "\n").encode(), peer
+    )
+    assert again["ok"] is True
+    assert calls.read_text().count("called") == 1  # kept for the process
+    assert daemon.handle_line(b'{"action": "reset", "device": "nvml:0"}\n', peer)["ok"]

@@ -220,9 +220,25 @@ def open_jetson(spec: str = "", *, clock: Optional[Clock] = None) -> JetsonDevic
     """
     if spec.strip():
         raise InvalidRequestError(f"the jetson device takes no argument (got {spec!r})")
-    fs = SysfsRoot()
-    devfreq, rails, nvp, clocks = open_board(fs)
-    return JetsonDevice(fs, devfreq, rails=rails, nvpmodel=nvp, jetson_clocks=clocks, clock=clock)
+    from governor.devices.deadline import call_with_deadline, deadlines_s
+
+    def opening() -> JetsonDevice:
+        fs = SysfsRoot()
+        devfreq, rails, nvp, clocks = open_board(fs)
+        return JetsonDevice(
+            fs, devfreq, rails=rails, nvpmodel=nvp, jetson_clocks=clocks, clock=clock
+        )
+
+    # a stalled sysfs read (the BPMP, an I2C power monitor) blocks: opening has a deadline
+    device: JetsonDevice = call_with_deadline(
+        "jetson", "opening it", deadlines_s()["open"], opening, _close_late
+    )
+    return device
+
+
+def _close_late(device: JetsonDevice) -> None:
+    """Close a device whose opening answered after its deadline (nobody holds it)."""
+    device.close()
 
 
 def discover_jetson() -> List[str]:

@@ -18,15 +18,24 @@ of them may change (``apply``, ``lock``, ``reset``; ``status`` is for everyone a
 
 The pid, uid and gid are the kernel's (``SO_PEERCRED``), the groups the kernel's record in
 ``/proc/<pid>/status``. A refusal is one line naming what the client may change.
+
+A process's Slurm job does not change over its life, so the answer of ``scontrol pidinfo`` (a
+subprocess that, without a configured slurmd, waits on a DNS lookup of the controller: up to
+the resolver's 5 s, about one call in a hundred under load) is kept per process (pid and
+start time), a "no job" answer for :data:`NO_JOB_TTL_S`; the daemon asks before it takes a
+device's lock, never while holding it.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
 import stat
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import FrozenSet, List, Optional, Sequence, Tuple
@@ -52,6 +61,49 @@ def slurm_job_of(pid: int, proc_root: Path = Path("/proc")) -> Optional[str]:
         if match:
             return match.group(1)
     return None
+
+
+#: how long a "no job" answer of scontrol is kept for a process (s); a job's is kept for good
+NO_JOB_TTL_S = 60.0
+_CACHE_SIZE = 1024  # processes remembered (least recently asked dropped first)
+_pidinfo_lock = threading.Lock()
+_pidinfo: "collections.OrderedDict[Tuple[int, str], Tuple[Optional[str], float]]" = (  # noqa: UP037 - 3.8
+    collections.OrderedDict()
+)
+
+
+def _start_time(pid: int, proc_root: Path) -> Optional[str]:
+    """The start time of process ``pid`` (field 22 of /proc/<pid>/stat): with the pid, the
+    process's identity (pids are reused); None when it cannot be read."""
+    try:
+        text = (proc_root / str(pid) / "stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def cached_job_by_pidinfo(
+    pid: int, scontrol: str, proc_root: Path = Path("/proc"), timeout_s: float = 5.0
+) -> Optional[str]:
+    """:func:`slurm_job_by_pidinfo`, remembered per process (see the module docstring)."""
+    started = _start_time(pid, proc_root)
+    if started is None:
+        return slurm_job_by_pidinfo(pid, scontrol, timeout_s)
+    key = (pid, started)
+    now = time.monotonic()
+    with _pidinfo_lock:
+        hit = _pidinfo.get(key)
+        if hit is not None and (hit[0] is not None or now < hit[1]):
+            _pidinfo.move_to_end(key)
+            return hit[0]
+    job = slurm_job_by_pidinfo(pid, scontrol, timeout_s)
+    with _pidinfo_lock:
+        _pidinfo[key] = (job, time.monotonic() + NO_JOB_TTL_S)
+        _pidinfo.move_to_end(key)
+        while len(_pidinfo) > _CACHE_SIZE:
+            _pidinfo.popitem(last=False)
+    return job
 
 
 def slurm_job_by_pidinfo(pid: int, scontrol: str, timeout_s: float = 5.0) -> Optional[str]:
@@ -123,7 +175,7 @@ class Authority:
             return None
         job = slurm_job_of(pid, self.proc_root)
         if job is None and self.scontrol is not None:
-            job = slurm_job_by_pidinfo(pid, self.scontrol)
+            job = cached_job_by_pidinfo(pid, self.scontrol, self.proc_root)
         return job
 
     def job_gpus(self, job: str) -> Tuple[Optional[FrozenSet[str]], str]:

@@ -165,9 +165,10 @@ class LeaseKeeper:
         """The GPU's lease, its cap integral, its power-limit range, power limit and power."""
         with self._lock:
             doc = self._info(device, self._clock())
-        limits = device.power_limit_range() if device.capabilities.power_limit else None
-        doc["power_limit_range_w"] = [limits.min_w, limits.max_w] if limits else None
-        try:
+        doc["power_limit_range_w"] = None
+        try:  # a lost or not-responding GPU: its entry says why, the others are served
+            limits = device.power_limit_range() if device.capabilities.power_limit else None
+            doc["power_limit_range_w"] = [limits.min_w, limits.max_w] if limits else None
             doc["power_limit_w"] = device.state().power_limit_w
             power = device.sample().power_w
             doc["power_w"] = power if power is not None and math.isfinite(power) else None

@@ -51,7 +51,7 @@ from governor.devices.daemon.protocol import (
     error_reply,
     ok_reply,
 )
-from governor.errors import GovernorError, InvalidRequestError
+from governor.errors import DeviceLostError, GovernorError, InvalidRequestError
 from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
 from governor.runtime.daemon.connections import ConnectionLoop
 from governor.runtime.daemon.jobs import Authority
@@ -341,11 +341,14 @@ class DaemonServer:
             )
         if refusal is not None:
             raise ProtocolError("not-allowed", refusal, request.id)
+        # asked before the device's lock, never under it: the answer may take a subprocess
+        # (scontrol pidinfo), and every other request on the device would wait for it
+        job = self.authority.job_of(peer) if request.action in ("apply", "lock") else None
         with slot.lock:
             if request.action == "apply":
-                result = self._apply(slot, request, peer)
+                result = self._apply(slot, request, peer, job)
             elif request.action == "lock":
-                result = self._lock(slot, request, peer)
+                result = self._lock(slot, request, peer, job)
             elif request.action == "cap":
                 result = self.leases.grant(
                     slot,
@@ -376,7 +379,9 @@ class DaemonServer:
             )
         return slot
 
-    def _apply(self, slot: Slot, request: Request, peer: PeerCredentials) -> Dict[str, Any]:
+    def _apply(
+        self, slot: Slot, request: Request, peer: PeerCredentials, job: Optional[str]
+    ) -> Dict[str, Any]:
         policy = str(request.policy)
         if policy not in self.config.allow_policies:
             from governor.runtime.daemon.config import CLIENT_POLICIES
@@ -390,10 +395,12 @@ class DaemonServer:
         slot.stop_governor()
         previous = slot.device.state().to_dict()
         applied = slot.apply_static(policy)
-        slot.mark(applied, peer, self.authority.job_of(peer))
+        slot.mark(applied, peer, job)
         return {"device": slot.device.uri, "applied": applied, "previous": previous}
 
-    def _lock(self, slot: Slot, request: Request, peer: PeerCredentials) -> Dict[str, Any]:
+    def _lock(
+        self, slot: Slot, request: Request, peer: PeerCredentials, job: Optional[str]
+    ) -> Dict[str, Any]:
         lo_limit, hi_limit = slot.limits_mhz()
         low = float(cast(float, request.min_mhz))  # decode_request requires it for a lock
         high = float(request.max_mhz) if request.max_mhz is not None else low
@@ -408,7 +415,7 @@ class DaemonServer:
         previous = slot.device.state().to_dict()
         lo, hi = slot.device.lock_gpu_clocks(slot.nearest_allowed(low), slot.nearest_allowed(high))
         applied = {"gpu_clocks_mhz": [lo, hi]}
-        slot.mark(applied, peer, self.authority.job_of(peer))
+        slot.mark(applied, peer, job)
         return {"device": slot.device.uri, "applied": applied, "previous": previous}
 
     def _reset(self, slot: Slot) -> Dict[str, Any]:
@@ -451,9 +458,34 @@ class DaemonServer:
             },
             "caller": {"uid": uid, "pid": pid},
             "devices": [
-                dict(slot.status(), cluster=self.leases.info(slot.device)) for slot in slots
+                dict(_with_health(slot), cluster=self.leases.info(slot.device)) for slot in slots
             ],
         }
+
+
+def _with_health(slot: Slot) -> Dict[str, Any]:
+    """A device's status entry, with whether it answers its calls (``responding``) and, when
+    it does not, why (``not_responding``: a call missed its deadline; retried meanwhile)."""
+    try:
+        doc = slot.status()
+    except DeviceLostError as err:  # lost or not responding: the other devices are served
+        device = slot.device
+        doc = {
+            "uri": device.uri,
+            "name": device.identity.name,
+            "model": device.identity.model,
+            "policy": dict(slot.config.policy),
+            "enforcing": slot.enforced,
+            "client_override": slot.override,
+            "changed": device.changed,
+            "state": None,
+            "state_error": str(err),
+        }
+    why = slot.device.not_responding
+    doc["responding"] = why is None
+    if why is not None:
+        doc["not_responding"] = why
+    return doc
 
 
 def _expanded_devices(config: DaemonConfig) -> List[DeviceConfig]:

@@ -22,6 +22,8 @@ the binding's real marshalling, versioned symbols, buffer conventions and error 
   reads again on every call on a GPU: a GPU lost (``NVML_ERROR_GPU_IS_LOST`` from every call)
   or flaky (every k-th call in each process returns a transient error), switched on and off
   while governor runs.
+- **A wedged driver**: :meth:`FakeNvml.hang` creates ``<state>.hang<N>``; while it exists every
+  call on GPU N blocks (polled), as on a GPU in a bad state; :meth:`FakeNvml.unhang` removes it.
 """
 
 from __future__ import annotations
@@ -265,6 +267,25 @@ class FakeNvml:
         os.replace(partial, self.faults_path)  # the library never reads a half-written file
         return self
 
+    def hang_path(self, index: int) -> Path:
+        """The file whose presence wedges GPU ``index`` (``<state>.hang<N>``)."""
+        return self.state_path.with_name(f"{self.state_path.name}.hang{index}")
+
+    def hang(self, index: int, *, global_lock: bool = False) -> FakeNvml:
+        """Wedge GPU ``index``: from the next call, every call on it (in every process)
+        blocks until :meth:`unhang`. With ``global_lock`` the blocked call holds the library's
+        lock, so every other call in that process blocks behind it too."""
+        self.hang_path(index).write_text("global\n" if global_lock else "hang\n")
+        return self
+
+    def unhang(self, index: int) -> FakeNvml:
+        """GPU ``index`` answers again: blocked calls finish within a few ms."""
+        try:
+            self.hang_path(index).unlink()
+        except FileNotFoundError:
+            pass
+        return self
+
     def state(self) -> List[GpuState]:
         """The fake driver's state file, GPU by GPU in NVML index order ([] before any init)."""
         if not self.state_path.exists():
@@ -314,5 +335,8 @@ class FakeNvml:
         return leaked
 
     def close(self) -> int:
-        """End of the test: undo leaked initialisations; returns how many there were."""
+        """End of the test: let wedged GPUs go, undo leaked initialisations; returns how many
+        there were."""
+        for path in self.work_dir.glob(self.state_path.name + ".hang*"):
+            path.unlink()
         return self._balance()

@@ -30,6 +30,9 @@
  *                                      (the GPU fell off the bus; 0 or no line: it is back)
  *           gpu.N.flaky = K[:code]     every K-th call on GPU N (counted in each process)
  *                                      returns code (default NVML_ERROR_TIMEOUT)
+ *   <FAKE_NVML_STATE>.hang<N>  while this file exists, every call on GPU N blocks (a wedged
+ *       driver); removing it lets the calls finish. Other GPUs are answered meanwhile, unless
+ *       the file's first word is "global" (then the hung call holds the library lock).
  *   FAKE_NVML_STATE   a text file holding what setters change (locked clocks, power limits)
  *       and the energy epoch, shared by every process under flock(2):
  *           fake-nvml-state 1
@@ -457,7 +460,30 @@ static unsigned long g_calls[MAX_GPUS]; /* calls on each GPU in this process, fo
 
 /* The fault of this call on GPU gpu (NVML_SUCCESS: none). The file is small and read on every
  * call, so a fault switched on or off by the test takes effect on the next call. */
+/* A wedged GPU: while the file <FAKE_NVML_STATE>.hang<N> exists, every call on GPU N blocks
+ * (polled every 5 ms), as a real driver does on a GPU in a bad state. The library lock is let
+ * go while it waits, so other GPUs' calls in this process are answered; a file whose first
+ * word is "global" keeps the lock instead, so every call in this process blocks behind it (a
+ * driver whose hung call holds a library-wide lock). Called with the library lock held. */
+static void wait_while_hung(int gpu) {
+    const char *state = getenv("FAKE_NVML_STATE");
+    if (!state || !*state || gpu < 0 || gpu >= MAX_GPUS) return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s.hang%d", state, gpu);
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        if (!f) return;
+        char word[16] = "";
+        int global = fscanf(f, "%15s", word) == 1 && strcmp(word, "global") == 0;
+        fclose(f);
+        if (!global) UNLOCK();
+        usleep(5000);
+        if (!global) LOCK();
+    }
+}
+
 static nvmlReturn_t injected_fault(int gpu) {
+    wait_while_hung(gpu);
     const char *path = getenv("FAKE_NVML_FAULTS");
     if (!path || !*path || gpu < 0 || gpu >= MAX_GPUS) return NVML_SUCCESS;
     FILE *f = fopen(path, "r");
