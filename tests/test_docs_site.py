@@ -205,3 +205,16 @@ def test_runtime_reference_shows_the_governors_signature():
         params.append(p.name if p.default is p.empty else f"{p.name}={p.default!r}")
     shown = f"`Governor({', '.join(params)})`"
     assert shown in (DOCS / "runtime.md").read_text(encoding="utf-8")
+
+
+def test_developer_pages_are_under_development_not_among_the_users_figures():
+    """The refactor proofs and mutation scores are for maintainers: the Measurements section
+    holds users' figures only (issue 49)."""
+    import yaml
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    sections = {k: v for item in nav if isinstance(item, dict) for k, v in item.items()}
+    development = [p for entry in sections["Development"] for p in entry.values()]
+    measurements = [p for entry in sections["Measurements"] for p in entry.values()]
+    for page in ("mutation.md", "benchmarks/runtime-refactor.md"):
+        assert page in development and page not in measurements
