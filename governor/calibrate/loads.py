@@ -94,4 +94,25 @@ def make_load(device: Device, spec: str) -> Load:
         )
     if spec.startswith("workload:"):
         return SimLoad(device, spec.split(":", 1)[1], "builtin")
+    _check_command(spec)
     return CommandLoad(spec)
+
+
+def _check_command(spec: str) -> None:
+    """Refuse a command load whose program cannot be found, before any probe: a typo of a
+    built-in load (``memroy``) reads as a command and would fail only once it runs."""
+    import shutil
+
+    from governor.names import did_you_mean
+
+    try:
+        argv = shlex.split(spec)
+    except ValueError as err:
+        raise InvalidRequestError(f"--load {spec!r}: {err}") from None
+    if not argv or "/" in argv[0] or shutil.which(argv[0]) is not None:
+        return
+    hint = did_you_mean(argv[0], ("builtin", "compute", "memory")) if len(argv) == 1 else ""
+    raise InvalidRequestError(
+        f"unknown load {spec!r}{hint or ';'} --load takes builtin, memory, workload:NAME (a "
+        f"simulated board's) or a command, and {argv[0]!r} is no program on PATH"
+    )
