@@ -32,6 +32,19 @@ def _from_environment(message: str, own: List[str]) -> str:
     return message
 
 
+def _remedy(err: BaseException) -> str:
+    """What fixes an error the command itself cannot: a corrupt profile is set aside by a new
+    calibration (the calibrate command says so itself when it meets one)."""
+    from governor.profiles.store import CorruptProfileError
+
+    if isinstance(err, CorruptProfileError):
+        return (
+            "; 'governor calibrate' on that board sets it aside and writes a new one "
+            "(or remove the file)"
+        )
+    return ""
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     """Entry point of the console script; exits with the command's status."""
     from governor.cli.app import build_app
@@ -45,7 +58,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     try:
         result = app(args=args, prog_name="governor", standalone_mode=False)
     except GovernorError as err:
-        report_error(_from_environment(str(err), own), wants_json)
+        report_error(_from_environment(str(err), own) + _remedy(err), wants_json)
         sys.exit(1)
     except KeyboardInterrupt:
         report_error("interrupted", wants_json)

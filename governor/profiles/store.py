@@ -24,6 +24,7 @@ from governor.profiles.schema import SCHEMA_VERSION, check_document
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CorruptProfileError",
     "get_tuning",
     "parse_profile",
     "profile_paths",
@@ -52,6 +53,11 @@ def profile_paths(board: str) -> List[Path]:
     return [user_profiles_dir() / name, shipped_profiles_dir() / name]
 
 
+class CorruptProfileError(ProfileError):
+    """A profile file that is not a JSON object at all (torn, not UTF-8, not JSON): what
+    ``governor calibrate`` sets aside before writing a new one."""
+
+
 def parse_profile(data: bytes, path: Any = None) -> Dict[str, Any]:
     """Parse and check the bytes of a profile file (``path`` only names it in errors).
 
@@ -62,13 +68,13 @@ def parse_profile(data: bytes, path: Any = None) -> Dict[str, Any]:
     try:
         doc = json_loads(data.decode("utf-8"))
     except UnicodeDecodeError as err:
-        raise ProfileError(f"corrupt profile (not UTF-8 text: {err.reason})", path) from None
+        raise CorruptProfileError(f"corrupt profile (not UTF-8 text: {err.reason})", path) from None
     except RecursionError:
-        raise ProfileError("corrupt profile (nested too deeply)", path) from None
+        raise CorruptProfileError("corrupt profile (nested too deeply)", path) from None
     except ValueError as err:
-        raise ProfileError(f"corrupt profile (not JSON: {err})", path) from None
+        raise CorruptProfileError(f"corrupt profile (not JSON: {err})", path) from None
     if not isinstance(doc, dict):
-        raise ProfileError("corrupt profile (not a JSON object)", path)
+        raise CorruptProfileError("corrupt profile (not a JSON object)", path)
     return check_document(doc, path)
 
 

@@ -117,3 +117,21 @@ def test_no_profile_or_another_boards_still_falls_back(capsys):
     code, out, err = run_cli(capsys, "apply", "ppw", "--device", "sim:agx-orin", "--json")
     assert code == 0 and "another board" in json.loads(out)["notes"][0]
     run_cli(capsys, "reset", "--device", "sim:agx-orin")
+
+
+def test_a_corrupt_profile_says_that_calibrate_sets_it_aside_and_calibrate_does(capsys):
+    """The error names the way out (issue 49), and the way out works as said."""
+    (path, _shipped) = profile_paths("nano")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"{torn")
+    code, _out, err = run_cli(capsys, "apply", "ppw", "--device", "sim:nano")
+    assert code == 1
+    (line,) = err.strip().splitlines()
+    assert "corrupt profile" in line and str(path) in line
+    assert line.endswith(
+        "'governor calibrate' on that board sets it aside and writes a new one (or remove the file)"
+    )
+    code, _out, err = run_cli(capsys, "calibrate", "--device", "sim:nano")
+    assert code in (0, None), err
+    assert json.loads(path.read_text())["board"] == "nano"
+    assert [p.name.split(".json.")[1][:7] for p in path.parent.glob("nano.json.*")] == ["invalid"]
