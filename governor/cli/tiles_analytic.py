@@ -72,17 +72,26 @@ def _cache_get(board: str, section: str, key: str) -> Optional[Dict[str, Any]]:
     return hit if isinstance(hit, dict) else None
 
 
-def _cache_put(board: str, section: str, key: str, value: Dict[str, Any]) -> None:
+def _cache_put(
+    board: Optional[str], section: str, key: str, value: Dict[str, Any]
+) -> Optional[str]:
+    """Keep the choice in the board's profile, where the runtime finds it; returns the file.
+    Without ``--board`` nothing is written: a GPU name (``titanx``) is no board whose profile
+    anything reads, and the file it made was only a large cache."""
     from governor.errors import ProfileError
     from governor.profiles.store import put_tuning
 
+    if board is None:
+        return None
     try:
         put_tuning(board, section, key, value)
     except ProfileError as err:
         if err.path is not None:
             raise  # the board's profile file is malformed: say so, do not ignore it
+        return None
     except OSError:  # a cache that cannot be written is not an error
-        pass
+        return None
+    return _profile_file(board)
 
 
 def run(
@@ -117,7 +126,15 @@ def run(
         emit_json(doc)
     else:
         _print_table(doc)
+        if doc.get("cached_in"):
+            print(f"kept in the board's profile: {doc['cached_in']}")
     return 0
+
+
+def _profile_file(board: Optional[str]) -> Optional[str]:
+    from governor.profiles.store import profile_paths
+
+    return str(profile_paths(board)[0]) if board else None
 
 
 def _digest(doc: Any) -> str:
@@ -156,23 +173,21 @@ def _run_hhc(stencil, nest, gpu, size, steps, within, objective, board) -> Dict[
     if st.name not in card.c_iter_s:
         raise InvalidRequestError(f"{card.name} has no C_iter for {st.name}; calibrate it first")
     power = _power_model(objective, board)
-    cache_board = board or card.name
     key = _cache_key(
         {"stencil": st.name, "gpu": card.name, "size": dims, "steps": int(steps),
          "within": float(within), "objective": objective,
          "constants": _digest(card.to_dict())}
     )  # fmt: skip
-    hit = _cache_get(cache_board, "tiles-hhc", key) if power is None else None
+    hit = _cache_get(board, "tiles-hhc", key) if power is None and board else None
     if hit is not None:
-        return dict(hit, cached=True)
+        return dict(hit, cached=True, cached_in=_profile_file(board))
     from governor.tuning.analytic.hhc import select_hhc
 
     result = select_hhc(st, card, dims, int(steps), float(within), objective, power)
     doc = dict(result.to_dict(), constants_source=source,
                reference_clock_mhz=card.reference_clock_mhz)  # fmt: skip
-    if power is None:
-        _cache_put(cache_board, "tiles-hhc", key, doc)
-    return dict(doc, cached=False)
+    saved = _cache_put(board, "tiles-hhc", key, doc) if power is None else None
+    return dict(doc, cached=False, cached_in=saved)
 
 
 def _run_doacross(stencil, nest, gpu, size, steps, within, objective, board) -> Dict[str, Any]:
@@ -196,21 +211,19 @@ def _run_doacross(stencil, nest, gpu, size, steps, within, objective, board) -> 
     if len(dims) != ns.depth - 1:
         raise InvalidRequestError(f"{ns.name} needs {ns.depth - 1} space sizes in --size")
     power = _power_model(objective, board)
-    cache_board = board or card.name
     key = _cache_key(
         {"nest": ns.name, "gpu": card.name, "size": dims, "steps": int(steps),
          "objective": objective,
          "constants": _digest(constants.to_dict()) if constants else "illustrative"}
     )  # fmt: skip
-    hit = _cache_get(cache_board, "tiles-doacross", key) if power is None else None
+    hit = _cache_get(board, "tiles-doacross", key) if power is None and board else None
     if hit is not None:
-        return dict(hit, cached=True)
+        return dict(hit, cached=True, cached_in=_profile_file(board))
     extra: Dict[str, Any] = {} if ref_clock is None else {"reference_clock_mhz": ref_clock}
     result = doacross_search(ns, card, dims, int(steps), constants, objective, power, **extra)
     doc = result.to_dict()
-    if power is None:
-        _cache_put(cache_board, "tiles-doacross", key, doc)
-    return dict(doc, cached=False)
+    saved = _cache_put(board, "tiles-doacross", key, doc) if power is None else None
+    return dict(doc, cached=False, cached_in=saved)
 
 
 def _tiles_text(tiles: Dict[str, Any]) -> str:

@@ -27,17 +27,28 @@ def _run(capsys, **kw):
     return json.loads(capsys.readouterr().out)
 
 
-def test_hhc_json_keys_and_cache(capsys):
+def test_hhc_json_keys_and_cache(capsys, tmp_path):
     doc = _run(capsys, stencil="gradient2d", gpu="gtx980", size="8192,8192", steps=8192)
     assert {"model", "ideal_time_s", "best", "shortlist"} <= set(doc)
     assert doc["model"] == "hhc" and round(doc["ideal_time_s"], 2) == 16.35
     assert set(doc["best"]) >= {"tiles", "time_s"}
     assert all(s["time_s"] <= doc["best"]["time_s"] * 1.10 for s in doc["shortlist"])
-    assert doc["cached"] is False
+    assert doc["cached"] is False and doc["cached_in"] is None
+    # without --board nothing is written: a GPU name is no board whose profile is read
+    assert not list((tmp_path / "data").rglob("*.json"))
     again = _run(capsys, stencil="gradient2d", gpu="gtx980", size="8192,8192", steps=8192)
-    assert again["cached"] is True and again["best"] == doc["best"]
-    key = next(iter(json.loads(open_profile("gtx980"))["tuning"]["tiles-hhc"]))
-    assert get_tuning("gtx980", "tiles-hhc", key)["best"] == doc["best"]
+    assert again["cached"] is False and again["best"] == doc["best"]
+    # with --board the choice is kept in that board's profile, and the output says where
+    kept = _run(capsys, stencil="gradient2d", gpu="gtx980", size="8192,8192", steps=8192,
+                board="nano")  # fmt: skip
+    assert kept["cached"] is False and kept["cached_in"] == str(
+        tmp_path / "data" / "profiles" / "nano.json"
+    )
+    key = next(iter(json.loads(open_profile("nano"))["tuning"]["tiles-hhc"]))
+    assert get_tuning("nano", "tiles-hhc", key)["best"] == doc["best"]
+    again = _run(capsys, stencil="gradient2d", gpu="gtx980", size="8192,8192", steps=8192,
+                 board="nano")  # fmt: skip
+    assert again["cached"] is True and again["cached_in"] == kept["cached_in"]
 
 
 def open_profile(board):
@@ -46,20 +57,13 @@ def open_profile(board):
     return profile_paths(board)[0].read_text()
 
 
-def test_doacross_json_keys(capsys):
+def test_doacross_json_keys(capsys, tmp_path):
     doc = _run(capsys, model="doacross", nest="sor3d", size="16,16,16", steps=16)
     assert {"model", "best", "layouts_searched", "search_s"} <= set(doc)
     assert set(doc["best"]) >= {"tiles", "block", "grid", "time_s"}
     assert doc["model"] == "doacross" and doc["gpu"] == "c1060"
     assert isinstance(doc["best"]["block"], list) and doc["layouts_searched"] > 0
-    assert (
-        get_tuning(
-            "c1060",
-            "tiles-doacross",
-            next(iter(json.loads(open_profile("c1060"))["tuning"]["tiles-doacross"])),
-        )
-        is not None
-    )
+    assert doc["cached_in"] is None and not list((tmp_path / "data").rglob("*.json"))
 
 
 def test_energy_objective_uses_the_board_profile(capsys, tmp_path):
