@@ -47,6 +47,8 @@ class PairResult:
     default_energy_per_unit_j: float
     probes: List[Dict[str, float]] = field(default_factory=list)
     power_scope: str = "board"
+    #: device time under load the pair probes took (s)
+    device_time_s: float = 0.0
 
     @property
     def saving_rel(self) -> float:
@@ -64,6 +66,7 @@ class PairResult:
             "default_energy_per_unit_j": self.default_energy_per_unit_j,
             "saving_rel": self.saving_rel,
             "power_scope": self.power_scope,
+            "device_time_s": self.device_time_s,
             "probes": list(self.probes),
         }
 

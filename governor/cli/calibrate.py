@@ -183,7 +183,7 @@ def _search_pairs(dev: Any, load: Any, result: Any, window_s: float) -> Any:
     finally:
         prober.finish()
     pair.power_scope = prober.scope or "board"
-    result.device_time_s += prober.loaded_s
+    pair.device_time_s = prober.loaded_s
     return pair
 
 
@@ -306,7 +306,8 @@ def _print(doc: Dict[str, Any], result) -> None:
             f"PPW-optimal pair       [bold]{pair['clock_mhz']:g} MHz core, "
             f"{pair['mem_clock_mhz']:g} MHz memory[/bold]  ({100 * pair['saving_rel']:.1f} % "
             f"less {pair['power_scope']} energy per unit than {best:g} MHz at the default "
-            f"{pair['default_mem_clock_mhz']:g} MHz memory; {len(pair['probes'])} pair probes)"
+            f"{pair['default_mem_clock_mhz']:g} MHz memory; {len(pair['probes'])} pair probes, "
+            f"{pair['device_time_s']:.1f} s under load)"
         )
     interval = doc.get("optimum_interval")
     if interval:
