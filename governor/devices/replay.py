@@ -82,7 +82,7 @@ class ReplayDevice(RecordedDevice):
             "throttled": measured < requested - 0.005 * requested,
         }
 
-    def _supported_clocks_mhz(self):
+    def _supported_clocks_mhz(self) -> Tuple[float, ...]:
         return self.sweep.clock_mhz
 
     def _current_row(self) -> int:

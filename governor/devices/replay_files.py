@@ -22,7 +22,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Container, Dict, List, Optional, Tuple, Union
 
 from governor._compat import json_loads
 from governor.devices.replay_columns import canonical_csv, strip_bom
@@ -63,11 +63,11 @@ class Sweep:
     def energy_j(self) -> Tuple[float, ...]:
         return tuple(p * t for p, t in zip(self.power_w, self.time_s))
 
-    def rows(self, keep) -> Sweep:
+    def rows(self, keep: Container[int]) -> Sweep:
         """The same sweep with only the rows whose indices are in ``keep`` (held-out fits)."""
         from dataclasses import replace
 
-        def pick(xs):
+        def pick(xs: Tuple[float, ...]) -> Tuple[float, ...]:
             return tuple(x for i, x in enumerate(xs) if i in keep)
 
         return replace(

@@ -247,7 +247,7 @@ class SimDevice(WorkloadDevice):
         return self._temperature_c
 
     # -- description ----------------------------------------------------------------------
-    def _supported_clocks_mhz(self):
+    def _supported_clocks_mhz(self) -> List[float]:
         cache = self._clock_tables
         table = cache.get(self._power_mode)
         if table is None:
@@ -264,7 +264,7 @@ class SimDevice(WorkloadDevice):
             table = cache[self._power_mode] = tuple(sorted(self._supported_clocks_mhz()))
         return table
 
-    def _supported_mem_clocks_mhz(self):
+    def _supported_mem_clocks_mhz(self) -> Tuple[float, ...]:
         return self.board.mem_clocks_mhz
 
     def power_limit_range(self) -> Optional[PowerLimitRange]:
@@ -487,7 +487,9 @@ class SimDevice(WorkloadDevice):
 
     RAILS_SEEN = 4096  # readings kept per INA3221 rail (then forgotten, and kept anew)
 
-    def _rails(self, plan, powers: List[float]) -> Tuple[Rail, ...]:
+    def _rails(
+        self, plan: List[Tuple[str, float, float, str, Optional[float]]], powers: List[float]
+    ) -> Tuple[Rail, ...]:
         """The rails' readings for these powers (W); a rail that reads what it read before
         is the same (immutable) Rail, not built again: an INA3221 rail's by its current
         (integer mA: with the rail's fixed name, scope and voltage, the whole reading),

@@ -32,7 +32,7 @@ import csv
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from governor.devices.replay_files import MIN_CLOCKS, Sweep, _read_csv
 from governor.devices.sim.physics import BoardSpec, RailSpec, VoltageCurve, Workload
 from governor.errors import InvalidRequestError
 from governor.models import formulas
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = [
     "MEM_BUSY_SHARE",
@@ -59,11 +62,11 @@ __all__ = [
 _KS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
 
 
-def _t_model(f, tm: float, c: float, k: float):
+def _t_model(f: np.ndarray, tm: float, c: float, k: float) -> np.ndarray:
     return formulas.roofline_time_s(c / f, tm, k)
 
 
-def fit_time(f, t) -> Tuple[float, float, float]:
+def fit_time(f: ArrayLike, t: ArrayLike) -> Tuple[float, float, float]:
     """(k, t_mem_s, c_s_mhz) of the smooth roofline fitted to clocks ``f`` (MHz), times ``t`` (s)."""
     from scipy.optimize import least_squares
 
@@ -72,7 +75,7 @@ def fit_time(f, t) -> Tuple[float, float, float]:
     for k in _KS:
         for tm0 in (t.min() * 0.5, t.min() * 0.9, t.min() * 1e-3):
 
-            def resid(p, k=k):
+            def resid(p: np.ndarray, k: float = k) -> np.ndarray:
                 tm, c = np.exp(p)
                 return _t_model(f, tm, c, k) / t - 1.0
 
@@ -85,7 +88,9 @@ def fit_time(f, t) -> Tuple[float, float, float]:
     return best[1], float(best[2]), float(best[3])
 
 
-def fit_power(f, p, t, k: float, tm: float, c: float):
+def fit_power(
+    f: ArrayLike, p: ArrayLike, t: ArrayLike, k: float, tm: float, c: float
+) -> Tuple[float, float, List[float]]:
     """(ridge_mhz, beta_per_mhz, [P0, x_stall, x_busy]) fitted to powers ``p`` (W).
 
     The score is the squared relative error plus a penalty when the model's energy optimum
@@ -130,7 +135,7 @@ _ROBUST_REL = 0.01
 _TWIN_GRID = (30, 24)
 
 
-def fit_twin_time(f, t) -> Tuple[float, float, float]:
+def fit_twin_time(f: ArrayLike, t: ArrayLike) -> Tuple[float, float, float]:
     """(k, t_mem_s, c_s_mhz) of the smooth roofline, for a twin: for each ``k`` the roofline
     is linear in (t_mem^k, c^k) against t^k (non-negative least squares, weighted so that the
     residuals are relative errors of t), and the ``k`` with the least squared relative error
@@ -169,7 +174,13 @@ class Residuals:
     better than nothing. So noise stays noise, and a real feature several rows wide (A40 BLOOM
     forward: run time 6 % above the trend from 1065 to ~1250 MHz) is kept."""
 
-    def __init__(self, clocks_mhz, log_ratio, steps=_SMOOTH_STEPS, shares=_SMOOTH_SHARES):
+    def __init__(
+        self,
+        clocks_mhz: ArrayLike,
+        log_ratio: ArrayLike,
+        steps: Sequence[float] = _SMOOTH_STEPS,
+        shares: Sequence[float] = _SMOOTH_SHARES,
+    ) -> None:
         f = np.asarray(clocks_mhz, dtype=float)
         r = np.asarray(log_ratio, dtype=float)
         self.clocks_mhz, self.weights = f, np.zeros_like(f)
@@ -196,11 +207,11 @@ class Residuals:
                     self.weights = share * alpha
 
     @staticmethod
-    def _kernel(d, scale):
+    def _kernel(d: np.ndarray, scale: float) -> np.ndarray:
         x = math.sqrt(3.0) * d / scale
         return (1.0 + x) * np.exp(-x)
 
-    def factor(self, clocks_mhz):
+    def factor(self, clocks_mhz: ArrayLike) -> np.ndarray:
         """exp(smoothed log-ratio) at ``clocks_mhz``: 1 where nothing was kept."""
         f = np.atleast_1d(np.asarray(clocks_mhz, dtype=float))
         if self.share <= 0:
@@ -214,7 +225,17 @@ class TwinFit:
     x_stall, x_busy), the power cap ``cap_w`` (inf: none seen), and the smoothed residuals of
     time and power (:class:`Residuals`, set by :func:`fit_twin`)."""
 
-    def __init__(self, k, tm, c, ridge, beta, coef, cap_w, capped_rows):
+    def __init__(
+        self,
+        k: float,
+        tm: float,
+        c: float,
+        ridge: float,
+        beta: float,
+        coef: Sequence[float],
+        cap_w: float,
+        capped_rows: int,
+    ) -> None:
         self.k, self.tm, self.c = k, tm, c
         self.ridge, self.beta = ridge, beta
         self.p0, self.xs, self.xb = coef
@@ -223,7 +244,7 @@ class TwinFit:
         self.time_residuals: Optional[Residuals] = None
         self.power_residuals: Optional[Residuals] = None
 
-    def power_time(self, f):
+    def power_time(self, f: ArrayLike) -> Tuple[np.ndarray, np.ndarray]:
         """(power_w, time_s) at clocks ``f`` without the cap."""
         f = np.asarray(f, dtype=float)
         t = _t_model(f, self.tm, self.c, self.k)
@@ -235,7 +256,7 @@ class TwinFit:
 _SUBSETS = ((0, 1, 2), (0, 1), (0, 2), (1, 2), (0,), (1,), (2,))
 
 
-def _nnls3(a, y):
+def _nnls3(a: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Non-negative least squares of many 3-unknown problems at once: ``a`` (G, n, 3), ``y``
     (G, n) -> x (G, 3). Exact: the solution is the best of the unconstrained solutions on
     each subset of the unknowns that come out non-negative."""
@@ -261,8 +282,15 @@ def _nnls3(a, y):
 
 
 def fit_twin_power(
-    f, p, t, k: float, tm: float, c: float, robust_rel: float = _ROBUST_REL, grid=_TWIN_GRID
-):
+    f: ArrayLike,
+    p: ArrayLike,
+    t: ArrayLike,
+    k: float,
+    tm: float,
+    c: float,
+    robust_rel: float = _ROBUST_REL,
+    grid: Tuple[int, int] = _TWIN_GRID,
+) -> Tuple[float, float, List[float]]:
     """(ridge_mhz, beta_per_mhz, [P0, x_stall, x_busy]) for a twin: the model and grid of
     :func:`fit_power` (with its energy-optimum penalty), all grid points solved at once, and
     the soft-L1 loss of the relative error (scale ``robust_rel``) by reweighted NNLS, so that
@@ -293,7 +321,7 @@ def fit_twin_power(
     return float(ridges[i]), float(betas[i]), [float(v) for v in x[i]]
 
 
-def fit_twin(f, p, t, smooth: bool = True) -> TwinFit:
+def fit_twin(f: ArrayLike, p: ArrayLike, t: ArrayLike, smooth: bool = True) -> TwinFit:
     """Fit a twin to a sweep: clocks ``f`` (MHz, ascending), powers ``p`` (W), times ``t`` (s).
 
     The model of :func:`fit_power` / :func:`fit_time`, with one more choice: a power cap.
@@ -461,7 +489,7 @@ class _Activity:
         return cls(alpha, fit.xs / alpha, fit.xb / alpha)
 
     @classmethod
-    def with_share(cls, fit: TwinFit, f, busy_share: float) -> _Activity:
+    def with_share(cls, fit: TwinFit, f: ArrayLike, busy_share: float) -> _Activity:
         """The split fixed at ``busy_share``, ``alpha`` the least-squares match of the fit's
         activity ``x_stall + x_busy·u`` over the main sweep's clocks ``f``."""
         f = np.asarray(f, dtype=float)
@@ -514,7 +542,7 @@ def _mem_deltas(
 _MAX_TABLE_STEP_MHZ = 20.0
 
 
-def _known_table(clocks) -> Optional[Tuple[float, ...]]:
+def _known_table(clocks: Sequence[float]) -> Optional[Tuple[float, ...]]:
     """The clocks of a catalog board's own table (one the catalog does not mark as inferred)
     that hold every measured clock, from the lowest measured clock to the highest; None when
     no board's table holds them all. A Jetson sweep of every devfreq step (the Nano's
@@ -530,7 +558,7 @@ def _known_table(clocks) -> Optional[Tuple[float, ...]]:
     return None
 
 
-def _clock_table(measured) -> Tuple[float, ...]:
+def _clock_table(measured: Sequence[float]) -> Tuple[float, ...]:
     """The twin's clock table. A sweep whose clocks all belong to a catalog board's measured
     table gives that table over the sweep's span (:func:`_known_table`). Else a sweep on a
     driver's grid (every gap a multiple of the smallest, which is at most
@@ -563,7 +591,9 @@ def _clock_table(measured) -> Tuple[float, ...]:
 NOISE_REACH_STEPS = 2.0
 
 
-def _noise_at(clocks, f_meas, noise, reach_mhz: float):
+def _noise_at(
+    clocks: np.ndarray, f_meas: np.ndarray, noise: np.ndarray, reach_mhz: float
+) -> np.ndarray:
     """The measured rows' noise at ``clocks``: exact at measured clocks, linear between two
     measured clocks at most ``reach_mhz`` apart, decaying linearly to 0 over ``reach_mhz``
     from each side across wider gaps and beyond the ends."""
@@ -585,7 +615,15 @@ def _noise_at(clocks, f_meas, noise, reach_mhz: float):
     return out
 
 
-def _factor_knots(table, f_meas, measured, base, res, reach_steps: Optional[float], spread=None):
+def _factor_knots(
+    table: Sequence[float],
+    f_meas: ArrayLike,
+    measured: ArrayLike,
+    base: np.ndarray,
+    res: Optional[Residuals],
+    reach_steps: Optional[float],
+    spread: Optional[ArrayLike] = None,
+) -> Tuple[Tuple[float, float], ...]:
     """(clock_mhz, factor) knots at the table's and the measured clocks that make the twin
     answer the measured value at every measured clock: the smoothed residual
     (:class:`Residuals`, relative to the fit) plus each row's own remainder (its noise, as
@@ -741,7 +779,7 @@ def twin_board(
     spread = np.arange(len(f)) < len(f) - fit.capped_rows
     base_p = np.array([board.steady_gpu_power_w(x, workload, mem_ref) for x in f_used])
     base_t = np.array([workload.time_per_unit_s(x, mem_ref) for x in f_used])
-    factors = {}
+    factors: Dict[str, Any] = {}  # Workload fields by name (time_factor, power_factor)
     for key, res, measured, base in (
         ("time_factor", fit.time_residuals, t_used, base_t),
         ("power_factor", fit.power_residuals, p_used, base_p),
