@@ -231,3 +231,82 @@ def test_kill_9_then_reset_restores_the_memory_clock(orin, capsys):
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def _run_cli_child(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "governor", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+
+
+def _wait_locked(orin, child: subprocess.Popen) -> None:
+    import time
+
+    deadline = time.monotonic() + 60
+    while orin() != (1, 665600000):
+        assert child.poll() is None, child.stderr.read()
+        assert time.monotonic() < deadline, "governor run never locked the memory clock"
+        time.sleep(0.05)
+
+
+RUN = ("run", "--device", "jetson", "--policy", "clock", "--clock", "408", "--mem-clock", "700")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_governor_run_mem_clock_is_restored_after_a_signal(orin, signum, tmp_path):
+    import time
+
+    started = tmp_path / "started"  # the job runs: run forwards signals to it from now on
+    child = _run_cli_child(*RUN, "--", "sh", "-c", f"touch {started}; exec sleep 60")
+    try:
+        _wait_locked(orin, child)
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert child.poll() is None and time.monotonic() < deadline, child.stderr.read()
+            time.sleep(0.05)
+        child.send_signal(signum)
+        child.wait(timeout=60)
+        assert orin()[0] == 0 and journals() == []
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_governor_run_mem_clock_after_kill_9_is_restored_by_reset(orin, capsys):
+    child = _run_cli_child(*RUN, "--", "sleep", "60")
+    try:
+        _wait_locked(orin, child)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        assert orin() == (1, 665600000)
+        code, _, err = run_cli(capsys, "reset", "--device", "jetson")
+        assert code == 0, err
+        assert orin()[0] == 0 and journals() == []
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_governor_run_pins_the_memory_clock_for_the_job_and_reports_it(orin, tmp_path):
+    seen, report = tmp_path / "seen", tmp_path / "report.json"
+    clk = orin.root / CLK
+    script = f"cat {clk}/mrq_rate_locked > {seen}; echo >> {seen}; cat {clk}/rate >> {seen}"
+    done = subprocess.run(
+        [sys.executable, "-m", "governor", *RUN, "--json-out", str(report), "--"]
+        + ["sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "snapped to 665.6 MHz" in done.stderr
+    assert seen.read_text().split() == ["1", "665600000"]  # what the job ran under
+    assert json.loads(report.read_text())["mem_clock_mhz"] == 665.6
+    assert orin()[0] == 0 and journals() == []  # and handed back after it
