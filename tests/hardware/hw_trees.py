@@ -135,7 +135,11 @@ def bpmp_emc(root: Path, rates_khz: Iterable[int], rate_hz: Optional[int] = None
     write(root, clk + "/min_rate", f"{rates[0] * 1000}\n")
     write(root, clk + "/max_rate", f"{rates[-1] * 1000}\n")
     write(root, clk + "/mrq_rate_locked", "0\n")
-    write(root, "/sys/kernel/debug/bpmp/debug/emc/possible_rates", " ".join(map(str, rates)) + "\n")
+    write(  # as an Orin NX prints it: kHz, then the unit
+        root,
+        "/sys/kernel/debug/bpmp/debug/emc/possible_rates",
+        " ".join(map(str, rates)) + " (kHz)\n",
+    )
     return clk
 
 

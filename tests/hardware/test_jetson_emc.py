@@ -18,7 +18,7 @@ from cli_helpers import run_cli
 from hw_trees import build_agx_orin, install_tools, write
 
 import governor
-from governor.errors import InvalidRequestError, UnsupportedError
+from governor.errors import GovernorError, InvalidRequestError, UnsupportedError
 from governor.paths import state_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -310,3 +310,25 @@ def test_governor_run_pins_the_memory_clock_for_the_job_and_reports_it(orin, tmp
     assert seen.read_text().split() == ["1", "665600000"]  # what the job ran under
     assert json.loads(report.read_text())["mem_clock_mhz"] == 665.6
     assert orin()[0] == 0 and journals() == []  # and handed back after it
+
+
+def test_a_rate_the_bpmp_drops_is_an_error_and_leaves_nothing_behind(orin, monkeypatch):
+    import governor.devices.jetson.sysfs as sysfs
+
+    real = sysfs._write_file
+
+    def bpmp(path, text):  # BPMP ignores a rate whose timing table it did not load
+        if path.name == "rate" and text == "3199000000":
+            return
+        real(path, text)
+
+    clk = orin.root / CLK
+    (clk / "rate").write_text("2133000000\n")
+    monkeypatch.setattr(sysfs, "_write_file", bpmp)
+    with governor.open_device("jetson") as dev:
+        with pytest.raises(GovernorError, match="kept the memory clock at 2133 MHz"):
+            dev.lock_mem_clock(3199)
+        assert orin() == (0, 2133000000) and journals() == []  # unlocked again, no entry
+        dev.lock_mem_clock(665.6)  # a loaded rate still works
+        assert orin() == (1, 665600000)
+    assert orin()[0] == 0

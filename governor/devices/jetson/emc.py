@@ -8,7 +8,9 @@ Two interfaces, both in debugfs (root only, and only where debugfs is mounted at
   ``jetson_clocks`` locks EMC by writing ``1`` to ``mrq_rate_locked`` and then the wanted rate
   to ``rate`` (it copies ``max_rate``); writing ``0`` to ``mrq_rate_locked`` hands the rate back
   to BPMP's own scaling. The rates the board offers: ``/sys/kernel/debug/bpmp/debug/emc/
-  possible_rates`` (kHz) where present, else the two ends ``min_rate`` and ``max_rate``.
+  possible_rates`` (kHz, ``204000 665600 2133000 (kHz)`` on an Orin NX) where present, else
+  the two ends ``min_rate`` and ``max_rate``. BPMP drops a rate it has no timing table for
+  without an error, so every lock is read back.
 - **Upstream ``tegra186-emc``** (mainline kernels, ``drivers/memory/tegra/tegra186-emc.c``):
   ``/sys/kernel/debug/emc/available_rates`` (Hz) and ``min_rate``/``max_rate``; a lock is
   ``min_rate == max_rate``, written in the order that keeps min <= max (the driver refuses
@@ -88,10 +90,25 @@ class EmcControl:
         return lo / 1e6 if lo == hi else None
 
     def lock_mhz(self, mhz: float) -> None:
+        """Lock the rate nearest ``mhz``, read back.
+
+        Raises:
+            GovernorError: the firmware kept another rate (BPMP drops a rate whose timing
+                table it did not load, silently: seen on an Orin NX whose boot chain loaded
+                only 204/665.6/2133 MHz); what this call wrote is undone first.
+        """
         hz = self.hz_for(mhz)
         if self.kind == "bpmp":  # jetson_clocks' order: take the rate from BPMP, then set it
+            was_locked = self.fs.read(self.dir / "mrq_rate_locked")
             self.fs.write(self.dir / "mrq_rate_locked", "1")
             self.fs.write(self.dir / "rate", str(hz))
+            got = self._hz("rate")
+            if abs(got - hz) > 1e6:
+                self.fs.write(self.dir / "mrq_rate_locked", was_locked or "0")
+                raise GovernorError(
+                    f"the BPMP kept the memory clock at {got / 1e6:g} MHz instead of "
+                    f"{hz / 1e6:g} MHz: that rate's timing table is not loaded"
+                )
             return
         self._set_range(hz, hz)
 
