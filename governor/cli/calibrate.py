@@ -172,6 +172,8 @@ def _search_pairs(dev: Any, load: Any, result: Any, window_s: float) -> Any:
     prober = PairProber(dev, load, window_s=window_s)
     default = dev.state().mem_clock_mhz or dev.sample().mem_clock_mhz
     table = dev.supported_mem_clocks_mhz()
+    from governor.errors import GovernorError
+
     try:
         pair = search_pairs(
             prober,
@@ -180,6 +182,9 @@ def _search_pairs(dev: Any, load: Any, result: Any, window_s: float) -> Any:
             result.ppw_optimal_clock_mhz,
             default if default is not None else table[-1],
         )
+    except GovernorError as err:  # the core calibration stands: said, and saved as it is
+        typer.echo(f"governor: the memory clock search stopped: {err}", err=True)
+        return None
     finally:
         prober.finish()
     pair.power_scope = prober.scope or "board"
