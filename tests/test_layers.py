@@ -17,6 +17,7 @@ RANK = {
     "errors": 0,
     "timebase": 0,
     "paths": 0,
+    "documents": 0,  # the typed reader of profile documents (models and calibrate parse with it)
     "devices": 1,
     "measure": 2,
     "models": 3,

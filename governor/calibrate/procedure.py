@@ -32,12 +32,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    SupportsFloat,
+    Tuple,
+)
 
 from governor.calibrate.loads import Load
 from governor.devices.base import Device, RecordedDevice
+from governor.documents import DocReader
 from governor.errors import CalibrationError, InvalidRequestError
 from governor.measure.window import measure_window, wait_steady
+
+if TYPE_CHECKING:
+    from governor.models.power import PowerModel
+    from governor.models.time import TimeModel
 
 __all__ = [
     "CalibrationResult",
@@ -96,17 +111,26 @@ class Probe:
         }
 
     @classmethod
-    def from_dict(cls, doc: Dict[str, object]) -> Probe:
+    def from_dict(
+        cls, doc: Mapping[str, object], where: str = "probe", path: object = None
+    ) -> Probe:
+        """The probe of :meth:`to_dict`'s object (one of a profile's ``probes`` at ``where``
+        in the file ``path``).
+
+        Raises:
+            ProfileError: a field missing or of the wrong type (names the file and the field).
+        """
+        r = DocReader.of(doc, where, path)
         return cls(
-            requested_mhz=float(doc["requested_mhz"]),  # type: ignore[arg-type]
-            clock_mhz=float(doc["clock_mhz"]),  # type: ignore[arg-type]
-            power_w=float(doc["power_w"]),  # type: ignore[arg-type]
-            time_per_unit_s=float(doc["time_per_unit_s"]),  # type: ignore[arg-type]
-            temperature_c=None if doc.get("temperature_c") is None else float(doc["temperature_c"]),  # type: ignore[arg-type]
-            throttle_reasons=tuple(doc.get("throttle_reasons") or ()),  # type: ignore[arg-type]
-            status=str(doc.get("status", "ok")),
-            window_s=float(doc.get("window_s", 0.0)),  # type: ignore[arg-type]
-            method=str(doc.get("method", "")),
+            requested_mhz=r.float("requested_mhz"),
+            clock_mhz=r.float("clock_mhz"),
+            power_w=r.float("power_w"),
+            time_per_unit_s=r.float("time_per_unit_s"),
+            temperature_c=r.optional_float("temperature_c"),
+            throttle_reasons=tuple(r.list_of_str("throttle_reasons", ())),
+            status=r.str("status", "ok"),
+            window_s=r.float("window_s", 0.0),
+            method=r.str("method", ""),
         )
 
 
@@ -136,7 +160,9 @@ class Prober:
 def _finite_seconds(value: object) -> bool:
     """Whether ``value`` is a finite real number (not a bool)."""
     try:
-        return not isinstance(value, bool) and math.isfinite(float(value))  # type: ignore[arg-type]
+        if isinstance(value, bool) or not isinstance(value, (str, SupportsFloat)):
+            return False
+        return math.isfinite(float(value))
     except (TypeError, ValueError):
         return False
 
@@ -268,8 +294,8 @@ class CalibrationResult:
     device_uri: str
     idle_power_w: Optional[float]
     probes: List[Probe]
-    power_model: object  # models.power.PowerModel
-    time_model: object  # models.time.TimeModel
+    power_model: Optional[PowerModel]  # None: a best-probe result
+    time_model: Optional[TimeModel]
     ridge_clock_mhz: float
     ppw_optimal_clock_mhz: float
     predicted_optimum_mhz: float
@@ -306,14 +332,14 @@ class CalibrationResult:
     def energy_per_unit_j(self, clock_mhz):
         """Energy per unit of work (J) at ``clock_mhz``: modelled, or for a best-probe result
         interpolated between the measured probes."""
-        if self.modelled:
-            return self.power_model.power_w(clock_mhz) * self.time_model.time_s(clock_mhz)  # type: ignore[attr-defined]
+        if self.method == "model" and self.power_model is not None and self.time_model is not None:
+            return self.power_model.power_w(clock_mhz) * self.time_model.time_s(clock_mhz)
         return _interpolate(self.probes, clock_mhz, lambda p: p.energy_per_unit_j)
 
     def time_per_unit_s(self, clock_mhz):
         """Time per unit of work (s) at ``clock_mhz``, modelled or interpolated."""
-        if self.modelled:
-            return self.time_model.time_s(clock_mhz)  # type: ignore[attr-defined]
+        if self.modelled and self.time_model is not None:
+            return self.time_model.time_s(clock_mhz)
         return _interpolate(self.probes, clock_mhz, lambda p: p.time_per_unit_s)
 
 
@@ -344,7 +370,7 @@ def choose_initial_clocks(
     return sorted(chosen)
 
 
-def _fit(probes: List[Probe], idle_w: Optional[float]):
+def _fit(probes: List[Probe], idle_w: Optional[float]) -> Tuple[PowerModel, TimeModel]:
     from governor.models.power import fit_power_model
     from governor.models.time import fit_time_model
 
@@ -368,7 +394,7 @@ class _FitFailed(Exception):
         self.error = error
 
 
-def _fit_or_fail(probes: List[Probe], idle_w: Optional[float]):
+def _fit_or_fail(probes: List[Probe], idle_w: Optional[float]) -> Tuple[PowerModel, TimeModel]:
     try:
         return _fit(probes, idle_w)
     except CalibrationError as err:
@@ -619,7 +645,8 @@ def calibrate(
         if on_probe:
             on_probe(len(probes), probe)
 
-    power = time = None
+    power: Optional[PowerModel] = None
+    time: Optional[TimeModel] = None
     optimum = math.nan
     spare: List[float] = []  # runner-up clocks probed after the optimum was pinned
     failure: Optional[CalibrationError] = None
@@ -638,6 +665,7 @@ def calibrate(
             power, time = _fit_or_fail(probes, idle_w)
 
             def energy(clock: float) -> float:
+                assert power is not None and time is not None  # set just above
                 return power.power_w(clock) * time.time_s(clock)
 
             optimum = min(clocks, key=energy)
@@ -712,6 +740,7 @@ def calibrate(
             noise_band_rel=band,
         )
 
+    assert power is not None and time is not None  # no failure: the fit succeeded
     chosen = _choose(probes, optimum, energy, spare)
     if chosen != optimum:
         notes.append(

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 import typer
 
 from governor.cli import values
 from governor.cli.common import Annotated, DeviceOpt, JsonOpt, emit_json
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from governor.calibrate.procedure import Probe
 
 
 def register(app: typer.Typer) -> None:
@@ -87,7 +92,7 @@ def _user_profile(dev) -> Optional[Path]:
 
 def _calibrate_one(device, load, max_probes, window_s, save, plot, if_missing, json_out):
     from governor.calibrate.loads import CommandLoad, make_load
-    from governor.calibrate.procedure import DeviceProber, ReplayProber, calibrate
+    from governor.calibrate.procedure import DeviceProber, Prober, ReplayProber, calibrate
     from governor.devices.registry import last_auto_note, open_device
     from governor.errors import CalibrationError, InvalidRequestError
     from governor.profiles.profile import existing_profile, save_calibration
@@ -112,7 +117,7 @@ def _calibrate_one(device, load, max_probes, window_s, save, plot, if_missing, j
         if save:
             existing_profile(dev)  # an unreadable or newer profile: refused before probing
         if dev.identity.kind == "replay":
-            prober = ReplayProber(dev)
+            prober: Prober = ReplayProber(dev)
             load_info = {"kind": "replay", "name": dev.sweep.workload or "recorded"}  # type: ignore[attr-defined]
         else:
             the_load = make_load(dev, load)
@@ -339,8 +344,8 @@ class _Progress:
     def __init__(self, enabled: bool, total: int) -> None:
         self.enabled = enabled and sys.stderr.isatty()
         self.total = total
-        self._progress = None
-        self._task = None
+        self._progress: Optional[Progress] = None
+        self._task: Optional[TaskID] = None
 
     def __enter__(self) -> _Progress:
         if self.enabled:
@@ -358,8 +363,8 @@ class _Progress:
             self._task = self._progress.add_task("", total=self.total)
         return self
 
-    def update(self, n: int, probe) -> None:
-        if self._progress is not None:
+    def update(self, n: int, probe: Probe) -> None:
+        if self._progress is not None and self._task is not None:
             self._progress.update(
                 self._task,
                 completed=n,

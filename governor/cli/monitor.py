@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import typer
 
@@ -146,7 +146,7 @@ class _Table:
         from rich.console import Console
 
         self.console = Console(highlight=False)
-        self.names = None
+        self.names: Optional[List[str]] = None
         self.console.print(f"[bold]{dev.identity.name}[/bold] ({dev.uri})")
 
     def row(self, s, label=None) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -69,7 +69,7 @@ def show_command(
     from governor.profiles.profile import find_profile, load_profile_for, validate
     from governor.profiles.store import profile_paths, read_profile_file
 
-    warnings = []
+    warnings: List[str] = []
     if device:
         from governor.devices.registry import open_device
 

@@ -187,9 +187,9 @@ def _run_doacross(stencil, nest, gpu, size, steps, within, objective, board) -> 
     ns = catalog.nest(nest)
     constants = stored_gpu = ref_clock = None
     if board:
-        hit = load_doacross(board, gpu)
-        if hit is not None:
-            constants, stored_gpu, ref_clock = hit
+        stored = load_doacross(board, gpu)
+        if stored is not None:
+            constants, stored_gpu, ref_clock = stored
     card = stored_gpu or catalog.doacross_gpu(gpu or "c1060")
     dims = _parse_size(size)
     _check_common(steps, within, objective)
@@ -205,7 +205,7 @@ def _run_doacross(stencil, nest, gpu, size, steps, within, objective, board) -> 
     hit = _cache_get(cache_board, "tiles-doacross", key) if power is None else None
     if hit is not None:
         return dict(hit, cached=True)
-    extra = {} if ref_clock is None else {"reference_clock_mhz": ref_clock}
+    extra: Dict[str, Any] = {} if ref_clock is None else {"reference_clock_mhz": ref_clock}
     result = doacross_search(ns, card, dims, int(steps), constants, objective, power, **extra)
     doc = result.to_dict()
     if power is None:

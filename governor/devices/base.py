@@ -25,6 +25,7 @@ from typing import (
     Sequence,
     Tuple,
     Type,
+    TypedDict,
     TypeVar,
 )
 
@@ -47,6 +48,7 @@ __all__ = [
     "PowerLimitRange",
     "Rail",
     "RecordedDevice",
+    "RecordedRow",
     "Sample",
     "WorkloadDevice",
 ]
@@ -793,6 +795,16 @@ class WorkloadDevice(Device):
         raise NotImplementedError
 
 
+class RecordedRow(TypedDict):
+    """One measured row of a recorded sweep, as :meth:`RecordedDevice.probe` answers it."""
+
+    requested_mhz: float
+    clock_mhz: float
+    power_w: float
+    time_per_unit_s: float
+    throttled: bool
+
+
 class RecordedDevice(Device):
     """A device that answers calibration probes from a recorded sweep (replay): nothing
     runs, and each distinct clock asked for counts as one probe."""
@@ -802,6 +814,6 @@ class RecordedDevice(Device):
         """Distinct clocks probed so far."""
         raise NotImplementedError
 
-    def probe(self, clock_mhz: float) -> Dict[str, object]:  # pragma: no cover
+    def probe(self, clock_mhz: float) -> RecordedRow:  # pragma: no cover
         """The recorded row at ``clock_mhz`` (snapped to a recorded clock)."""
         raise NotImplementedError

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Dict, Optional, Set, Tuple
+from typing import Optional, Set, Tuple
 
 from governor.devices.base import (
     Capabilities,
@@ -18,6 +18,7 @@ from governor.devices.base import (
     Identity,
     Rail,
     RecordedDevice,
+    RecordedRow,
     Sample,
 )
 from governor.devices.replay_files import Sweep, read_sweep
@@ -66,7 +67,7 @@ class ReplayDevice(RecordedDevice):
         clocks = self.sweep.clock_mhz
         return min(range(len(clocks)), key=lambda i: abs(clocks[i] - clock_mhz))
 
-    def probe(self, clock_mhz: float) -> Dict[str, object]:
+    def probe(self, clock_mhz: float) -> RecordedRow:
         """The measured row at ``clock_mhz`` (snapped to a measured clock)."""
         clock = self.snap_clock_mhz(clock_mhz)
         i = self._row(clock)
@@ -74,13 +75,13 @@ class ReplayDevice(RecordedDevice):
         self.probe_calls += 1
         requested = self.sweep.requested_mhz[i]
         measured = self.sweep.clock_mhz[i]
-        return {
-            "requested_mhz": requested,
-            "clock_mhz": measured,
-            "power_w": self.sweep.power_w[i],
-            "time_per_unit_s": self.sweep.time_s[i],
-            "throttled": measured < requested - 0.005 * requested,
-        }
+        return RecordedRow(
+            requested_mhz=requested,
+            clock_mhz=measured,
+            power_w=self.sweep.power_w[i],
+            time_per_unit_s=self.sweep.time_s[i],
+            throttled=measured < requested - 0.005 * requested,
+        )
 
     def _supported_clocks_mhz(self) -> Tuple[float, ...]:
         return self.sweep.clock_mhz

@@ -1042,6 +1042,7 @@ def _epilog_gpu(gpu: Dict[str, Any], job: str, opener, say) -> Dict[str, Any]:
             row["errors"].append(f"no energy reading: {err}")
         from governor.devices.ownership import restore_layers_down_to
 
+        report: Optional[Dict[str, Any]]
         try:
             if gpu.get("via") == "daemon":
                 from governor.devices.daemon.client import request

@@ -325,14 +325,14 @@ class EnergyMeter:
         for d in per:
             for k, v in d.rails_j.items():
                 rails[f"{d.uri}/{k}" if multi else k] = v
-        boards = [d.board_energy_j for d in per]
+        boards = [d.board_energy_j for d in per if d.board_energy_j is not None]
         methods = sorted({d.method for d in per})
         return EnergyWindow(
             name=label,
             start_s=opened.start_s,
             duration_s=now - opened.start_s,
             gpu_energy_j=sum(d.gpu_energy_j for d in per),
-            board_energy_j=sum(boards) if all(b is not None for b in boards) else None,  # type: ignore[misc]
+            board_energy_j=sum(boards) if len(boards) == len(per) else None,
             rails_j=rails,
             method=" + ".join(methods),
             per_device=tuple(per),

@@ -119,23 +119,24 @@ def measure_window(
         if s is not None:
             samples.append(s)
     duration = clock.now_s() - t0
-    work = (work_done() - work0) if work_done else None
+    work = (work_done() - work0) if work_done and work0 is not None else None
     last = samples[-1]
-    powered = [s for s in samples if s.power_w is not None]
+    # (t_s, power_w) of the samples that read a power
+    powered = [(s.t_s, s.power_w) for s in samples if s.power_w is not None]
     if first.energy_j is not None and last.energy_j is not None and last is not first:
         energy = last.energy_j - first.energy_j
         method = "energy counter"
         span = last.t_s - first.t_s
-        mean_power = energy / span if span > 0 else (powered[-1].power_w if powered else 0.0)
+        mean_power = energy / span if span > 0 else (powered[-1][1] if powered else 0.0)
         energy = mean_power * duration
     else:
         if len(powered) < 2:
             raise TelemetryError(f"{device.uri}: no power readings in a {window_s:g} s window")
         energy = sum(
-            0.5 * (a.power_w + b.power_w) * (b.t_s - a.t_s) for a, b in zip(powered, powered[1:])
+            0.5 * (pa + pb) * (tb - ta) for (ta, pa), (tb, pb) in zip(powered, powered[1:])
         )
-        span = powered[-1].t_s - powered[0].t_s
-        mean_power = energy / span if span > 0 else powered[-1].power_w
+        span = powered[-1][0] - powered[0][0]
+        mean_power = energy / span if span > 0 else powered[-1][1]
         energy = mean_power * duration
         method = "integrated power"
     clocks = [s.gpu_clock_mhz for s in samples if s.gpu_clock_mhz is not None]

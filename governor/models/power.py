@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from governor.documents import DocReader
 from governor.errors import CalibrationError
 from governor.models import formulas
 
@@ -106,28 +107,34 @@ class PowerModel:
         }
 
     @classmethod
-    def from_dict(cls, doc: Dict[str, object]) -> PowerModel:
-        p_max = doc.get("p_max_w")
+    def from_dict(
+        cls, doc: Mapping[str, object], where: str = "power_model", path: object = None
+    ) -> PowerModel:
+        """The model of :meth:`to_dict`'s object (a profile's ``power_model`` at ``where`` in
+        the file ``path``).
+
+        Raises:
+            ProfileError: a field missing or of the wrong type (names the file and the field).
+        """
+        r = DocReader.of(doc, where, path)
+        p_max = r.optional_float("p_max_w")
+        bounds = r.list_of_optional_floats("ridge_interval_mhz", (None, None))
+        if len(bounds) != 2:
+            raise r.error("ridge_interval_mhz", "must be [low, high]")
+        low, high = (math.nan if v is None else v for v in bounds)
         return cls(
-            p_idle_w=float(doc["p_idle_w"]),  # type: ignore[arg-type]
-            alpha_w_per_mhz=float(doc["alpha_w_per_mhz"]),  # type: ignore[arg-type]
-            ridge_clock_mhz=float(doc["ridge_clock_mhz"]),  # type: ignore[arg-type]
-            beta_per_mhz=float(doc["beta_per_mhz"]),  # type: ignore[arg-type]
-            p_max_w=math.inf if p_max is None else float(p_max),  # type: ignore[arg-type]
-            uncertainty={
-                str(k): float(v)
-                for k, v in dict(doc.get("uncertainty") or {}).items()
-                if v is not None
-            },  # type: ignore[arg-type]
-            residual_rms_w=float(doc.get("residual_rms_w", 0.0)),  # type: ignore[arg-type]
-            max_rel_residual=float(doc.get("max_rel_residual", 0.0)),  # type: ignore[arg-type]
-            n_points=int(doc.get("n_points", 0)),  # type: ignore[arg-type]
-            n_capped=int(doc.get("n_capped", 0)),  # type: ignore[arg-type]
-            ridge_reached=bool(doc.get("ridge_reached", True)),
-            ridge_interval_mhz=tuple(  # type: ignore[arg-type]
-                math.nan if v is None else float(v)
-                for v in (doc.get("ridge_interval_mhz") or (None, None))  # type: ignore[union-attr]
-            ),
+            p_idle_w=r.float("p_idle_w"),
+            alpha_w_per_mhz=r.float("alpha_w_per_mhz"),
+            ridge_clock_mhz=r.float("ridge_clock_mhz"),
+            beta_per_mhz=r.float("beta_per_mhz"),
+            p_max_w=math.inf if p_max is None else p_max,
+            uncertainty=r.float_map("uncertainty", skip_null=True),
+            residual_rms_w=r.float("residual_rms_w", 0.0),
+            max_rel_residual=r.float("max_rel_residual", 0.0),
+            n_points=r.int("n_points", 0),
+            n_capped=r.int("n_capped", 0),
+            ridge_reached=r.bool("ridge_reached", True),
+            ridge_interval_mhz=(low, high),
         )
 
 

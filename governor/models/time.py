@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from governor.documents import DocReader
 from governor.errors import CalibrationError
 from governor.models import formulas
 
@@ -97,23 +98,28 @@ class TimeModel:
         }
 
     @classmethod
-    def from_dict(cls, doc: Dict[str, object]) -> TimeModel:
-        def num(key: str, default: float) -> float:
-            value = doc.get(key)
-            return default if value is None else float(value)  # type: ignore[arg-type]
+    def from_dict(
+        cls, doc: Mapping[str, object], where: str = "time_model", path: object = None
+    ) -> TimeModel:
+        """The model of :meth:`to_dict`'s object (a profile's ``time_model`` at ``where`` in
+        the file ``path``); a field that is null or missing takes the dataclass's default.
 
+        Raises:
+            ProfileError: a field missing or of the wrong type (names the file and the field).
+        """
+        r = DocReader.of(doc, where, path)
         return cls(
-            t_mem_s=float(doc["t_mem_s"]),  # type: ignore[arg-type]
-            c_s_mhz=float(doc["c_s_mhz"]),  # type: ignore[arg-type]
-            k=num("k", 1.0),
-            uncertainty={str(k): float(v) for k, v in dict(doc.get("uncertainty") or {}).items()},  # type: ignore[arg-type]
-            max_rel_residual=num("max_rel_residual", 0.0),
-            low_s=num("low_s", 0.0),
-            low_ref_mhz=num("low_ref_mhz", 1.0),
-            low_exp=num("low_exp", 0.0),
-            loo_rel_error=num("loo_rel_error", math.nan),
-            top_clock_mhz=num("top_clock_mhz", math.nan),
-            form=str(doc.get("kind", "roofline")),
+            t_mem_s=r.float("t_mem_s"),
+            c_s_mhz=r.float("c_s_mhz"),
+            k=r.float("k", 1.0),
+            uncertainty=r.float_map("uncertainty"),
+            max_rel_residual=r.float("max_rel_residual", 0.0),
+            low_s=r.float("low_s", 0.0),
+            low_ref_mhz=r.float("low_ref_mhz", 1.0),
+            low_exp=r.float("low_exp", 0.0),
+            loo_rel_error=r.float("loo_rel_error", math.nan),
+            top_clock_mhz=r.float("top_clock_mhz", math.nan),
+            form=r.str("kind", "roofline"),
         )
 
 

@@ -42,6 +42,7 @@ import math
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from governor.documents import show as _show
 from governor.errors import ProfileError
 
 __all__ = [
@@ -78,18 +79,6 @@ _NUMBER_OR_NULL_PROBE_KEYS = (
     "temperature_c",
     "window_s",
 )
-
-
-def _show(value: Any) -> str:
-    """A short one-line picture of a bad value."""
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if value is None:
-        return "null"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _is_number(value: Any) -> bool:
@@ -290,7 +279,9 @@ class _Checker:
         for key, v in self.obj(value, field).items():
             self.text(v, f"{field}.{_key(key)}", null=True)
 
-    def calibration(self, entry: Mapping[str, Any], prefix: str, table: Optional[List[float]]):
+    def calibration(
+        self, entry: Mapping[str, Any], prefix: str, table: Optional[List[float]]
+    ) -> None:
         """The fields a calibration has, at the top level (prefix "") or in a workload."""
         if "ppw_optimal_clock_mhz" in entry:
             self.positive(entry["ppw_optimal_clock_mhz"], prefix + "ppw_optimal_clock_mhz")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 from governor.errors import InvalidRequestError
 
@@ -176,8 +176,9 @@ def arch_limits(cc: Union[str, float]) -> ArchLimits:
     return LIMITS[text]
 
 
-def parse_block(block: BlockLike) -> Tuple[int, int, int]:
-    """A block shape as ``(x, y, z)`` from 256, (16, 16), "16x16" or "8,8,4".
+def parse_block(block: object) -> Tuple[int, int, int]:
+    """A block shape as ``(x, y, z)`` from 256, (16, 16), "16x16" or "8,8,4" (a
+    :data:`BlockLike`; anything else is refused).
 
     Raises:
         InvalidRequestError: not positive integers, more than 3 dimensions, or a dimension
@@ -193,11 +194,13 @@ def parse_block(block: BlockLike) -> Tuple[int, int, int]:
             ) from None
     elif isinstance(block, int) and not isinstance(block, bool):
         dims = [block]
-    else:
+    elif isinstance(block, Iterable):
         try:
-            dims = [int(d) for d in block]  # type: ignore[union-attr]
+            dims = [int(d) for d in block]
         except (TypeError, ValueError):
             raise InvalidRequestError(f"invalid block shape {block!r}") from None
+    else:
+        raise InvalidRequestError(f"invalid block shape {block!r}")
     if not 1 <= len(dims) <= 3:
         raise InvalidRequestError(f"a block has 1 to 3 dimensions, not {len(dims)} ({block!r})")
     if any(d < 1 for d in dims):

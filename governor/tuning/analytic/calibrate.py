@@ -31,7 +31,7 @@ kinds (``calibrate_on_device(SimKernelRunner(dev), ...)``);
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -73,17 +73,21 @@ def fit_slope(x: Sequence[float], y: Sequence[float]) -> Tuple[float, float]:
     """
     from scipy.optimize import nnls
 
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.size < 2 or np.unique(x).size < 2 or not (np.isfinite(x).all() and np.isfinite(y).all()):
-        raise CalibrationError("a slope needs finite data at two or more distinct points", (x, y))
-    scale_x, scale_y = float(np.abs(x).max()) or 1.0, float(np.abs(y).max()) or 1.0
-    a = np.column_stack([x / scale_x, np.ones_like(x)])
-    coef, _ = nnls(a, y / scale_y)
+    xs = np.asarray(x, dtype=float)
+    ys = np.asarray(y, dtype=float)
+    if (
+        xs.size < 2
+        or np.unique(xs).size < 2
+        or not (np.isfinite(xs).all() and np.isfinite(ys).all())
+    ):
+        raise CalibrationError("a slope needs finite data at two or more distinct points", (xs, ys))
+    scale_x, scale_y = float(np.abs(xs).max()) or 1.0, float(np.abs(ys).max()) or 1.0
+    a = np.column_stack([xs / scale_x, np.ones_like(xs)])
+    coef, _ = nnls(a, ys / scale_y)
     return float(coef[0] * scale_y / scale_x), float(coef[1] * scale_y)
 
 
-def _sweep(measure: Measure, kind: str, var: str, values: Iterable[int], **fixed: Any) -> float:
+def _sweep(measure: Measure, kind: str, var: str, values: Iterable[float], **fixed: Any) -> float:
     xs, ys = [], []
     for v in values:
         xs.append(float(v))
@@ -160,6 +164,7 @@ class SyntheticHhcGpu(_NoisyBench):
 
 def reduced_nest_tiles(depth: int) -> np.ndarray:
     """Tile sizes for the reduced-nest runs: varied shapes so Σ G, L_TILE, N_mem separate."""
+    sizes: List[Tuple[int, ...]]
     if depth == 2:
         sizes = [(1, 64), (1, 500), (2, 40), (3, 300), (8, 8), (16, 100), (33, 33), (64, 7),
                  (100, 128), (200, 200)]  # fmt: skip

@@ -10,7 +10,7 @@ trusting absolute times.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, Mapping, Tuple, TypeVar
 
 from governor.errors import DeviceNotFoundError, InvalidRequestError
 
@@ -227,7 +227,10 @@ DOACROSS_GPUS: Dict[str, DoacrossGpu] = {
 }
 
 
-def _lookup(table: Dict[str, object], name: str, what: str) -> object:
+_T = TypeVar("_T")
+
+
+def _lookup(table: Mapping[str, _T], name: str, what: str) -> _T:
     key = str(name).strip().lower().replace("-", "").replace("_", "")
     if key not in table:
         raise DeviceNotFoundError(f"unknown {what} {name!r}; known: {', '.join(sorted(table))}")
@@ -236,22 +239,22 @@ def _lookup(table: Dict[str, object], name: str, what: str) -> object:
 
 def stencil(name: str) -> Stencil:
     """The built-in stencil ``name``. Raises DeviceNotFoundError for an unknown one."""
-    return _lookup(STENCILS, name, "stencil")  # type: ignore[return-value]
+    return _lookup(STENCILS, name, "stencil")
 
 
 def hhc_gpu(name: str) -> HhcGpu:
     """The built-in HHC GPU ``name``. Raises DeviceNotFoundError for an unknown one."""
-    return _lookup(HHC_GPUS, name, "GPU")  # type: ignore[return-value]
+    return _lookup(HHC_GPUS, name, "GPU")
 
 
 def nest(name: str) -> Nest:
     """The built-in DOACROSS nest ``name``. Raises DeviceNotFoundError for an unknown one."""
-    return _lookup(NESTS, name, "nest")  # type: ignore[return-value]
+    return _lookup(NESTS, name, "nest")
 
 
 def doacross_gpu(name: str) -> DoacrossGpu:
     """The DOACROSS GPU ``name``. Raises DeviceNotFoundError for an unknown one."""
-    return _lookup(DOACROSS_GPUS, name, "GPU")  # type: ignore[return-value]
+    return _lookup(DOACROSS_GPUS, name, "GPU")
 
 
 def known(table: Dict[str, object]) -> Tuple[str, ...]:

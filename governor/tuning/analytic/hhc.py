@@ -21,12 +21,15 @@ Choices the thesis leaves open, stated here:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from governor.errors import InvalidRequestError
 from governor.tuning.analytic.catalog import HhcGpu, Stencil
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = [
     "HhcCandidates",
@@ -139,7 +142,7 @@ class HhcCandidates:
         return out
 
 
-def _default_axes(dims: int) -> Dict[str, np.ndarray]:
+def _default_axes(dims: int) -> Dict[str, ArrayLike]:
     if dims == 1:
         return {"t_s1": np.arange(1, 257), "t_t": np.arange(2, 65, 2), "t_s2": [1], "t_s3": [1]}
     if dims == 2:

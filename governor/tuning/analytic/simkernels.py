@@ -95,11 +95,20 @@ KERNEL_KINDS: Dict[str, str] = {
 _CORES_PER_SM = {"5": 128, "6.0": 64, "6": 128, "7": 64, "8.0": 64, "8": 128, "9": 128}
 
 
+def _int_fact(board: BoardSpec, key: str, default: Optional[int] = None) -> int:
+    """An integer fact of a catalog board (SMs, CUDA cores); with a ``default``, that where
+    the fact is missing, null or 0 (else a missing one is a KeyError)."""
+    value = board.facts[key] if default is None else (board.facts.get(key) or default)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"{board.name}: the catalog's {key} is not a number: {value!r}")
+    return int(value)
+
+
 def _cores_per_sm(board: BoardSpec) -> int:
     facts = board.facts
-    sms = int(facts.get("sms", 0) or 0)
+    sms = _int_fact(board, "sms", 0)
     if facts.get("cuda_cores") and sms:
-        return int(facts["cuda_cores"]) // sms
+        return _int_fact(board, "cuda_cores") // sms
     cc = str(facts.get("cc", "8.0"))
     return _CORES_PER_SM.get(cc, _CORES_PER_SM.get(cc.split(".")[0], 64))
 
@@ -124,7 +133,7 @@ def board_hhc_gpu(board: BoardSpec) -> HhcGpu:
         return replace(catalog.hhc_gpu("titanx"), name="titan-x", reference_clock_mhz=ref)
     arch = _arch(board)
     base = catalog.hhc_gpu("gtx980")
-    n_sm = int(board.facts["sms"])
+    n_sm = _int_fact(board, "sms")
     scale = _GTX980_CLOCK_MHZ / ref
     return HhcGpu(
         name=board.name,
@@ -147,7 +156,7 @@ def board_doacross_gpu(board: BoardSpec) -> DoacrossGpu:
     arch = _arch(board)
     return DoacrossGpu(
         name=board.name,
-        n_sm=int(board.facts["sms"]),
+        n_sm=_int_fact(board, "sms"),
         shared_per_sm_bytes=int(arch.shared_per_sm_bytes),
         max_blocks_per_sm=int(arch.max_blocks_per_sm),
         max_threads_per_sm=int(arch.max_threads_per_sm),

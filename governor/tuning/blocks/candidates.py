@@ -117,7 +117,7 @@ def rank_candidates(
     found: List[Candidate] = []
     seen = set()
     for raw in shapes:
-        shape = parse_block(raw)  # type: ignore[arg-type]
+        shape = parse_block(raw)
         if shape in seen:
             continue
         seen.add(shape)

@@ -100,7 +100,7 @@ class KernelModel:
         return self.static_shared_bytes + self.shared_bytes_per_thread * threads_per_block
 
     def occupancy(self, arch: ArchLimits, block: object) -> Occupancy:
-        shape = parse_block(block)  # type: ignore[arg-type]
+        shape = parse_block(block)
         threads = shape[0] * shape[1] * shape[2]
         return occupancy(arch, shape, self.registers_per_thread, self.shared_bytes(threads))
 
@@ -130,7 +130,9 @@ def board_sms(board: BoardSpec) -> int:
     sms = board.facts.get("sms")
     if not sms:
         raise InvalidRequestError(f"board {board.name} has no SM count in its facts")
-    return int(sms)  # type: ignore[call-overload]
+    if not isinstance(sms, (int, float, str)):
+        raise InvalidRequestError(f"board {board.name}: its SM count is not a number: {sms!r}")
+    return int(sms)
 
 
 def split_sms(kernels: Sequence[KernelModel], sms: int) -> List[int]:

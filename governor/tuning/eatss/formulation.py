@@ -216,8 +216,8 @@ def build_problem(
     # Tile ranges.
     extent: Dict[int, int] = {}
     for ref in kernel.refs:
-        for it, ext in zip(ref.index, ref.extent):
-            extent.setdefault(pos[it], ext)
+        for it, size in zip(ref.index, ref.extent):
+            extent.setdefault(pos[it], size)
     lower: List[int] = []
     upper: List[int] = []
     step: List[int] = []

@@ -151,7 +151,7 @@ def live_gpu(index: int = 0) -> GpuResources:
         DeviceNotFoundError: no such CUDA device.
     """
     try:
-        import cupy  # type: ignore[import-not-found]
+        import cupy
     except ImportError as err:
         raise UnsupportedError(
             "reading GPU resources from the live device needs CuPy (pip install 'gpu-governor[cuda]')"

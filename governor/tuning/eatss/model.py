@@ -133,6 +133,8 @@ class Kernel:
             if not isinstance(raw, Mapping):
                 raise InvalidRequestError(f"kernel {name}: each reference must be a table")
             array = raw.get("array")
+            if not isinstance(array, str):
+                raise InvalidRequestError(f"kernel {name}: reference array must be a string")
             index = _str_list(raw.get("index"), f"kernel {name}: reference index")
             extent = raw.get("extent")
             if not isinstance(extent, list):

@@ -127,7 +127,7 @@ def select_tiles(
     if isinstance(problem, Problem):
         best = search(problem, top)
     elapsed_ms = (time.perf_counter() - start) * 1000.0
-    common = dict(
+    common: Dict[str, Any] = dict(
         kernel=k.name,
         gpu=g.name,
         shared_fraction=float(shared_fraction),
@@ -138,7 +138,9 @@ def select_tiles(
     )
     if isinstance(problem, Infeasible):
         return TileResult(tiles=None, objective=None, reason=problem.reason, **common)
-    extra = dict(alignment=problem.alignment, coalescing_loop=problem.coalescing_loop)
+    extra: Dict[str, Any] = dict(
+        alignment=problem.alignment, coalescing_loop=problem.coalescing_loop
+    )
     if not best:
         return TileResult(
             tiles=None, objective=None, reason=_nothing_fits(problem), **common, **extra
