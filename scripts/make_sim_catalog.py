@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from governor.devices.replay_files import read_sweep  # noqa: E402
 from governor.devices.sim.fit import fit_power, fit_time  # noqa: E402
+from governor.models import memory as mem_model  # noqa: E402
 
 REPLAY = ROOT / "tests" / "data" / "replay"
 OUT = ROOT / "profiles" / "boards.toml"
@@ -36,6 +37,33 @@ IDLE_ACTIVITY = 0.02
 DC_LEAKAGE, JETSON_LEAKAGE = 0.006, 0.008  # static power rise per °C (fraction)
 DC_TAU_S, JETSON_TAU_S = 15.0, 20.0
 UNIT_S = 0.05  # a unit of the built-in loads takes ~50 ms at the top clock
+
+# The Jetsons' memory clock (EMC) axis (boards.md, "Memory clock"): the EMC rates (MHz) each
+# board's L4T offers, and the memory's background power at the top rate (W, inferred: no
+# public per-rate measurement; the DDR rails of the tegrastats samples idle at 0.3-0.8 W and
+# the memory controller sits in the SoC rail). Physics: governor/models/memory.py, with the
+# share of background power that does not scale with the clock (refresh, PHY) and the share
+# of the memory load's memory time that is latency, not bandwidth.
+EMC_MHZ = {
+    "nano": [204.0, 408.0, 665.6, 800.0, 1065.6, 1331.2, 1600.0],
+    "tx2": [800.0, 1062.4, 1331.2, 1600.0, 1866.0],
+    "xavier-nx": [204.0, 408.0, 665.6, 800.0, 1065.6, 1331.2, 1600.0, 1866.0],
+    "agx-xavier": [204.0, 408.0, 665.6, 800.0, 1065.6, 1331.2, 1600.0, 1866.0, 2133.0],
+    "orin-nano": [204.0, 665.6, 2133.0],
+    "orin-nx": [204.0, 665.6, 2133.0, 3199.0],
+    "agx-orin": [204.0, 665.6, 2133.0, 3199.0],
+}
+EMC_TOP_W = {
+    "nano": 0.4,
+    "tx2": 0.6,
+    "xavier-nx": 0.6,
+    "agx-xavier": 1.0,
+    "orin-nano": 0.5,
+    "orin-nx": 0.7,
+    "agx-orin": 1.2,
+}
+EMC_FIXED_SHARE = 0.3
+EMC_LATENCY_SHARE = 0.15
 
 
 def hz_list(text: str) -> list:
@@ -387,7 +415,40 @@ def jetson_board(spec: dict) -> dict:
         dict(name=n, scope=s, domains=d, voltage_v=5.0, input=i) for n, s, d, i in spec["rails"]
     ]
     board["workloads"] = generic_workloads(clocks[-1], spec["load_top_w"], spec["idle_gpu_w"], None)
+    emc_axis(board, spec["name"])
     return board
+
+
+def emc_axis(board: dict, name: str) -> None:
+    """The memory clock axis of a Jetson: its EMC table (the top rate is the default, as
+    BPMP runs it under load), the change of the memory's background power from the top rate
+    (0 at the top: the board's figures there are exactly those without the axis), and the
+    memory load's memory time at each rate (models.memory)."""
+    table = EMC_MHZ[name]
+    top = table[-1]
+    board["mem_clocks_mhz"] = table
+    board["default_mem_clock_mhz"] = top
+    p_top = EMC_TOP_W[name]
+    board["mem_static_w"] = {
+        f"{m:g}": 0.0
+        if m == top
+        else r4(
+            mem_model.mem_background_w(m, p_top, top, EMC_FIXED_SHARE)
+            - mem_model.mem_background_w(top, p_top, top, EMC_FIXED_SHARE)
+        )
+        for m in table
+    }
+    board["mem_traffic_scales"] = True
+    board["inferred"] = list(board["inferred"]) + [
+        "memory power (mem_static_w)",
+        "EMC latency share",
+    ]
+    memory = board["workloads"]["memory"]
+    t_top = memory["mem_s"]
+    memory["mem_s_at"] = {
+        f"{m:g}": t_top if m == top else r4(mem_model.mem_time_s(t_top, m, top, EMC_LATENCY_SHARE))
+        for m in table
+    }
 
 
 def datacenter_board(spec: dict) -> dict:

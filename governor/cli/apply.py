@@ -16,7 +16,7 @@ power limit outside its limits, is refused (exit 1) and nothing is changed.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 
@@ -55,9 +55,19 @@ def apply_command(
         Optional[str],
         typer.Option("--workload", help="With ppw: the profile's calibration of this load."),
     ] = None,
+    mem_clock: Annotated[
+        Optional[float],
+        typer.Option(
+            "--mem-clock",
+            callback=values.number(gt=0, le=100000.0, unit="MHz"),
+            help="Lock the memory clock to this MHz (snapped to a supported memory clock; "
+            "boards with several: Jetson EMC through debugfs as root, NVML GPUs that offer more "
+            "than one).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Apply ppw, max, a clock or a power limit until 'governor reset'."""
+    """Apply ppw, max, a clock, a memory clock or a power limit until 'governor reset'."""
     from governor.devices.registry import open_device
     from governor.errors import InvalidRequestError
     from governor.runtime.model import fallback_model, model_from_profile
@@ -68,8 +78,10 @@ def apply_command(
         )
     if target is not None and clock is not None:
         raise InvalidRequestError(f"give either {target} or --clock, not both")
-    if target is None and clock is None and power_limit is None:
-        raise InvalidRequestError("nothing to apply: give ppw, max, --clock MHZ or --power-limit W")
+    if target is None and clock is None and power_limit is None and mem_clock is None:
+        raise InvalidRequestError(
+            "nothing to apply: give ppw, max, --clock MHZ, --mem-clock MHZ or --power-limit W"
+        )
     if workload is not None and target != "ppw":
         raise InvalidRequestError("--workload only goes with ppw")
     from governor.devices.registry import resolve_uris
@@ -88,6 +100,7 @@ def apply_command(
                 open_device,
                 model_from_profile,
                 fallback_model,
+                mem_clock,
             )
             docs.append(doc)
             held.append(dev)
@@ -104,6 +117,8 @@ def apply_command(
         parts = []
         if "gpu_clocks_mhz" in applied:
             parts.append(f"GPU clock {applied['gpu_clocks_mhz'][0]:g} MHz")
+        if "mem_clock_mhz" in applied:
+            parts.append(f"memory clock {applied['mem_clock_mhz']:g} MHz")
         if "power_limit_w" in applied:
             parts.append(f"power limit {applied['power_limit_w']:g} W")
         label = target or "manual"
@@ -122,7 +137,15 @@ def apply_command(
 
 
 def _apply_one(
-    uri, target, clock, power_limit, workload, open_device, model_from_profile, fallback_model
+    uri,
+    target,
+    clock,
+    power_limit,
+    workload,
+    open_device,
+    model_from_profile,
+    fallback_model,
+    mem_clock=None,
 ):
     """Apply to one device, still holding it; returns its JSON document and the device (the
     caller keeps the change once every device took it, or closes it to restore it)."""
@@ -152,6 +175,9 @@ def _apply_one(
                 typer.echo(f"governor: {note}", err=True)
         if clock_mhz is not None and not dev.capabilities.lock_gpu_clocks:
             raise InvalidRequestError(f"{dev.uri} cannot lock its GPU clock")
+        mem_mhz: Optional[float] = None
+        if mem_clock is not None:
+            mem_mhz = _mem_clock(dev, mem_clock, notes)
         if power_limit is not None:
             limits = dev.power_limit_range()
             if not dev.capabilities.power_limit or limits is None:
@@ -169,6 +195,8 @@ def _apply_one(
         if clock_mhz is not None:
             lo, hi = dev.lock_gpu_clocks(clock_mhz)
             applied["gpu_clocks_mhz"] = [lo, hi]
+        if mem_mhz is not None:
+            applied["mem_clock_mhz"] = dev.lock_mem_clock(mem_mhz)
         if power_limit is not None:
             applied["power_limit_w"] = dev.set_power_limit(power_limit)
         if target:
@@ -188,6 +216,30 @@ def _apply_one(
         "notes": notes,
     }
     return doc, dev
+
+
+def _mem_clock(dev: Any, wanted_mhz: float, notes: List[str]) -> float:
+    """The supported memory clock nearest ``wanted_mhz`` (said when it differs).
+
+    Raises:
+        InvalidRequestError: the device cannot lock its memory clock (why, in one line), or
+            the clock is outside its range.
+    """
+    from governor.errors import InvalidRequestError
+
+    if not dev.capabilities.lock_mem_clock:
+        why = "; ".join(dev.control_notes()) or "it offers one memory clock, or none it can set"
+        raise InvalidRequestError(f"{dev.uri} cannot lock its memory clock: {why}")
+    snapped = dev.snap_clock_mhz(wanted_mhz, mem=True)
+    if abs(snapped - wanted_mhz) > 1e-6:
+        table = ", ".join(f"{m:g}" for m in dev.supported_mem_clocks_mhz())
+        note = (
+            f"memory clock {wanted_mhz:g} MHz snapped to {snapped:g} MHz, the nearest of "
+            f"{dev.uri}'s memory clocks ({table} MHz)"
+        )
+        notes.append(note)
+        typer.echo(f"governor: {note}", err=True)
+    return snapped
 
 
 def _command_line(verb: str) -> str:

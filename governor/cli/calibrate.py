@@ -139,6 +139,9 @@ def _calibrate_one(device, load, max_probes, window_s, save, plot, if_missing, j
             raise CalibrationError(
                 f"{message}; raw points kept in {_keep_raw(dev, err.data)}", err.data
             ) from err
+        pair = None
+        if dev.identity.kind != "replay" and len(dev.supported_mem_clocks_mhz()) > 1:
+            pair = _search_pairs(dev, the_load, result, window_s)
         raw_path = _keep_raw(dev, result.fit_error) if result.method == "best-probe" else None
         for warning in result.warnings:
             text = warning.replace("raw points kept", f"raw points kept in {raw_path}")
@@ -155,9 +158,59 @@ def _calibrate_one(device, load, max_probes, window_s, save, plot, if_missing, j
                 result, plot, title=f"{dev.identity.name}: {load_info['name']}"
             )
         doc = _document(dev, result, load_info, profile_path, plot_path, note)
+        _add_pair(doc, dev, pair)
     if not json_out:
         _print(doc, result)
     return doc
+
+
+def _search_pairs(dev: Any, load: Any, result: Any, window_s: float) -> Any:
+    """The (core, memory) pair with the least board energy per unit (calibrate/pairs.py),
+    from the core calibration's PPW-optimal clock; None where the memory clock cannot be
+    set (said once)."""
+    from governor.calibrate.pairs import PairProber, search_pairs
+
+    if not dev.capabilities.lock_mem_clock:
+        for text in dev.control_notes():
+            typer.echo(f"governor: {text}", err=True)
+        return None
+    prober = PairProber(dev, load, window_s=window_s)
+    default = dev.state().mem_clock_mhz or dev.sample().mem_clock_mhz
+    table = dev.supported_mem_clocks_mhz()
+    from governor.errors import GovernorError
+
+    try:
+        pair = search_pairs(
+            prober,
+            dev.supported_clocks_mhz(),
+            table,
+            result.ppw_optimal_clock_mhz,
+            default if default is not None else table[-1],
+        )
+    except GovernorError as err:  # the core calibration stands: said, and saved as it is
+        typer.echo(f"governor: the memory clock search stopped: {err}", err=True)
+        return None
+    finally:
+        prober.finish()
+    pair.power_scope = prober.scope or "board"
+    pair.device_time_s = prober.loaded_s
+    return pair
+
+
+def _add_pair(doc: Dict[str, Any], dev: Any, pair: Any) -> None:
+    """The pair's keys: ``ppw_optimal_clock_mhz`` and ``ppw_optimal_mem_clock_mhz`` name the
+    pair (null memory clock on a board with one); ``ppw_optimal_clock_at_default_mem_mhz``
+    is the core calibration's clock at the default memory clock (the profile's, which the
+    policies use while the memory clock stays at its default)."""
+    doc["ppw_optimal_clock_at_default_mem_mhz"] = doc["ppw_optimal_clock_mhz"]
+    doc["supported_mem_clocks_mhz"] = list(dev.supported_mem_clocks_mhz())
+    if pair is None:
+        doc["ppw_optimal_mem_clock_mhz"] = None
+        doc["pair_search"] = None
+        return
+    doc["ppw_optimal_clock_mhz"] = pair.clock_mhz
+    doc["ppw_optimal_mem_clock_mhz"] = pair.mem_clock_mhz
+    doc["pair_search"] = pair.to_dict()
 
 
 def _keep_raw(dev, data) -> str:
@@ -232,7 +285,7 @@ def _print(doc: Dict[str, Any], result) -> None:
     table = Table(title=f"{doc['device_name']} — load: {doc['load']['name']}")
     for col in ("clock MHz", "measured MHz", "power W", "time/unit s", "energy/unit J", "status"):
         table.add_column(col, justify="right")
-    best = doc["ppw_optimal_clock_mhz"]
+    best = doc["ppw_optimal_clock_at_default_mem_mhz"]
     for p in sorted(result.probes, key=lambda p: p.requested_mhz):
         mark = " ◀" if p.requested_mhz == best else ""
         table.add_row(
@@ -257,6 +310,15 @@ def _print(doc: Dict[str, Any], result) -> None:
         f"({doc['energy_saving_vs_top_clock_pct']:.1f} % less energy per unit than the top clock, "
         f"{doc['slowdown_vs_top_clock_pct']:.1f} % slower)"
     )
+    pair = doc.get("pair_search")
+    if pair:
+        console.print(
+            f"PPW-optimal pair       [bold]{pair['clock_mhz']:g} MHz core, "
+            f"{pair['mem_clock_mhz']:g} MHz memory[/bold]  ({100 * pair['saving_rel']:.1f} % "
+            f"less {pair['power_scope']} energy per unit than {best:g} MHz at the default "
+            f"{pair['default_mem_clock_mhz']:g} MHz memory; {len(pair['probes'])} pair probes, "
+            f"{pair['device_time_s']:.1f} s under load)"
+        )
     interval = doc.get("optimum_interval")
     if interval:
         lo, hi = interval["low_mhz"], interval["high_mhz"]

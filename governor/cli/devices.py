@@ -46,7 +46,15 @@ def devices(
         console.print("No GPU found on this machine. Simulated boards work everywhere: sim:NAME")
     if rows:
         table = Table(title="Devices")
-        for column in ("URI", "name", "clocks (MHz)", "can read", "can set", "control"):
+        for column in (
+            "URI",
+            "name",
+            "clocks (MHz)",
+            "memory (MHz)",
+            "can read",
+            "can set",
+            "control",
+        ):
             table.add_column(column)
         for r in rows:
             caps = r["capabilities"]
@@ -57,6 +65,7 @@ def devices(
                     "energy_counter",
                     "rails",
                     "gpu_clock",
+                    "mem_clock",
                     "temperature",
                     "utilisation",
                     "throttle_reasons",
@@ -70,13 +79,27 @@ def devices(
             ]
             clocks = r["supported_clocks_mhz"]
             span = f"{clocks[0]:g}-{clocks[-1]:g} ({len(clocks)})" if clocks else "-"
+            mems = r.get("supported_mem_clocks_mhz") or []
+            mem_span = ", ".join(f"{m:g}" for m in mems) if mems else "-"
             control = "yes" if r["can_control"] else (r.get("control_reason") or "no")
             table.add_row(
-                r["uri"], r["name"], span, ", ".join(reads), ", ".join(sets) or "-", control
+                r["uri"],
+                r["name"],
+                span,
+                mem_span,
+                ", ".join(reads),
+                ", ".join(sets) or "-",
+                control,
             )
             for part in r.get("parts") or []:
                 table.add_row(
-                    "  " + part["uri"], part["name"], "", f"power: {part['power_scope']}", "-", "-"
+                    "  " + part["uri"],
+                    part["name"],
+                    "",
+                    "",
+                    f"power: {part['power_scope']}",
+                    "-",
+                    "-",
                 )
         console.print(table)
     console.print("Simulated boards: " + ", ".join(boards))

@@ -152,7 +152,8 @@ class _Table:
     def row(self, s, label=None) -> None:
         if self.names is None:
             self.names = [r.name for r in s.rails]
-            head = ["t_s", "clock_mhz", "power_w", "scope", "temp_c", "energy_j"] + self.names
+            head = ["t_s", "clock_mhz", "mem_clock_mhz", "power_w", "scope", "temp_c", "energy_j"]
+            head += self.names
             self.console.print("  ".join(f"{h:>12}" for h in head), soft_wrap=True)
 
         def fmt(v, spec=".2f"):
@@ -161,6 +162,7 @@ class _Table:
         cells = [
             fmt(s.t_s, ".1f"),
             fmt(s.gpu_clock_mhz, ".1f"),
+            fmt(s.mem_clock_mhz, ".1f"),
             fmt(s.power_w),
             s.power_scope or "-",
             fmt(s.temperature_c, ".1f"),

@@ -217,6 +217,15 @@ def run_command(
             "configuration (governor kernels table --save), else the board's.",
         ),
     ] = None,
+    mem_clock: Annotated[
+        Optional[float],
+        typer.Option(
+            "--mem-clock",
+            callback=values.number(gt=0, le=100000.0, unit="MHz"),
+            help="Pin the memory clock (MHz, snapped to the device's memory clocks) for the "
+            "job; journaled and restored like the GPU clock. The policy governs the core clock.",
+        ),
+    ] = None,
 ) -> int:
     """Apply a policy, run CMD, restore the device, print an energy report.
 
@@ -232,6 +241,7 @@ def run_command(
         job_stdout=job_stdout,
         kernel=kernel,
     )
+    plan.mem_clock_mhz = mem_clock
     code, docs = _govern_job(plan, device, interval_s)
     _report(plan, code, docs)
     raise typer.Exit(code)
@@ -257,6 +267,8 @@ class _RunPlan:
         self.json_file = json_file
         self.out_stream = out_stream
         self.kernel = kernel
+        #: --mem-clock: pinned through the device before the governor starts
+        self.mem_clock_mhz: Optional[float] = None
 
 
 def _validate(
@@ -334,6 +346,7 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
         note = last_auto_note() if device == "auto" else None
         if note:
             sys.stderr.write(f"governor: {note}; its compute load runs in real time\n")
+        mem_clocks = [_pin_mem_clock(dev, plan.mem_clock_mhz) for dev in devs]
         govs = []
         for dev in devs:
             gov = Governor(
@@ -374,6 +387,7 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
             "mean_power_w": report["mean_power_w"],
             "policy": plan.policy.name,
             "mean_clock_mhz": report["mean_clock_mhz"],
+            "mem_clock_mhz": mem_mhz,
             "max_power_w": report["max_power_w"],
             "board_energy_j": report["board_energy_j"],
             "device": dev.uri,
@@ -384,9 +398,27 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
             "restore_failed": restore_failed.get(dev.uri),
             "transient_retries": report["transient_retries"],
         }
-        for (dev, report), echo in zip(reports, govs)
+        for (dev, report), echo, mem_mhz in zip(reports, govs, mem_clocks)
     ]
     return code, docs
+
+
+def _pin_mem_clock(dev: Any, wanted_mhz: Optional[float]) -> Optional[float]:
+    """Lock ``dev``'s memory clock at the supported clock nearest ``wanted_mhz`` (journaled,
+    restored when the device closes) and return it; without ``--mem-clock``, the memory clock
+    the device reads now (None where it reads none). Nothing changes it during the job."""
+    if wanted_mhz is None:
+        from governor.errors import GovernorError
+
+        try:
+            return dev.sample().mem_clock_mhz
+        except GovernorError:  # a report field, never a reason to fail the job
+            return None
+    from governor.cli.apply import _mem_clock
+
+    notes: List[str] = []
+    mhz = _mem_clock(dev, wanted_mhz, notes)  # one line on stderr when snapped
+    return dev.lock_mem_clock(mhz)
 
 
 class _NoteEcho:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import typer
 
@@ -65,6 +65,15 @@ def simulate_command(
     ] = 0,
     scope: ScopeOpt = None,
     until: UntilOpt = None,
+    mem_clock: Annotated[
+        Optional[float],
+        typer.Option(
+            "--mem-clock",
+            callback=values.number(gt=0, le=100000.0, unit="MHz"),
+            help="Pin the memory clock (MHz, snapped to the board's memory clocks; boards "
+            "with several). Without it the board runs at its default memory clock.",
+        ),
+    ] = None,
     no_admit: Annotated[
         bool,
         typer.Option(
@@ -94,8 +103,9 @@ def simulate_command(
         if policy in ("battery", "throughput"):
             spec["duration_s"] = duration_s  # the mission is the simulated run
     policy_from_options(spec)  # a missing or misplaced option names the option, exit 2
+    mem_mhz, mem_note = _mem_clock(board, mem_clock)
     doc = simulate(
-        board,
+        board if mem_clock is None else f"{board}?mem_clock={mem_mhz!r}",
         spec,
         trace,
         duration_s,
@@ -104,6 +114,14 @@ def simulate_command(
         scope=scope,
         admit=not no_admit,
     )
+    doc["board"] = board
+    if mem_clock is not None:  # the runtime's notes name the URI it opened
+        doc["notes"] = [n.replace(f"?mem_clock={mem_mhz!r}", "") for n in doc["notes"]]
+    # nothing in the run changes the memory clock (no policy governs it yet): its mean is the
+    # clock it was pinned at, or the board's default
+    doc["mem_clock_mhz"] = mem_mhz
+    if mem_note:
+        doc["notes"] = [mem_note] + list(doc["notes"])
     if json_out:
         for note in doc["notes"]:
             typer.echo(f"governor: {note}", err=True)
@@ -114,7 +132,8 @@ def simulate_command(
         f"energy            {doc['energy_j']:.1f} J "
         f"(board input {doc['board_energy_j']:.1f} J, GPU {doc['gpu_energy_j']:.1f} J)",
         f"mean / max power  {doc['mean_power_w']:.2f} / {doc['max_power_w']:.2f} W",
-        f"mean clock        {doc['mean_clock_mhz']:.0f} MHz",
+        f"mean clock        {doc['mean_clock_mhz']:.0f} MHz"
+        + (f" (memory {mem_mhz:g} MHz)" if mem_mhz is not None else ""),
         f"work done         {doc['work_done']:.1f} units",
     ]
     cap: Optional[float] = doc.get("cap_w")
@@ -135,3 +154,34 @@ def simulate_command(
     for note in doc["notes"]:
         lines.append(f"note: {note}")
     typer.echo("\n".join(lines))
+
+
+def _mem_clock(board: str, wanted_mhz: Optional[float]) -> Tuple[Optional[float], str]:
+    """The memory clock the run uses (MHz; None on a board without one) and a note when the
+    one asked for was snapped to the board's table.
+
+    Raises:
+        InvalidRequestError: ``--mem-clock`` on a board with one memory clock, or outside
+            its range.
+    """
+    from governor.devices.sim.catalog import get_board
+    from governor.errors import InvalidRequestError
+
+    spec = get_board(board)
+    table = list(spec.mem_clocks_mhz)
+    if wanted_mhz is None:
+        return spec.default_mem_clock_mhz, ""
+    if len(table) < 2:
+        raise InvalidRequestError(
+            f"sim:{board} has {'one memory clock' if table else 'no memory clock'}: "
+            "--mem-clock needs a board with several (governor devices --simulated)"
+        )
+    lo, hi = table[0], table[-1]
+    if not (lo - 1.0 <= wanted_mhz <= hi + 1.0):
+        raise InvalidRequestError(
+            f"memory clock {wanted_mhz:g} MHz is outside the range {lo:g}-{hi:g} MHz of sim:{board}"
+        )
+    nearest = min(table, key=lambda m: abs(m - wanted_mhz))
+    if abs(nearest - wanted_mhz) > 1e-6:
+        return nearest, f"memory clock {wanted_mhz:g} MHz snapped to {nearest:g} MHz"
+    return nearest, ""

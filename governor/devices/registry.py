@@ -174,6 +174,8 @@ def describe(device: Device) -> DeviceInfo:
         model=device.identity.model,
         identity=device.identity.to_dict(),
         supported_clocks_mhz=list(device.supported_clocks_mhz()),
+        # the memory clocks it can be locked at (empty: one, or none settable)
+        supported_mem_clocks_mhz=list(device.supported_mem_clocks_mhz()),
         capabilities=device.capabilities.to_dict(),
         can_control=reason is None,
         control_reason=reason,

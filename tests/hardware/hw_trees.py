@@ -125,6 +125,28 @@ def ina238_rail(
     return base
 
 
+def bpmp_emc(root: Path, rates_khz: Iterable[int], rate_hz: Optional[int] = None) -> str:
+    """The BPMP's EMC clock in debugfs as L4T has it (``jetson_clocks``' ``do_emc`` paths):
+    ``clk/emc/{rate,min_rate,max_rate,mrq_rate_locked}`` in Hz, unlocked, and the table in
+    ``emc/possible_rates`` (kHz). Returns the clock's directory (absolute board path)."""
+    rates = sorted(rates_khz)
+    clk = "/sys/kernel/debug/bpmp/debug/clk/emc"
+    write(root, clk + "/rate", f"{rate_hz or rates[-1] * 1000}\n")
+    write(root, clk + "/min_rate", f"{rates[0] * 1000}\n")
+    write(root, clk + "/max_rate", f"{rates[-1] * 1000}\n")
+    write(root, clk + "/mrq_rate_locked", "0\n")
+    write(  # as an Orin NX prints it: kHz, then the unit
+        root,
+        "/sys/kernel/debug/bpmp/debug/emc/possible_rates",
+        " ".join(map(str, rates)) + " (kHz)\n",
+    )
+    return clk
+
+
+#: AGX Orin's EMC rates (kHz), LPDDR5 up to 3199 MHz (boards.md)
+ORIN_EMC_KHZ = (204000, 665600, 2133000, 3199000)
+
+
 def build_thor(root: Path, *, vin_label: Optional[str] = None) -> Dict[str, str]:
     """AGX Thor devkit, JetPack 7.0 (L4T R38.2.0), idle with the GPU rail-gated.
 
@@ -255,8 +277,11 @@ def build_agx_xavier(root: Path) -> Dict[str, str]:
     return {"node": node}
 
 
-def build_agx_orin(root: Path, jetpack: int = 6, mode_cap_hz: int = 612000000) -> Dict[str, str]:
-    """AGX Orin 64GB, JetPack 5.1 (R35.4.1) or 6 (R36.3.0), in MODE_30W (GPU capped at 612 MHz)."""
+def build_agx_orin(
+    root: Path, jetpack: int = 6, mode_cap_hz: int = 612000000, emc: bool = True
+) -> Dict[str, str]:
+    """AGX Orin 64GB, JetPack 5.1 (R35.4.1) or 6 (R36.3.0), in MODE_30W (GPU capped at 612
+    MHz); with ``emc`` the BPMP's EMC clock in debugfs (as root sees it)."""
     write(root, "/proc/device-tree/model", "NVIDIA Jetson AGX Orin Developer Kit\x00")
     write(
         root,
@@ -305,6 +330,8 @@ def build_agx_orin(root: Path, jetpack: int = 6, mode_cap_hz: int = 612000000) -
     )
     hwmon_rails(root, "1-0041", hw[1], [("NC", 0, 0), ("VDDQ_VDD2_1V8AO", 1800, 300), ("NC", 0, 0)])
     write(root, "/etc/nvpmodel.conf", ORIN_NVPMODEL_CONF)
+    if emc:
+        bpmp_emc(root, ORIN_EMC_KHZ)
     return {"node": node}
 
 

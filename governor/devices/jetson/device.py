@@ -14,6 +14,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from governor.devices.base import Capabilities, Device, DeviceState, Identity, Rail, Sample
 from governor.devices.jetson.board import identify_board, l4t_version
+from governor.devices.jetson.emc import EmcControl, find_emc
 from governor.devices.jetson.rails import RailSource, best_rail, find_rails
 from governor.devices.jetson.sysfs import (
     GpuDevfreq,
@@ -50,8 +51,12 @@ class JetsonDevice(Device):
         jetson_clocks: Optional[JetsonClocks] = None,
         kind: str = "jetson",
         clock: Optional[Clock] = None,
+        emc: Optional[EmcControl] = None,
+        emc_note: str = "",
     ) -> None:
         self.fs = fs
+        self.emc = emc
+        self._emc_note = emc_note
         self.devfreq = devfreq
         self.rail_source = rails
         self.nvpmodel = nvpmodel
@@ -70,12 +75,12 @@ class JetsonDevice(Device):
             energy_counter=False,
             rails=rails is not None,
             gpu_clock=(devfreq.node / "cur_freq").exists(),
-            mem_clock=False,
+            mem_clock=emc is not None,
             temperature=gpu_temperature_c(zones) is not None,
             utilisation=devfreq.load_path() is not None,
             throttle_reasons=False,
             lock_gpu_clocks=True,
-            lock_mem_clock=False,
+            lock_mem_clock=emc is not None and len(emc.table_hz) > 1 and emc.writable(),
             power_limit=False,
             power_mode=bool(self._modes),
         )
@@ -112,6 +117,30 @@ class JetsonDevice(Device):
     def power_modes(self) -> Tuple[str, ...]:
         return self._modes
 
+    def _supported_mem_clocks_mhz(self) -> Sequence[float]:
+        """The EMC rates the board offers (MHz); empty where it cannot be set."""
+        return (
+            self.emc.table_mhz if self.emc is not None and self.capabilities.lock_mem_clock else ()
+        )
+
+    def control_notes(self) -> List[str]:
+        """Why the memory clock cannot be set here, once (the GPU clock is governed alone)."""
+        return [self.mem_clock_note] if self.mem_clock_note else []
+
+    @property
+    def mem_clock_note(self) -> str:
+        """One line saying why the memory clock cannot be set ("" when it can)."""
+        if self.emc is None:
+            return self._emc_note
+        if len(self.emc.table_hz) < 2:
+            return "the board offers one memory clock: governing the GPU clock alone"
+        if not self.emc.writable():
+            return (
+                f"setting the memory clock ({self.fs.shown(self.emc.dir)}) needs root: "
+                "governing the GPU clock alone"
+            )
+        return ""
+
     def control_permitted(self) -> bool:
         return self.control_reason() is None
 
@@ -140,13 +169,17 @@ class JetsonDevice(Device):
             gpu_clock_mhz=self.devfreq.read_mhz("cur_freq") if caps.gpu_clock else None,
             temperature_c=temperature,
             utilisation_pct=self.devfreq.load_pct() if caps.utilisation else None,
+            mem_clock_mhz=self.emc.read_mhz() if self.emc is not None else None,
         )
 
     def _read_state(self) -> DeviceState:
         mode = None
         if self.capabilities.power_mode and self.nvpmodel is not None:
             mode = self.nvpmodel.query()[0]
-        return DeviceState(gpu_clocks_mhz=self.devfreq.caps_mhz(), power_mode=mode)
+        mem = self.emc.locked_mhz() if self.capabilities.lock_mem_clock and self.emc else None
+        return DeviceState(
+            gpu_clocks_mhz=self.devfreq.caps_mhz(), power_mode=mode, mem_clock_mhz=mem
+        )
 
     # -- writing ---------------------------------------------------------------------------
     def _write_gpu_clocks(self, min_mhz: float, max_mhz: float) -> None:
@@ -155,6 +188,15 @@ class JetsonDevice(Device):
     def _reset_gpu_clocks(self) -> None:
         table = self.supported_clocks_mhz()
         self.devfreq.set_caps_mhz(table[0], table[-1])
+
+    def _write_mem_clock(self, clock_mhz: Optional[float]) -> None:
+        """Lock EMC at ``clock_mhz`` (a table rate), or hand it back to the firmware (None)."""
+        if self.emc is None or not self.capabilities.lock_mem_clock:
+            raise UnsupportedError(f"{self.uri}: {self.mem_clock_note}")
+        if clock_mhz is None:
+            self.emc.unlock()
+        else:
+            self.emc.lock_mhz(clock_mhz)
 
     def _all_clocks_mhz(self) -> Sequence[float]:
         return self.devfreq.table_mhz
@@ -225,8 +267,16 @@ def open_jetson(spec: str = "", *, clock: Optional[Clock] = None) -> JetsonDevic
     def opening() -> JetsonDevice:
         fs = SysfsRoot()
         devfreq, rails, nvp, clocks = open_board(fs)
+        emc, note = find_emc(fs)
         return JetsonDevice(
-            fs, devfreq, rails=rails, nvpmodel=nvp, jetson_clocks=clocks, clock=clock
+            fs,
+            devfreq,
+            rails=rails,
+            nvpmodel=nvp,
+            jetson_clocks=clocks,
+            clock=clock,
+            emc=emc,
+            emc_note=note,
         )
 
     # a stalled sysfs read (the BPMP, an I2C power monitor) blocks: opening has a deadline

@@ -32,6 +32,7 @@ def _workload(name: str, doc: Mapping[str, Any]) -> Workload:
         a_busy=float(doc.get("a_busy", 1.0)),
         mem_w=float(doc.get("mem_w", 0.0)),
         mem_clock_mhz=float(doc["mem_clock_mhz"]) if "mem_clock_mhz" in doc else None,
+        mem_s_at={float(k): float(v) for k, v in doc.get("mem_s_at", {}).items()},
         voltage=VoltageCurve(float(voltage["ridge_mhz"]), float(voltage["beta_per_mhz"]))
         if voltage
         else None,
@@ -57,6 +58,7 @@ def _board(name: str, doc: Mapping[str, Any]) -> BoardSpec:
         if "default_mem_clock_mhz" in doc
         else None,
         mem_static_w={float(k): float(v) for k, v in doc.get("mem_static_w", {}).items()},
+        mem_traffic_scales=bool(doc.get("mem_traffic_scales", False)),
         idle_activity=float(doc.get("idle_activity", 0.02)),
         leakage_per_c=float(doc.get("leakage_per_c", 0.0)),
         ambient_c=float(doc.get("ambient_c", 30.0)),

@@ -56,6 +56,9 @@ _OPTIONS = {"seed", "realtime", "noise", "fail_rate", "stuck_after_s", "power_mo
 
 
 def parse_options(text: str) -> Dict[str, str]:
+    # a second "?" joins options too: sim:BOARD?mem_clock=665.6 given to a caller that adds
+    # its own "?seed=0" (runtime.simulate) is sim:BOARD?mem_clock=665.6&seed=0
+    text = text.replace("?", "&")
     options = dict(parse_qsl(text, keep_blank_values=True, strict_parsing=False)) if text else {}
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:

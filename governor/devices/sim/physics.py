@@ -7,6 +7,8 @@ Power of the GPU domain at clock ``f`` (MHz) and temperature ``T`` (°C)::
 
     P = S·(1 + λ·(T − T_amb))                 static power, leakage rising with temperature
       + P_mem(f_mem) + w.mem_w                memory: background at its clock, traffic extra
+                                              (models.memory: the traffic follows 1/t on
+                                              boards with ``mem_traffic_scales``)
       + α·f·V(f)²·(w.a_stall + w.a_busy·u(f))  dynamic CMOS power, C_eff·f·V²
 
     V(f) = 1 below the ridge clock, 1 + β·(f − f_ridge) above it (normalised voltage)
@@ -227,6 +229,10 @@ class BoardSpec:
     #: the voltage floor (``VoltageCurve.floor_v``) at other memory clocks (MHz -> floor);
     #: empty: one voltage curve at every memory clock (every catalog board)
     mem_floor_v: Mapping[float, float] = field(default_factory=dict)
+    #: the workload's memory traffic power (``Workload.mem_w``, measured at the default memory
+    #: clock) follows the rate it moves bytes at other memory clocks (constant energy per
+    #: byte, :mod:`governor.models.memory`); False: constant (the fitted twins, as measured)
+    mem_traffic_scales: bool = False
     idle_activity: float = 0.02
     leakage_per_c: float = 0.01
     ambient_c: float = 30.0
@@ -333,6 +339,15 @@ class BoardSpec:
             activity = workload.a_stall + workload.a_busy * u
             curve = workload.voltage or self.voltage
             load_mem_w = workload.mem_w
+            if (
+                self.mem_traffic_scales
+                and mem_clock is not None
+                and mem_clock != self.default_mem_clock_mhz
+                and workload.mem_s > 0
+            ):  # bytes per unit of work fixed: power follows 1/t (models.memory)
+                load_mem_w *= workload._model_time_s(
+                    clock_mhz, self.default_mem_clock_mhz
+                ) / workload._model_time_s(clock_mhz, mem_clock)
         if self.mem_floor_v:
             curve = self._curve_at_mem(curve, mem_clock)
             dynamic_w = curve.dynamic_w(clock_mhz, self.dyn_w_per_mhz) * activity
