@@ -159,6 +159,8 @@ def _calibrate_one(device, load, max_probes, window_s, save, plot, if_missing, j
             )
         doc = _document(dev, result, load_info, profile_path, plot_path, note)
         _add_pair(doc, dev, pair)
+        if pair is not None and profile_path is not None:
+            _save_pair(Path(profile_path).stem, str(load_info.get("name") or "builtin"), pair)
     if not json_out:
         _print(doc, result)
     return doc
@@ -211,6 +213,14 @@ def _add_pair(doc: Dict[str, Any], dev: Any, pair: Any) -> None:
     doc["ppw_optimal_clock_mhz"] = pair.clock_mhz
     doc["ppw_optimal_mem_clock_mhz"] = pair.mem_clock_mhz
     doc["pair_search"] = pair.to_dict()
+
+
+def _save_pair(board: str, load_name: str, pair: Any) -> None:
+    """Keep the pair in the board's profile (``tuning.ppw-pair.<load>``) beside the core
+    calibration, which the policies use while they set the core clock alone."""
+    from governor.profiles.store import put_tuning
+
+    put_tuning(board, "ppw-pair", load_name, pair.to_dict())
 
 
 def _keep_raw(dev, data) -> str:

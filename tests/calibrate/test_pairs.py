@@ -87,6 +87,14 @@ def test_calibrate_json_names_the_pair_on_a_board_with_an_emc_axis(capsys):
     )
     best = min(p["power_w"] * p["time_s"] for p in search["probes"])
     assert search["energy_per_unit_j"] == best
+    # the profile file keeps the pair beside the core calibration the policies use
+    saved = json.loads(open(doc["profile_path"]).read())
+    (kept,) = saved["tuning"]["ppw-pair"].values()
+    assert (kept["clock_mhz"], kept["mem_clock_mhz"]) == (
+        search["clock_mhz"],
+        search["mem_clock_mhz"],
+    )
+    assert saved["ppw_optimal_clock_mhz"] == doc["ppw_optimal_clock_at_default_mem_mhz"]
 
 
 def test_calibrate_on_a_board_with_one_memory_clock_has_no_pair(capsys):
