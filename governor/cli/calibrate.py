@@ -288,10 +288,11 @@ def _document(dev, result, load_info, profile_path, plot_path, note) -> Dict[str
 
 
 def _print(doc: Dict[str, Any], result) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False)
+    from governor.cli.common import console as console_
+
+    console = console_()
     table = Table(title=f"{doc['device_name']} — load: {doc['load']['name']}")
     for col in ("clock MHz", "measured MHz", "power W", "time/unit s", "energy/unit J", "status"):
         table.add_column(col, justify="right")
@@ -359,14 +360,15 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.enabled:
-            from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn
+
+            from governor.cli.common import console as console_
 
             self._progress = Progress(
                 TextColumn("probing"),
                 BarColumn(),
                 TextColumn("{task.completed}/{task.total} {task.description}"),
-                console=Console(stderr=True),
+                console=console_(stderr=True),
                 transient=True,
             )
             self._progress.start()

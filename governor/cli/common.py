@@ -11,7 +11,19 @@ import typer
 
 from governor._compat import Annotated
 
-__all__ = ["Annotated", "DeviceOpt", "JsonOpt", "emit_json", "report_error", "to_jsonable"]
+__all__ = [
+    "Annotated",
+    "DeviceOpt",
+    "JsonOpt",
+    "console",
+    "emit_json",
+    "report_error",
+    "to_jsonable",
+]
+
+#: the width of output that goes to a pipe or a file, where no terminal says how wide it is:
+#: rich's 80 columns cut URIs (sim:xavier…) and wrapped lines a script reads
+PIPE_WIDTH = 200
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 DeviceOpt = Annotated[
@@ -54,3 +66,19 @@ def report_error(message: str, wants_json: bool) -> None:
     sys.stderr.write(f"governor: error: {line}\n")
     if wants_json:
         emit_json({"error": line})
+
+
+def console(*, stderr: bool = False, highlight: bool = False) -> Any:
+    """A rich console for a command's tables and lines: the terminal's width on a terminal;
+    on a pipe or a file ``COLUMNS`` if set, else :data:`PIPE_WIDTH`, so nothing is cut or
+    wrapped at 80 columns."""
+    import os
+
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None
+    if not stream.isatty():
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
+    return Console(stderr=stderr, highlight=highlight, width=width)

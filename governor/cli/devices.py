@@ -37,10 +37,11 @@ def devices(
     if json_out:
         emit_json({"devices": rows, "simulated_boards": boards})
         return
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from governor.cli.common import console as console_
+
+    console = console_()
     real = [r for r in rows if r["kind"] != "sim"]
     if not real:
         console.print("No GPU found on this machine. Simulated boards work everywhere: sim:NAME")

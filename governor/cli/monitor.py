@@ -143,9 +143,9 @@ class _Table:
     """Plain aligned rows (works in pipes and logs, unlike a live-updating widget)."""
 
     def __init__(self, dev) -> None:
-        from rich.console import Console
+        from governor.cli.common import console as console_
 
-        self.console = Console(highlight=False)
+        self.console = console_()
         self.names: Optional[List[str]] = None
         self.console.print(f"[bold]{dev.identity.name}[/bold] ({dev.uri})")
 

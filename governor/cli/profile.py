@@ -28,8 +28,9 @@ def list_command(json_out: JsonOpt = False) -> None:
     if json_out:
         emit_json({"profiles": rows})
         return
-    from rich.console import Console
     from rich.table import Table
+
+    from governor.cli.common import console as console_
 
     table = Table(title="Profiles")
     for col in ("board", "PPW-optimal MHz", "ridge MHz", "loads", "source", "path"):
@@ -45,7 +46,7 @@ def list_command(json_out: JsonOpt = False) -> None:
             r["source"],
             r["path"],
         )
-    Console().print(table)
+    console_().print(table)
 
 
 @profile_app.command("show")
@@ -95,9 +96,9 @@ def show_command(
     if json_out:
         emit_json({"path": str(path), "warnings": warnings, "profile": doc})
         return
-    from rich.console import Console
+    from governor.cli.common import console as console_
 
-    console = Console(highlight=False)
+    console = console_()
     console.print(f"[bold]{doc.get('board', path.stem)}[/bold]  ({path})")
     best_probe = doc.get("method") == "best-probe"
     if "ppw_optimal_clock_mhz" not in doc or ("power_model" not in doc and not best_probe):

@@ -289,10 +289,11 @@ def _tiles_text(tiles: Optional[Dict[str, int]]) -> str:
 
 
 def _print_one(result: Any, note: Optional[Dict[str, Any]], saved: Optional[Path]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from governor.cli.common import console as console_
+
+    console = console_()
     head = (
         f"{result.kernel} on {result.gpu}: shared fraction {result.shared_fraction:g}, "
         f"warp fraction {result.warp_fraction:g}, {result.precision}, {result.bound} bound"
@@ -326,8 +327,9 @@ def _print_one(result: Any, note: Optional[Dict[str, Any]], saved: Optional[Path
 
 
 def _print_all(results: List[Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from governor.cli.common import console as console_
 
     table = Table()
     for name, justify in (
@@ -348,4 +350,4 @@ def _print_all(results: List[Any]) -> None:
             str(r.objective) if r.feasible else "-",
             f"{r.solve_ms:.2f}",
         )
-    Console().print(table)
+    console_().print(table)

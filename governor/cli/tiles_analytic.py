@@ -231,10 +231,11 @@ def _tiles_text(tiles: Dict[str, Any]) -> str:
 
 
 def _print_table(doc: Dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from governor.cli.common import console as console_
+
+    console = console_()
     if doc["model"] == "hhc":
         table = Table(
             title=f"HHC {doc['stencil']} on {doc['gpu']}, size {doc['size']} x {doc['steps']} "
