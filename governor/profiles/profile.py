@@ -179,6 +179,18 @@ def find_profile(board: str) -> Optional[Tuple[Path, Dict[str, Any]]]:
     return None
 
 
+def _tuning_only(board: str) -> Optional[Path]:
+    """The first profile file of ``board`` that holds tuning tables but no calibration."""
+    for path in profile_paths(board):
+        if path.exists():
+            try:
+                doc = read_profile_file(path)
+            except ProfileError:
+                return None
+            return path if "power_model" not in doc and "tuning" in doc else None
+    return None
+
+
 def check_fingerprint(
     doc: Dict[str, Any], device: Device, path: Any = None, *, force: bool = False
 ) -> List[str]:
@@ -247,6 +259,10 @@ def lookup_profile_for(
     """
     found = find_profile(board_key(device))
     if found is None:
+        tables = _tuning_only(board_key(device))
+        if tables is not None:  # kernel or tile tables, but no calibration
+            return None, None, [f"the profile of {device.identity.model} ({tables}) holds "
+                                "tuning tables but no calibration"]  # fmt: skip
         return None, None, [f"no profile for {device.identity.model}"]
     path, doc = found
     try:

@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from governor.errors import GovernorError
+from governor.errors import GovernorError, InvalidRequestError
 
 if TYPE_CHECKING:
     from governor.kernels.operating_points import ConfigTable, KernelConfig
@@ -47,9 +47,15 @@ class KernelConfigFollower:
         self.generation = 0
 
     def table(self, kernel: str, precision: str = "double") -> TableLookup:
-        """The stored table (cached after the first read), or the reason there is none."""
+        """The stored table (cached after the first read), or the reason there is none.
+
+        Raises:
+            InvalidRequestError: ``kernel`` is no library kernel or ``precision`` is neither
+                double nor single (one line with the known names).
+        """
         key = (kernel, precision)
         if key not in self._tables:
+            _check_request(kernel, precision)
             from governor.kernels.operating_points import load_table
 
             try:
@@ -57,10 +63,11 @@ class KernelConfigFollower:
             except GovernorError as err:
                 return TableLookup(None, f"kernel table unreadable: {err}")
             if found is None:
+                given = "" if precision == "double" else f" --precision {precision}"
                 return TableLookup(
                     None,
                     f"no configuration table for {kernel}/{precision} on {self.board} "
-                    f"(run 'governor kernels table {kernel} --board {self.board} --save')",
+                    f"(run 'governor kernels table {kernel} --board {self.board}{given} --save')",
                 )
             self._tables[key] = found
         return TableLookup(self._tables[key], "")
@@ -140,3 +147,23 @@ def kernel_ppw_policy(
         f"PPW clock of {kernel} at its tuned configuration (tile {tile}, "
         f"{config.threads_per_block} threads per block): {clock:g} MHz",
     )
+
+
+PRECISIONS = ("double", "single")
+
+
+def _check_request(kernel: str, precision: str) -> None:
+    """Refuse a kernel the library does not have, or a precision it does not compile."""
+    from governor.kernels.templates import KERNELS
+    from governor.names import did_you_mean
+
+    if kernel not in KERNELS:
+        raise InvalidRequestError(
+            f"unknown kernel {kernel!r}{did_you_mean(kernel, KERNELS) or ';'} "
+            f"the library's kernels: {', '.join(sorted(KERNELS))}"
+        )
+    if precision not in PRECISIONS:
+        raise InvalidRequestError(
+            f"precision must be double or single, not {precision!r} (the library's kernels "
+            "compile in those two)"
+        )
