@@ -11,15 +11,14 @@ names it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from governor.errors import InvalidRequestError
 from governor.runtime.battery_parts.curves import ClockCurves
 from governor.runtime.battery_parts.flat import flat_top
 from governor.runtime.battery_parts.forecast import MixLoad, forecast_mix
 from governor.runtime.battery_parts.history import PhaseHistory
-from governor.runtime.battery_parts.plan import MissionPlan
 from governor.runtime.battery_parts.probe import ProbeRuns
 from governor.runtime.battery_parts.share import (
     SHARE_SAME,
@@ -29,6 +28,7 @@ from governor.runtime.battery_parts.share import (
 )
 from governor.runtime.battery_parts.solver import mix_lambda
 from governor.runtime.battery_parts.tables import fractional_index, level_neg
+from governor.runtime.budget import BudgetState, MissionBudget, budget_and_reserve
 from governor.runtime.controller_base import Controller, Observation, PowerTracker, Tick
 from governor.runtime.model import ClockModel
 from governor.runtime.policies import Battery
@@ -65,11 +65,11 @@ class BatteryController(Controller):
     ) -> None:
         super().__init__(model)
         self.policy = policy
-        self.reader = reader
-        self.board_scope = policy.scope == "board"
-        self.budget_j, reserve_j = _budget(policy, reader)
+        budget_j, reserve_j = budget_and_reserve(policy.budget_j, policy.reserve, reader)
+        self.budget = MissionBudget(budget_j, reserve_j, policy.target_s, policy.scope, reader)
+        self.plan = self.budget.plan
+        self.board_scope = self.budget.board_scope
         self.tracker = PowerTracker(model, dither=True)
-        self.plan = MissionPlan(policy.target_s, reserve_j)
         prior_s = self.PRIOR_RATIO_S if model.fitted else 0.0
         prior_j = prior_s * model.power_at(model.ppw_clock_mhz) if model.fitted else 0.0
         self.ratio = PowerRatio.with_prior(prior_j)
@@ -78,12 +78,6 @@ class BatteryController(Controller):
         self.history = PhaseHistory(self.curves)
         self.probes = ProbeRuns(self.curves.capped_top)
         self.work = PhaseFit(model) if model.fitted else None
-        # what status() reports
-        self.target_w: Optional[float] = None
-        self.busy_target_w: Optional[float] = None
-        self.remaining_j: float = self.budget_j
-        self.exhausted_at_s: Optional[float] = None
-        self.read_error: Optional[str] = None
         # the decision's state: the plan's level and the phase's (fractional table
         # indices), the dithering carry, and with ticks the solve's answer and schedule
         self.level: Optional[float] = None
@@ -102,24 +96,21 @@ class BatteryController(Controller):
         self.solve_in = 0  # periods until the next solve
 
     def initial_mhz(self) -> float:
-        self.target_w, self.busy_target_w = self.plan.plan(self.budget_j, 0.0)
+        self.budget.start()
         if not self.model.fitted:
             return self.model.clocks_mhz[0]
-        gpu_w = self.plan.gpu_target(self.busy_target_w, self.board_scope)
-        return self.tracker.clock_for(gpu_w, carry=False)
+        return self.tracker.clock_for(self.budget.gpu_target_w(), carry=False)
 
     def decide(
         self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
     ) -> Tuple[float, bool]:
-        scoped_w = obs.board_power_w if self.board_scope else obs.power_w
-        steady = self.plan.observe(obs.busy, obs.dt_s, scoped_w)
+        steady = self.budget.observe(obs)
         if obs.busy is not False and obs.power_w is not None and steady:
             self._learn_busy(obs, obs.power_w, ticks)
-        remaining = self._account(obs)
-        self.target_w, self.busy_target_w = self.plan.plan(remaining, obs.elapsed_s)
+        self.budget.account(obs)
         if obs.busy is False:
             return self._idle_mhz(current_mhz), False
-        gpu_w = self.plan.gpu_target(self.busy_target_w, self.board_scope)
+        gpu_w = self.budget.gpu_target_w()
         ratio = self.ratio.ratio(self.tracker.scale)
         self.level = self._level(gpu_w, ratio)
         top_w = ratio * self.model.power_w[-1]
@@ -181,36 +172,9 @@ class BatteryController(Controller):
             units = sum([t.units for t in ticks])
             self.work.add(self.probes.run, obs.applied_mhz, dt_s, units, power_w)
             self.history.age_s += dt_s
-        if self.board_scope and obs.board_power_w is not None:
-            self.plan.learn_rest(obs.board_power_w - power_w)
 
     def close(self, obs: Observation) -> None:
-        self._account(obs)
-
-    def _account(self, obs: Observation) -> float:
-        """What is left of the budget after ``obs``; when it ran out during the period, the
-        time it did (at the period's mean power on the budget's scope)."""
-        remaining = self._remaining_j(obs)
-        if remaining <= 0 and self.exhausted_at_s is None:
-            before = self.remaining_j if self.remaining_j is not None else self.budget_j
-            spent_j = before - remaining  # during this period
-            late_s = obs.dt_s * min(1.0, -remaining / spent_j) if spent_j > 0 else 0.0
-            self.exhausted_at_s = obs.elapsed_s - late_s
-        self.remaining_j = remaining
-        return remaining
-
-    def _remaining_j(self, obs: Observation) -> float:
-        """The budget less the energy used on its scope; the battery's own reading when it
-        says less (a failed read keeps the metered figure and is reported)."""
-        used = obs.board_energy_used_j if self.board_scope else obs.energy_used_j
-        remaining = self.budget_j - (used if used is not None else obs.energy_used_j)
-        if self.reader is not None:
-            try:
-                remaining = min(float(self.reader()), remaining)
-                self.read_error = None
-            except Exception as err:  # a user callable or a battery file: keep metering
-                self.read_error = f"{type(err).__name__}: {err}"
-        return remaining
+        self.budget.close(obs)
 
     def safe_mhz(self, current_mhz: float) -> float:
         level = self.phase_level if self.phase_level is not None else self.level
@@ -335,45 +299,10 @@ class BatteryController(Controller):
         work.reset()
         self.probes.restart()
 
+    def budget_state(self) -> BudgetState:
+        return self.budget.state()
+
     def status(self) -> Dict[str, Any]:
-        plan = self.plan
-        total = plan.busy_s + plan.idle_s
-        return {
-            "budget_j": self.budget_j,
-            "scope": self.policy.scope,
-            "remaining_j": self.remaining_j,
-            "target_s": self.policy.target_s,
-            "target_power_w": _finite(self.target_w),
-            "busy_power_target_w": _finite(self.busy_target_w),
-            "duty_cycle": plan.busy_s / total if total > 0 else None,
-            "exhausted_at_s": self.exhausted_at_s,
-            "battery_read_error": self.read_error,
-            "model_correction": self.tracker.r,
-        }
-
-
-def _budget(policy: Battery, reader: Optional[Callable[[], float]]) -> Tuple[float, float]:
-    """(the budget in J, the reserve in J): the policy's budget, else the battery's reading;
-    the reserve a share of the battery's full capacity where it says (of the budget else),
-    1 % by default when a battery is read.
-
-    Raises:
-        InvalidRequestError: neither a budget nor a battery to read.
-    """
-    budget = policy.budget_j
-    capacity: Optional[float] = None
-    if reader is not None:
-        full = getattr(reader, "capacity_j", None)
-        capacity = float(full()) if callable(full) else None
-        if budget is None:
-            budget = float(reader())
-    if budget is None:
-        raise InvalidRequestError(
-            "the battery policy needs battery_wh (Wh) or energy_j (J) when no battery is read"
-        )
-    share = policy.reserve if policy.reserve is not None else (0.01 if reader else 0.0)
-    return budget, share * (capacity if capacity else budget)
-
-
-def _finite(value: Optional[float]) -> Optional[float]:
-    return value if value is not None and math.isfinite(value) else None
+        doc = dataclasses.asdict(self.budget.state())
+        doc["model_correction"] = self.tracker.r
+        return doc

@@ -16,9 +16,12 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.model import ClockModel
+
+if TYPE_CHECKING:
+    from governor.runtime.budget import BudgetState
 
 __all__ = [
     "ControlContext",
@@ -122,6 +125,10 @@ class Controller:
 
     def close(self, obs: Observation) -> None:
         """Account for the last period, which ends with the run: no clock follows it."""
+
+    def budget_state(self) -> Optional[BudgetState]:
+        """The mission budget this controller spends (None: it spends none)."""
+        return None
 
     def status(self) -> Dict[str, Any]:
         return {}

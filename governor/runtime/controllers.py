@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import collections
 import importlib
-import math
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Deque, Dict, Optional, Sequence, Set, Tuple
 
 from governor.runtime.battery_controller import BatteryController
 from governor.runtime.controller_base import (
@@ -28,6 +27,7 @@ from governor.runtime.controller_base import (
     StaticController,
     Tick,
 )
+from governor.runtime.floor_controller import FloorThroughputController
 from governor.runtime.model import ClockModel
 from governor.runtime.policies import (
     POLICIES,
@@ -46,6 +46,7 @@ __all__ = [
     "BatteryController",
     "ControlContext",
     "Controller",
+    "FloorThroughputController",
     "Observation",
     "PowerTracker",
     "PriorPpwController",
@@ -143,229 +144,6 @@ class PowerCapController(Controller):
             "trim_w": self.trim_w,
             "model_correction": self.tracker.r,
         }
-
-
-class FloorThroughputController(Controller):
-    """Throughput with a battery floor: the cheapest clock that keeps the rate (as
-    :class:`ThroughputController`) unless the battery plan affords less.
-
-    The plan is :class:`BatteryController`'s mean power, what is left over the time left,
-    every period (the time left counted from now). When the rate costs more than the plan
-    affords, the rate degrades
-    one of two ways:
-
-    - **the app asks** (:meth:`admit`, ``gov.admit()`` before each frame): the clock stays
-      the rate's (the cheapest energy per frame that meets a frame's deadline) and the share
-      of frames admitted is what the plan affords, ``(P_plan − P_idle) / (P_rate − P_idle)``,
-      spread evenly (error diffusion: at 0.6 three frames in five). ``P_idle`` (no frames)
-      and ``P_rate`` (every frame) on the budget's scope are a line fitted to windows of
-      measured mean power against the share of the rate the app ran in them (a weighted
-      least-squares fit, older windows forgotten; the measured GPU idle power plus the rest
-      of the board stands in for the windows at share 0 until the share varies);
-    - **the app does not ask**: the rate's clock is time-shared with the lowest one (error
-      diffusion) so the modelled mean power is the plan's; frames in the low periods are late
-      or dropped.
-    """
-
-    WINDOW_S = 0.0  # periods pooled into one point of the power-vs-share fit
-    FORGET = 0.99  # weight an older window keeps per new window
-    PRIOR_WEIGHT = 0.2  # the idle-power estimate's weight in the fit, in windows
-
-    def __init__(
-        self,
-        model: ClockModel,
-        policy: Throughput,
-        floor: Battery,
-        reader: Optional[Callable[[], float]] = None,
-        search: bool = False,
-    ) -> None:
-        super().__init__(model)
-        self.rate = ThroughputController(model, policy, search=search)
-        self.battery = BatteryController(model, floor, reader)
-        self.board = floor.scope == "board"
-        self.rest_w = 0.0
-        self.carry = 0.0
-        self.degraded_s = 0.0
-        self.degraded = False
-        self.afford_mhz: Optional[float] = None
-        # admission (the app consults admit())
-        self.admitting = False
-        self.share = 1.0  # of the rate's frames to admit
-        self.credit = 0.0
-        self.offered = self.admitted = 0
-        self.win_s = self.win_j = self.win_units = 0.0
-        self.used_last: Optional[float] = None
-        self.fit = [0.0] * 5  # forgotten sums: weight, Σx, Σy, Σxx, Σxy
-        self.idle_fit_w: Optional[float] = None
-        self.rate_fit_w: Optional[float] = None
-
-    def initial_mhz(self) -> float:
-        self.battery.initial_mhz()  # its plan's first figures
-        # the top clock, not the rate's PPW start: the first frames measure the rate's cost
-        # at a known clock, which keeps short budgets from overrunning (see
-        # docs/benchmarks/throughput.md, "Battery floor: the first clock")
-        return self.model.top_mhz
-
-    @property
-    def eager(self) -> bool:
-        return self.rate.eager
-
-    def admit(self) -> bool:
-        """Whether the app should take the frame in hand (False: skip it). Spreads the
-        admitted share evenly over the frames offered."""
-        self.admitting = True
-        self.offered += 1
-        self.credit += self.share
-        if self.credit >= 1.0 - 1e-9:
-            self.credit -= 1.0
-            self.admitted += 1
-            return True
-        return False
-
-    def _mean_costs(self) -> List[float]:
-        model = self.model
-        per_unit = self.rate.per_unit_top
-        mean = sum(per_unit) / len(per_unit) if per_unit else None
-        out = []
-        for p, rel in zip(model.power_w, model.time_rel):
-            busy = 1.0 if mean is None else min(1.0, self.rate.policy.rate_hz * mean * rel)
-            out.append(busy * p + (1.0 - busy) * model.idle_w)
-        return out
-
-    def _learn_share(self, obs: Observation, ticks: Sequence[Tick]) -> None:
-        """One more period into the window; a full window into the power-vs-share fit."""
-        used = obs.board_energy_used_j if self.board else None
-        if used is None:
-            used = obs.energy_used_j
-        last, self.used_last = self.used_last, used
-        if last is None or obs.dt_s <= 0:
-            return
-        self.win_s += obs.dt_s
-        self.win_j += used - last
-        self.win_units += sum(t.units for t in ticks)
-        if self.win_s < self.WINDOW_S:
-            return
-        x = self.win_units / (self.win_s * self.rate.policy.rate_hz)
-        y = self.win_j / self.win_s
-        self.win_s = self.win_j = self.win_units = 0.0
-        f = self.fit
-        k = self.FORGET
-        for i, v in enumerate((1.0, x, y, x * x, x * y)):
-            f[i] = k * f[i] + v
-
-    def _idle_prior_w(self) -> float:
-        idle = self.rate.idle_w if self.rate.idle_w is not None else self.model.idle_w
-        if self.board:
-            idle += self.rest_w
-        return idle
-
-    def _solve(self) -> Optional[Tuple[float, float]]:
-        """(P at no frames, P at the full rate) on the budget's scope, from the fit."""
-        w, sx, sy, sxx, sxy = self.fit
-        if w <= 0:
-            return None
-        p0 = self.PRIOR_WEIGHT
-        y0 = self._idle_prior_w()
-        w, sy = w + p0, sy + p0 * y0  # the prior: a window at share 0
-        det = w * sxx - sx * sx
-        if det <= 1e-12 * w * w:
-            return None
-        slope = (w * sxy - sx * sy) / det
-        icept = (sy - slope * sx) / w
-        if slope <= 0:
-            return None
-        return icept, icept + slope
-
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
-        want, urgent = self.rate.decide(obs, ticks, current_mhz)
-        if self.degraded and self.rate.base_mhz is not None:
-            # the rate's dither below its floor spends late frames for energy; a degraded
-            # rate skips or delays frames already, and the power-vs-share fit wants one
-            # clock per share: hold the floor
-            want = self.rate.base_mhz
-            urgent = want > current_mhz
-        self.battery.decide(obs, ticks, current_mhz)  # the plan's bookkeeping
-        if obs.power_w is not None:
-            if self.board and obs.board_power_w is not None:
-                self.rest_w += 0.2 * (obs.board_power_w - obs.power_w - self.rest_w)
-        self._learn_share(obs, ticks)
-        target = self.battery.target_w  # its plan for the period ahead, from now
-        if target is None or not math.isfinite(target):
-            self.degraded = False
-            self.share = 1.0
-            return want, urgent
-        if self.admitting:
-            return self._admission(obs, target, want, urgent)
-        costs = self._mean_costs()
-        gpu_w = target - (self.rest_w if self.board else 0.0)
-        clocks = self.model.clocks_mhz
-        i_want = self.model.index(want)
-        self.degraded = costs[i_want] > gpu_w
-        if not self.degraded:
-            self.afford_mhz = want
-            self.carry = 0.0
-            return want, urgent
-        self.degraded_s += obs.dt_s
-        # time-share the rate's clock with the lowest one so the mean power is the plan's:
-        # frames in the rate's periods are on time, the others late (rather than every
-        # frame late at a clock in between)
-        low, high = costs[0], costs[i_want]
-        share = (gpu_w - low) / (high - low) if high > low else 0.0
-        self.afford_mhz = clocks[0]
-        self.carry += min(1.0, max(0.0, share))
-        if self.carry >= 1.0:
-            self.carry -= 1.0
-            return want, want > current_mhz
-        return clocks[0], False
-
-    def close(self, obs: Observation) -> None:
-        self.battery.close(obs)
-
-    def _admission(
-        self, obs: Observation, target_w: float, want: float, urgent: bool
-    ) -> Tuple[float, bool]:
-        """The app skips frames: the share of the rate the plan affords, the rate's clock."""
-        fit = self._solve()
-        if fit is None:
-            self.share = 1.0
-        else:
-            idle_w, rate_w = fit
-            self.idle_fit_w, self.rate_fit_w = idle_w, rate_w
-            if target_w >= rate_w:
-                self.share = 1.0
-            else:
-                share = (target_w - idle_w) / (rate_w - idle_w)
-                self.share = min(1.0, max(0.0, share))
-        self.degraded = self.share < 1.0
-        if self.degraded:
-            self.degraded_s += obs.dt_s
-        self.carry = 0.0
-        if self.share <= 0.0:  # no frame affordable: idle at the lowest clock's idle power
-            self.afford_mhz = self.model.clocks_mhz[0]
-            return self.afford_mhz, False
-        self.afford_mhz = want
-        return want, urgent
-
-    def safe_mhz(self, current_mhz: float) -> float:
-        safe = self.rate.safe_mhz(current_mhz)
-        return min(safe, self.afford_mhz) if self.afford_mhz is not None else safe
-
-    def status(self) -> Dict[str, Any]:
-        doc = dict(self.battery.status())
-        doc.update(self.rate.status())
-        doc["rate_degraded"] = self.degraded
-        doc["rate_degraded_s"] = self.degraded_s
-        doc["affordable_clock_mhz"] = self.afford_mhz
-        doc["admitting"] = self.admitting
-        doc["admit_share"] = self.share
-        doc["admitted_rate_hz"] = self.share * self.rate.policy.rate_hz
-        doc["frames_offered"] = self.offered
-        doc["frames_admitted"] = self.admitted
-        doc["idle_power_fit_w"] = self.idle_fit_w
-        doc["rate_power_fit_w"] = self.rate_fit_w
-        return doc
 
 
 class OnlinePpwController(Controller):

@@ -10,7 +10,7 @@ docs/benchmarks/throughput.md.
 
 from __future__ import annotations
 
-from typing import Any, Deque, Dict, Optional, Sequence, Tuple
+from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.controller_base import Controller, Observation, Tick
 from governor.runtime.model import ClockModel
@@ -83,6 +83,25 @@ class ThroughputController(Controller):
     def rate_hz(self) -> Optional[float]:
         """The app's tick rate over the last 2 s (units/s), None before the first period."""
         return self.frames.rate_hz
+
+    @property
+    def undithered_mhz(self) -> Optional[float]:
+        """The clock chosen before the dither's periods at the clock below (None before the
+        first choice)."""
+        return self.base_mhz
+
+    def mean_power_by_clock(self) -> List[float]:
+        """The mean power (W) at each table clock for the rate, by the model: busy for the
+        share of the time the last frames' mean work takes there (every period where no
+        frame was measured yet), idle at the model's idle power the rest."""
+        model = self.model
+        per_unit = self.frames.per_unit_top
+        mean = sum(per_unit) / len(per_unit) if per_unit else None
+        out = []
+        for p, rel in zip(model.power_w, model.time_rel):
+            busy = 1.0 if mean is None else min(1.0, self.policy.rate_hz * mean * rel)
+            out.append(busy * p + (1.0 - busy) * model.idle_w)
+        return out
 
     @property
     def eager(self) -> bool:

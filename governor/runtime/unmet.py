@@ -21,7 +21,7 @@ from typing import Any, Callable, List, Optional
 
 from governor.runtime.controller_base import Controller, Observation
 from governor.runtime.model import ClockModel
-from governor.runtime.policies import Battery, FixedClock, Policy, PowerCap, Throughput
+from governor.runtime.policies import FixedClock, Policy, PowerCap
 
 __all__ = ["UnmetWatch", "clock_note"]
 
@@ -82,10 +82,7 @@ class UnmetWatch:
             return
         if isinstance(policy, PowerCap):
             self._watch_cap(policy, obs)
-        elif isinstance(policy, Battery) or (
-            isinstance(policy, Throughput) and policy.budget_j is not None
-        ):
-            self._watch_budget(controller)
+        self._watch_budget(controller)
 
     def _tell(self, key: str, text: str) -> None:
         if key in self._said:
@@ -116,22 +113,14 @@ class UnmetWatch:
     def _watch_budget(self, controller: Controller) -> None:
         if "budget" in self._said:
             return
-        status = controller.status()
-        at_s = status.get("exhausted_at_s")
-        if at_s is None:
+        budget = controller.budget_state()
+        if budget is None or budget.exhausted_at_s is None:
             return
-        budget_j = status.get("budget_j")
-        target_s = status.get("target_s")
-        what = (
-            f"the energy budget of {budget_j:.4g} J ({budget_j / 3600.0:.3g} Wh)"
-            if budget_j is not None
-            else "the battery"
-        )
-        mission = f" of the {target_s:.4g} s mission" if target_s is not None else ""
-        scope = status.get("scope")
-        where = f", metered on the {scope}" if scope == "board" else ""
+        what = f"the energy budget of {budget.budget_j:.4g} J ({budget.budget_j / 3600.0:.3g} Wh)"
+        mission = f" of the {budget.target_s:.4g} s mission"
+        where = ", metered on the board" if budget.scope == "board" else ""
         self._tell(
             "budget",
-            f"{what} ran out {at_s:.3g} s into the mission{where}: it cannot last the rest"
-            f"{mission}",
+            f"{what} ran out {budget.exhausted_at_s:.3g} s into the mission{where}: it cannot "
+            f"last the rest{mission}",
         )
