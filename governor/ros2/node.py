@@ -58,7 +58,7 @@ TICK_QOS = QoSProfile(
 REPORT_PERIOD_S = 1.0
 
 _DESCRIPTIONS = {
-    "policy": "ppw, max, power-cap, battery, throughput, clock, or none (device at its own settings)",
+    "policy": f"{', '.join(_params.POLICIES[:-1])}, or none (device at its own settings)",
     "cap_w": "power-cap: the cap in W (0: not set)",
     "battery_wh": "battery: the energy budget in Wh (0: not set)",
     "hours": "battery: how long the budget must last, in hours (0: not set)",

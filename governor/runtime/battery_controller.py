@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.battery_parts.curves import ClockCurves
 from governor.runtime.battery_parts.flat import flat_top
@@ -31,8 +31,10 @@ from governor.runtime.battery_parts.tables import fractional_index, level_neg
 from governor.runtime.budget import BudgetState, MissionBudget, budget_and_reserve
 from governor.runtime.controller_base import Controller, Observation, PowerTracker, Tick
 from governor.runtime.model import ClockModel
-from governor.runtime.policies import Battery
 from governor.runtime.workrate import PhaseFit
+
+if TYPE_CHECKING:
+    from governor.runtime.policies import Battery
 
 __all__ = ["BatteryController"]
 

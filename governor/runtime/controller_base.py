@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ControlContext",
     "Controller",
+    "Decision",
+    "Now",
     "Observation",
     "PowerTracker",
     "StaticController",
@@ -67,6 +69,25 @@ class Tick:
 
 
 @dataclass(frozen=True)
+class Now:
+    """What a choice is made at: the period just observed, its ticks, and the clock the
+    governor holds (``current_mhz``)."""
+
+    obs: Observation
+    ticks: Sequence[Tick]
+    current_mhz: float
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A controller's choice: the clock for the next period and whether the change is
+    urgent (never delayed by the governor's rate limit)."""
+
+    clock_mhz: float
+    urgent: bool = False
+
+
+@dataclass(frozen=True)
 class ControlContext:
     """What a controller is made with besides its policy and the clock model.
 
@@ -79,6 +100,9 @@ class ControlContext:
     interval_s: float
     energy_counter: bool = False
     battery: Optional[Callable[[], float]] = None
+    #: the PPW clock an earlier run found online for this board, by workload (None: none
+    #: kept); the PPW policy holds it instead of searching again
+    kept_ppw: Optional[Callable[[Optional[str]], Optional[Dict[str, Any]]]] = None
 
     @property
     def settle_s(self) -> float:
@@ -98,6 +122,10 @@ class Controller:
 
     #: a finding to keep (see the class docstring); set by the controllers that find one
     result: Optional[Dict[str, Any]] = None
+    #: whether that finding is kept already (a clock an earlier run found, held again)
+    result_kept: bool = False
+    #: what the governor says when it starts with this controller (a search under way)
+    notes: Tuple[str, ...] = ()
 
     def __init__(self, model: ClockModel) -> None:
         self.model = model
@@ -137,9 +165,10 @@ class Controller:
 class StaticController(Controller):
     """One clock for the whole run (ppw, max, clock)."""
 
-    def __init__(self, model: ClockModel, clock_mhz: float) -> None:
+    def __init__(self, model: ClockModel, clock_mhz: float, notes: Tuple[str, ...] = ()) -> None:
         super().__init__(model)
         self.clock_mhz = model.clocks_mhz[model.index(clock_mhz)]
+        self.notes = notes
 
     def initial_mhz(self) -> float:
         return self.clock_mhz

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple
 
 from governor.runtime.battery_parts.plan import smoothed
 from governor.runtime.budget import BudgetState, MissionBudget, budget_and_reserve
 from governor.runtime.controller_base import Controller, Observation, Tick
 from governor.runtime.model import ClockModel
-from governor.runtime.policies import Battery, Throughput
 from governor.runtime.throughput_controller import ThroughputController
+
+if TYPE_CHECKING:
+    from governor.runtime.policies import Battery, Throughput
 
 __all__ = ["FloorThroughputController"]
 

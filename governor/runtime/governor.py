@@ -40,12 +40,13 @@ from governor.runtime.controllers import (
 from governor.runtime.exit_hooks import ExitHooks
 from governor.runtime.kernel_config import KernelConfigFollower
 from governor.runtime.model import ClockModel, model_for_device
-from governor.runtime.ppw_store import governed_controller, keep_online_ppw
 from governor.runtime.telemetry import Telemetry
 from governor.runtime.tuning_cache import (
     Cached,
     cached_block_size_for,
     cached_tiles_for,
+    keep_online_ppw,
+    load_online_ppw,
 )
 from governor.runtime.unmet import UnmetWatch
 from governor.runtime.watch import DeviceWatch
@@ -117,7 +118,7 @@ class Governor:
         self._unmet = UnmetWatch(device.uri, self._note)
         self.controller = self._make_controller()
         self._unmet.new_policy(self.policy, self.model)
-        if getattr(self.policy, "scope", None) == "board" and battery is None:
+        if self.policy.budget_scope == "board" and battery is None:
             self._note_unmetered_board()
         # run state
         self._owns = False  # whether start() took a layer of the device
@@ -152,7 +153,7 @@ class Governor:
     def _load_model(self, profile: Union[None, bool, Mapping[str, Any], str, Path]) -> ClockModel:
         """The clock model (see :func:`~governor.runtime.model.model_for_device`); what it
         says goes into the notes."""
-        loaded = model_for_device(self.device, profile, getattr(self.policy, "workload", None))
+        loaded = model_for_device(self.device, profile, self.policy.model_workload)
         self.profile_path = loaded.profile_path
         self.notes.extend(loaded.found_notes)
         for text in loaded.warnings:
@@ -162,12 +163,21 @@ class Governor:
         return loaded.model
 
     def _make_controller(self) -> Controller:
-        """The controller of ``self.policy`` on ``self.model`` (see
-        :func:`~governor.runtime.ppw_store.governed_controller`)."""
-        controller, notes, self._online_saved = governed_controller(
-            self.policy, self.model, self.device, self.interval_s, self._battery
+        """The controller of ``self.policy`` on ``self.model``, made by its row of the
+        policy table (:func:`~governor.runtime.policies.make_controller`); a PPW clock an
+        earlier run found online for this board is held at once instead of being searched
+        again."""
+        device = self.device
+        controller = _policies.make_controller(
+            self.policy,
+            self.model,
+            interval_s=self.interval_s,
+            battery=self._battery,
+            energy_counter=device.capabilities.energy_counter,
+            kept_ppw=lambda workload: load_online_ppw(device, workload),
         )
-        for text in notes:
+        self._online_saved = controller.result_kept
+        for text in controller.notes:
             self._note(text)
         return controller
 
@@ -186,7 +196,7 @@ class Governor:
             old_saved = self._online_saved
             try:
                 self.policy = new
-                if getattr(new, "workload", None) != getattr(old_policy, "workload", None):
+                if new.model_workload != old_policy.model_workload:
                     self.model = self._load_model(self._profile_arg)
                 self.controller = self._make_controller()
             except BaseException:
@@ -204,7 +214,7 @@ class Governor:
                     self._watch.write_failed(f"setting the new policy's first clock failed: {err}")
 
     def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
-        workload = getattr(self.policy, "workload", None)
+        workload = self.policy.model_workload
         self._note(keep_online_ppw(self.device, workload, result))
 
     def _note(self, text: str) -> None:

@@ -1,4 +1,5 @@
-"""The PPW clock confirmed on this unit, starting from a profile that is not its own.
+"""The PPW clock found on this unit: over the whole table without a calibrated model
+(:class:`OnlinePpwController`), or confirmed starting from a profile that is not its own.
 
 A shipped reference profile, or a calibration made on another unit of the same model, puts
 the PPW clock near this unit's but not on it: chips of one model differ in leakage and
@@ -22,7 +23,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from governor.runtime.controller_base import Controller, Observation, Tick
 from governor.runtime.model import ClockModel
 
-__all__ = ["LocalSearch", "PriorPpwController", "ProbeMeter"]
+__all__ = ["LocalSearch", "OnlinePpwController", "PriorPpwController", "ProbeMeter"]
 
 
 @dataclass
@@ -134,6 +135,10 @@ class PriorPpwController(Controller):
         step_share: float = 0.03,
     ) -> None:
         super().__init__(model)
+        self.notes = (
+            f"confirming the profile's PPW clock {model.ppw_clock_mhz:g} MHz on this "
+            "unit: a few probes of the running load around it",
+        )
         clocks = model.clocks_mhz
         start = model.index(model.ppw_clock_mhz)
         table_step = (clocks[-1] - clocks[0]) / max(1, len(clocks) - 1)
@@ -178,3 +183,95 @@ class PriorPpwController(Controller):
 
     def status(self) -> Dict[str, Any]:
         return {"online_ppw": self.result, "probes_done": len(self.search.costs)}
+
+
+class OnlinePpwController(Controller):
+    """The PPW clock found during the job, for a device with no calibrated model.
+
+    A golden-section search over the clock table: each probe holds one clock for
+    ``settle_s`` (the power average settles, NVML's over ~1 s) and then measures energy over
+    ``measure_s`` of busy time; idle periods pause the probe. The cost of a clock is the energy
+    per unit of work where the app reports it (``gov.tick(units)``), else mean power / clock
+    (energy per cycle: a compute-bound load's energy per unit of work). Energy per unit of work
+    has one minimum over the clock (the ridge), so the search needs about ``log(n)/log(1.6)``
+    probes: 11 on a 190-clock table, 5 on a 12-clock Jetson table. Then it holds the best
+    clock; ``result`` is set for the governor to keep.
+    """
+
+    def __init__(self, model: ClockModel, *, settle_s: float = 1.3, measure_s: float = 1.0) -> None:
+        super().__init__(model)
+        self.notes = ("finding the PPW clock online: a few probes of the running load",)
+        self.settle_s = settle_s
+        self.measure_s = measure_s
+        self.lo, self.hi = 0, len(model.clocks_mhz) - 1
+        self.costs: Dict[int, float] = {}
+        self.probe: Optional[int] = None
+        self.held_s = 0.0
+        self.energy_j = 0.0
+        self.busy_s = 0.0
+        self.units = 0.0
+        self.result: Optional[Dict[str, Any]] = None
+        self.elapsed_s = 0.0
+        self.probe = self._next()
+
+    def _next(self) -> Optional[int]:
+        costs = self.costs
+        while self.hi - self.lo > 2:
+            span = self.hi - self.lo
+            m1 = self.lo + int(round(0.382 * span))
+            m2 = self.lo + int(round(0.618 * span))
+            if m2 <= m1:
+                m2 = m1 + 1
+            for m in (m1, m2):
+                if m not in costs:
+                    return m
+            if costs[m1] <= costs[m2]:
+                self.hi = m2
+            else:
+                self.lo = m1
+        for m in range(self.lo, self.hi + 1):
+            if m not in costs:
+                return m
+        return None
+
+    def initial_mhz(self) -> float:
+        return self.model.clocks_mhz[self.probe if self.probe is not None else -1]
+
+    def decide(
+        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
+    ) -> Tuple[float, bool]:
+        self.elapsed_s = obs.elapsed_s + obs.dt_s
+        clocks = self.model.clocks_mhz
+        if self.probe is None:
+            return current_mhz, False
+        units = sum(t.units for t in ticks)
+        if obs.busy is False or obs.power_w is None or obs.applied_mhz != clocks[self.probe]:
+            return clocks[self.probe], False
+        self.held_s += obs.dt_s
+        if self.held_s <= self.settle_s + 1e-9:
+            return clocks[self.probe], False
+        self.energy_j += obs.power_w * obs.dt_s
+        self.busy_s += obs.dt_s
+        self.units += units
+        if self.busy_s < self.measure_s - 1e-9:
+            return clocks[self.probe], False
+        if self.units > 0:
+            cost = self.energy_j / self.units
+        else:
+            cost = self.energy_j / (self.busy_s * clocks[self.probe])
+        self.costs[self.probe] = cost
+        self.held_s = self.energy_j = self.busy_s = self.units = 0.0
+        self.probe = self._next()
+        if self.probe is None:
+            best = min(self.costs, key=lambda i: (self.costs[i], i))
+            self.result = {
+                "clock_mhz": clocks[best],
+                "probes": len(self.costs),
+                "found_after_s": self.elapsed_s,
+                "cost": "energy per unit of work" if units > 0 else "energy per cycle",
+            }
+            return clocks[best], True
+        return clocks[self.probe], True
+
+    def status(self) -> Dict[str, Any]:
+        return {"online_ppw": self.result, "probes_done": len(self.costs)}

@@ -295,11 +295,10 @@ class _Metering:
     @classmethod
     def of(cls, pol: _policies.Policy, scope: Optional[str]) -> _Metering:
         """Raises InvalidRequestError: ``scope`` is not one of ``policies.SCOPES``."""
-        cap = pol.cap_w if isinstance(pol, _policies.PowerCap) else None
-        window = pol.window_s if isinstance(pol, _policies.PowerCap) else 1.0
-        budget = getattr(pol, "budget_j", None)  # a battery's, or a throughput's floor's
+        cap, window = pol.cap_limit if pol.cap_limit is not None else (None, 1.0)
+        budget = pol.budget_j  # a battery's, or a throughput's floor's
         if scope is None:
-            scope = getattr(pol, "scope", None) or ("board" if budget is not None else "gpu")
+            scope = pol.budget_scope or ("board" if budget is not None else "gpu")
         if scope not in _policies.SCOPES:
             raise InvalidRequestError(
                 f"scope must be one of {', '.join(_policies.SCOPES)}, not {scope!r}"
@@ -399,10 +398,7 @@ def _results(
     if budget is not None:
         out["budget_j"] = budget
         # the policies that meter a budget (a battery, a throughput's floor) have a mission
-        if isinstance(pol, (_policies.Battery, _policies.Throughput)):
-            out["target_s"] = pol.target_s
-        else:
-            out["target_s"] = None
+        out["target_s"] = pol.target_s
         out["lasted_s"] = rec.lasted_s if rec.lasted_s is not None else d
         out["energy_left_j"] = budget - rec.energy_j
     return out

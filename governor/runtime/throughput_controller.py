@@ -10,16 +10,18 @@ docs/benchmarks/throughput.md.
 
 from __future__ import annotations
 
-from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.controller_base import Controller, Observation, Tick
 from governor.runtime.model import ClockModel
-from governor.runtime.policies import Throughput
 from governor.runtime.throughput_parts.dither import Dither
 from governor.runtime.throughput_parts.frames import FrameStats, IdlePower
 from governor.runtime.throughput_parts.pricing import Pricing
 from governor.runtime.throughput_parts.search import LocalSearch
 from governor.runtime.throughput_parts.tables import ClockTables, keeps_pick
+
+if TYPE_CHECKING:
+    from governor.runtime.policies import Throughput
 
 __all__ = ["ThroughputController"]
 

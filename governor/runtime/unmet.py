@@ -21,7 +21,7 @@ from typing import Any, Callable, List, Optional
 
 from governor.runtime.controller_base import Controller, Observation
 from governor.runtime.model import ClockModel
-from governor.runtime.policies import FixedClock, Policy, PowerCap
+from governor.runtime.policies import Policy
 
 __all__ = ["UnmetWatch", "clock_note"]
 
@@ -70,8 +70,8 @@ class UnmetWatch:
         self._policy, self._model = policy, model
         self._said = set()
         self._over_s = self._over_j = 0.0
-        if isinstance(policy, FixedClock):
-            text = clock_note(policy.clock_mhz, model.clocks_mhz, self.board)
+        if policy.requested_clock_mhz is not None:
+            text = clock_note(policy.requested_clock_mhz, model.clocks_mhz, self.board)
             if text is not None:
                 self._tell("clock", text)
 
@@ -80,8 +80,8 @@ class UnmetWatch:
         policy = self._policy
         if obs is None or policy is None:
             return
-        if isinstance(policy, PowerCap):
-            self._watch_cap(policy, obs)
+        if policy.cap_limit is not None:
+            self._watch_cap(*policy.cap_limit, obs)
         self._watch_budget(controller)
 
     def _tell(self, key: str, text: str) -> None:
@@ -91,21 +91,21 @@ class UnmetWatch:
         self.unmet.append(text)
         self._say(text)
 
-    def _watch_cap(self, policy: PowerCap, obs: Observation) -> None:
+    def _watch_cap(self, cap_w: float, window_s: float, obs: Observation) -> None:
         if "cap" in self._said or self._model is None:
             return
         lowest = self._model.clocks_mhz[0]
-        if obs.power_w is None or obs.applied_mhz != lowest or obs.power_w <= policy.cap_w:
+        if obs.power_w is None or obs.applied_mhz != lowest or obs.power_w <= cap_w:
             self._over_s = self._over_j = 0.0
             return
         self._over_s += obs.dt_s
         self._over_j += obs.dt_s * obs.power_w
-        if self._over_s < min(policy.window_s, 3.0 * obs.dt_s) - 1e-9:
+        if self._over_s < min(window_s, 3.0 * obs.dt_s) - 1e-9:
             return
         mean_w = self._over_j / self._over_s if self._over_s > 0 else obs.power_w
         self._tell(
             "cap",
-            f"the power cap {policy.cap_w:g} W is below what {self.board} draws at its lowest "
+            f"the power cap {cap_w:g} W is below what {self.board} draws at its lowest "
             f"clock ({lowest:g} MHz: {mean_w:.3g} W measured): it cannot be met; the lowest "
             "clock is held",
         )
