@@ -19,7 +19,7 @@ from governor.runtime.battery_parts.curves import ClockCurves
 from governor.runtime.battery_parts.flat import flat_top
 from governor.runtime.battery_parts.forecast import MixLoad, forecast_mix
 from governor.runtime.battery_parts.history import PhaseHistory
-from governor.runtime.battery_parts.probe import ProbeRuns
+from governor.runtime.battery_parts.probe import ProbeRuns, Run
 from governor.runtime.battery_parts.share import (
     SHARE_SAME,
     PowerRatio,
@@ -29,7 +29,14 @@ from governor.runtime.battery_parts.share import (
 from governor.runtime.battery_parts.solver import mix_lambda
 from governor.runtime.battery_parts.tables import fractional_index, level_neg
 from governor.runtime.budget import BudgetState, MissionBudget, budget_and_reserve
-from governor.runtime.controller_base import Controller, Observation, PowerTracker, Tick
+from governor.runtime.controller_base import (
+    Controller,
+    Decision,
+    Now,
+    Observation,
+    PowerTracker,
+    Tick,
+)
 from governor.runtime.model import ClockModel
 from governor.runtime.workrate import PhaseFit
 
@@ -86,10 +93,7 @@ class BatteryController(Controller):
         self.phase_level: Optional[float] = None
         self.carry = 0.0
         self.ticked = False
-        self.dt_s = 0.0  # the period just ended
-        self.flat_w: Optional[float] = None  # the plan's GPU power in model watts, this period
-        self.cal_gaps: Optional[List[float]] = None
-        self.gpu_w = 0.0  # the plan's GPU power this period
+        self.cal_gaps: Optional[List[float]] = None  # the calibration load's gaps
         # with ticks, the phase's gaps and power below the cap at the last solve (None: no
         # fit, or not concave)
         self.phase_flat: Optional[Tuple[List[float], List[float]]] = None
@@ -103,31 +107,35 @@ class BatteryController(Controller):
             return self.model.clocks_mhz[0]
         return self.tracker.clock_for(self.budget.gpu_target_w(), carry=False)
 
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """The budget's accounting and plan; on a steady busy period with a power reading,
+        the model's correction, the power ratio, the memory share and the phase's work."""
         steady = self.budget.observe(obs)
         if obs.busy is not False and obs.power_w is not None and steady:
             self._learn_busy(obs, obs.power_w, ticks)
         self.budget.account(obs)
+
+    def choose(self, now: Now) -> Decision:
+        """The clock for the plan's GPU power: idle, the next burst's (or the lowest in a
+        wait); busy, by the phase's measured curves with ticks, else by power."""
+        obs = now.obs
         if obs.busy is False:
-            return self._idle_mhz(current_mhz), False
+            return Decision(self._idle_mhz(now.current_mhz))
         gpu_w = self.budget.gpu_target_w()
         ratio = self.ratio.ratio(self.tracker.scale)
         self.level = self._level(gpu_w, ratio)
         top_w = ratio * self.model.power_w[-1]
         over_top = gpu_w / top_w if top_w > 0 else 1.0
-        self.dt_s = obs.dt_s
-        self.gpu_w = gpu_w
-        self.flat_w = gpu_w / max(self.tracker.scale, 1e-9)  # the load now: its own ratio
         if self.ticked and self.work is not None:
-            clock = self._by_ticks(self.work, self.level, gpu_w)
+            clock = self._by_ticks(self.work, self.level, gpu_w, obs.dt_s)
             if clock is not None:
-                return clock, False
-        self.phase_level = self._flat(self._phase_level(self.level, gpu_w, over_top))
-        return self._pick(self.phase_level), False
+                return Decision(clock)
+        flat_w = gpu_w / max(self.tracker.scale, 1e-9)  # the load now: its own ratio
+        level = self._phase_level(self.level, gpu_w, over_top)
+        self.phase_level = self._flat(level, flat_w, obs.dt_s)
+        return Decision(self._pick(self.phase_level))
 
-    def _flat(self, level: float) -> float:
+    def _flat(self, level: float, flat_w: float, dt_s: float) -> float:
         """Without ticks, ``level`` raised to the top of the flat it lies on
         (:func:`.flat.flat_top`) for a load the memory share reads as the calibration
         load's (the curve the model was fitted on; a memory-bound load's flat in the share
@@ -136,10 +144,11 @@ class BatteryController(Controller):
         phase, would let the load now spend more than the flat leaves for the rest) and the
         busy time the plan forecasts. Read from power, a mildly memory-bound load can pass
         for the calibration load, so the hedge is taken only against what power can tell
-        apart: waits, once one has come."""
+        apart: waits, once one has come. ``flat_w``: the plan's GPU power in model watts
+        this period; ``dt_s``: the period just ended."""
         model = self.model
         k = self.share.k
-        if not model.fitted or self.flat_w is None or k is None or k > SHARE_SAME:
+        if not model.fitted or k is None or k > SHARE_SAME:
             return level
         if self.plan.wait_s <= 0.0:
             return level
@@ -148,9 +157,7 @@ class BatteryController(Controller):
         left_s = self.plan.busy_left_s
         cal = self.cal_gaps
         age_s = self.plan.busy_s  # no phase is seen without ticks: the mission's busy time
-        return flat_top(
-            cal, model.clocks_mhz, model.power_w, level, self.flat_w, left_s, self.dt_s, age_s
-        )
+        return flat_top(cal, model.clocks_mhz, model.power_w, level, flat_w, left_s, dt_s, age_s)
 
     def _idle_mhz(self, current_mhz: float) -> float:
         """The clock while idle: in a gap between bursts, the one the next burst starts at;
@@ -222,16 +229,16 @@ class BatteryController(Controller):
 
     # -- with the app's ticks: probe, forecast, solve ------------------------------------
 
-    def _by_ticks(self, work: PhaseFit, level: float, gpu_w: float) -> Optional[float]:
+    def _by_ticks(self, work: PhaseFit, level: float, gpu_w: float, dt_s: float) -> Optional[float]:
         """The clock for the phase now from its measured work and power curves: probed
         first (:class:`.ProbeRuns`), then solved every SOLVE_EVERY periods, the level found
         held between. None when the ticks are too sparse to fit: the power estimate
-        decides then."""
-        if self.probes.run == "run" and self.solve_in > 0:
+        decides then. ``gpu_w``: the plan's GPU power; ``dt_s``: the period just ended."""
+        if self.probes.run is Run.MIX and self.solve_in > 0:
             self.solve_in -= 1
             if self.want is None:
                 return None
-            return self._hold(work, self.want, level)
+            return self._hold(work, self.want, level, gpu_w, dt_s)
         if work.changed():
             self._close_phase(work)
         self.probes.advance(work)
@@ -246,7 +253,7 @@ class BatteryController(Controller):
         if want is None:
             return None
         self.want = want
-        return self._hold(work, want, level)
+        return self._hold(work, want, level, gpu_w, dt_s)
 
     def _solve(self, work: PhaseFit, level: float, gpu_w: float) -> Optional[float]:
         """The phase's level from its fit: where its marginal work per joule meets the
@@ -281,17 +288,23 @@ class BatteryController(Controller):
         """The mix's multiplier (:func:`.solver.mix_lambda`), from the last one."""
         return mix_lambda(mix, gpu_w, line, self.curves.dyn_end, self.last_lam)
 
-    def _hold(self, work: PhaseFit, want: float, level: float) -> float:
+    def _hold(self, work: PhaseFit, want: float, level: float, gpu_w: float, dt_s: float) -> float:
         """The clock for the phase's level ``want``, kept within the band its probes are
-        trusted for (widened to the plan's ``level`` this period)."""
+        trusted for (widened to the plan's ``level`` this period); held at the band's edge
+        long enough, the phase is measured again around it."""
         band = self.curves.trusted(*self.probes.probed())
         if self.phase_flat is not None:  # the top of the flat of the phase's own curves
             gaps_now, power_now = self.phase_flat
             clocks = self.model.clocks_mhz
             left_s = self.plan.busy_left_s
             age_s = self.history.age_s
-            want = flat_top(gaps_now, clocks, power_now, want, self.gpu_w, left_s, self.dt_s, age_s)
-        self.phase_level = self.probes.hold(want, level, band, self.dt_s, work)
+            want = flat_top(gaps_now, clocks, power_now, want, gpu_w, left_s, dt_s, age_s)
+        self.phase_level, edge = self.probes.hold(want, level, band, dt_s)
+        if edge:
+            work.reset()
+            self.probes.probe_again(
+                work.probe_pair(int(round(self.phase_level)), self.probes.capped_top)
+            )
         return self._pick(self.phase_level)
 
     def _close_phase(self, work: PhaseFit) -> None:

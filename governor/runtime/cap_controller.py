@@ -12,7 +12,14 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING, Any, Deque, Dict, Optional, Sequence, Set, Tuple
 
-from governor.runtime.controller_base import Controller, Observation, PowerTracker, Tick
+from governor.runtime.controller_base import (
+    Controller,
+    Decision,
+    Now,
+    Observation,
+    PowerTracker,
+    Tick,
+)
 from governor.runtime.model import ClockModel
 
 if TYPE_CHECKING:
@@ -46,11 +53,11 @@ class PowerCapController(Controller):
             return self.model.clocks_mhz[0]
         return self.tracker.clock_for(self.target_w, carry=False)
 
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """The period into the model's correction, the clocks seen to fit, the window's
+        running sums and the slow trim."""
         if obs.power_w is None:
-            return current_mhz, False
+            return
         self.last_power_w = obs.power_w
         self.tracker.learn(obs.power_w, obs.applied_mhz)
         if obs.power_w <= self.policy.cap_w:
@@ -67,19 +74,6 @@ class PowerCapController(Controller):
             self._span_s = sum(dt for dt, _ in window)
             self._energy_j = sum(dt * p for dt, p in window)
         span = self._span_s
-        # what the next period may use so the window average stays under the limit
-        # (the newest `horizon` seconds of the window: all of it but its oldest excess)
-        horizon = max(self.policy.window_s - self.interval_s, 0.0)
-        used, covered = self._energy_j, span
-        excess = span - horizon
-        for dt, power in window:
-            if excess <= 0:
-                break
-            drop = min(dt, excess)
-            used -= power * drop
-            covered -= drop
-            excess -= drop
-        allowed_w = (self.limit_w * (covered + self.interval_s) - used) / self.interval_s
         # slow integral trim for what the correction cannot see (the model's shape between
         # two dithered clocks); frozen while demand, not the cap, limits (anti-windup)
         mean_w = self._energy_j / span if span > 0 else obs.power_w
@@ -90,12 +84,31 @@ class PowerCapController(Controller):
                 self.trim_max_w,
                 max(-0.2 * cap, self.trim_w + self.TRIM_GAIN * (self.target_w - mean_w)),
             )
+
+    def choose(self, now: Now) -> Decision:
+        """The highest clock whose corrected power keeps the window's mean under the limit
+        (the trimmed target, dithered, where the window leaves room for it)."""
+        if now.obs.power_w is None:
+            return Decision(now.current_mhz)
+        # what the next period may use so the window average stays under the limit
+        # (the newest `horizon` seconds of the window: all of it but its oldest excess)
+        horizon = max(self.policy.window_s - self.interval_s, 0.0)
+        used, covered = self._energy_j, self._span_s
+        excess = self._span_s - horizon
+        for dt, power in self.window:
+            if excess <= 0:
+                break
+            drop = min(dt, excess)
+            used -= power * drop
+            covered -= drop
+            excess -= drop
+        allowed_w = (self.limit_w * (covered + self.interval_s) - used) / self.interval_s
         goal_w = self.target_w + self.trim_w
         if allowed_w < goal_w:
             clock = self.tracker.clock_for(allowed_w, carry=False)
         else:
             clock = self.tracker.clock_for(goal_w)
-        return clock, clock < current_mhz
+        return Decision(clock, clock < now.current_mhz)
 
     def safe_mhz(self, current_mhz: float) -> float:
         """The lowest clock seen to fit the cap (the table's lowest when none was)."""

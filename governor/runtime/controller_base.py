@@ -112,12 +112,17 @@ class ControlContext:
 class Controller:
     """What the governor may ask of a controller; every member has a default.
 
-    ``initial_mhz`` before the first observation, ``decide`` every period, ``safe_mhz``
-    while telemetry fails, ``close`` with the last period before the device is restored
-    (bookkeeping only, no decision), ``status`` for ``Governor.status()``. ``eager``: take a control
-    step as soon as the app reports a measured frame. ``admit``: whether the app should take
-    the next frame (``gov.admit()``). ``result``: a finding the governor keeps for the next
-    run (the online PPW clock), None until there is one.
+    Each control period the governor calls :meth:`observe` (learn from the period just
+    measured and the app's ticks) and then :meth:`choose` (the clock for the next period);
+    while telemetry fails it observes and holds :meth:`safe_mhz` instead of choosing, and
+    :meth:`close` takes the last period before the device is restored (bookkeeping only).
+    :meth:`decide` does both for a caller that wants the clock of one period (tests,
+    benches). ``initial_mhz`` is the clock before the first observation, ``status`` the
+    public dictionary for ``Governor.status()``, :meth:`budget_state` the mission budget
+    spent (a typed record: what other parts read). ``eager``: take a control step as soon
+    as the app reports a measured frame. ``admit``: whether the app should take the next
+    frame (``gov.admit()``). ``result``: a finding the governor keeps for the next run (the
+    online PPW clock), None until there is one.
     """
 
     #: a finding to keep (see the class docstring); set by the controllers that find one
@@ -137,11 +142,21 @@ class Controller:
     def initial_mhz(self) -> float:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """Learn from one period as measured and the app's ticks in it; chooses nothing."""
+
+    def choose(self, now: Now) -> Decision:
+        """The clock for the next period, after :meth:`observe` saw ``now.obs``."""
+        return Decision(now.current_mhz)
+
     def decide(
         self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
     ) -> Tuple[float, bool]:
-        """The clock for the next period and whether the change is urgent."""
-        return current_mhz, False
+        """:meth:`observe` then :meth:`choose`: the clock for the next period and whether
+        the change is urgent."""
+        self.observe(obs, ticks)
+        decision = self.choose(Now(obs, tuple(ticks), current_mhz))
+        return decision.clock_mhz, decision.urgent
 
     def safe_mhz(self, current_mhz: float) -> float:
         """The clock to hold while telemetry fails."""
@@ -173,10 +188,8 @@ class StaticController(Controller):
     def initial_mhz(self) -> float:
         return self.clock_mhz
 
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
-        return self.clock_mhz, False
+    def choose(self, now: Now) -> Decision:
+        return Decision(self.clock_mhz)
 
     def safe_mhz(self, current_mhz: float) -> float:
         return self.clock_mhz

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple
 
 from governor.runtime.battery_parts.plan import smoothed
 from governor.runtime.budget import BudgetState, MissionBudget, budget_and_reserve
-from governor.runtime.controller_base import Controller, Observation, Tick
+from governor.runtime.controller_base import Controller, Decision, Now, Observation, Tick
 from governor.runtime.model import ClockModel
 from governor.runtime.throughput_controller import ThroughputController
 
@@ -147,10 +147,23 @@ class FloorThroughputController(Controller):
             return None
         return icept, icept + slope
 
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
-        want, urgent = self.rate.decide(obs, ticks, current_mhz)
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """The rate's frames, the budget's accounting and plan, the rest of the board and
+        the power-vs-share fit."""
+        self.rate.observe(obs, ticks)
+        self.budget.observe(obs)
+        self.budget.account(obs)
+        if obs.power_w is not None:
+            if self.board and obs.board_power_w is not None:
+                self.rest_w = smoothed(self.rest_w, obs.board_power_w - obs.power_w)
+        self._learn_share(obs, ticks)
+
+    def choose(self, now: Now) -> Decision:
+        """The rate's clock while the plan affords it; else the share of frames admitted
+        (the app asks) or the rate's clock time-shared with the lowest."""
+        current_mhz = now.current_mhz
+        decision = self.rate.choose(now)
+        want, urgent = decision.clock_mhz, decision.urgent
         held = self.rate.undithered_mhz
         if self.degraded and held is not None:
             # the rate's dither below its floor spends late frames for energy; a degraded
@@ -158,47 +171,43 @@ class FloorThroughputController(Controller):
             # clock per share: hold the floor
             want = held
             urgent = want > current_mhz
-        self.budget.observe(obs)
-        self.budget.account(obs)
-        if obs.power_w is not None:
-            if self.board and obs.board_power_w is not None:
-                self.rest_w = smoothed(self.rest_w, obs.board_power_w - obs.power_w)
-        self._learn_share(obs, ticks)
         target = self.budget.target_w  # the plan for the period ahead, from now
         if target is None or not math.isfinite(target):
             self.degraded = False
             self.share = 1.0
-            return want, urgent
+            return Decision(want, urgent)
         if self.admitting:
-            return self._admission(obs, target, want, urgent)
+            return self._admission(now.obs, target, want, urgent)
+        return self._time_share(now, want, urgent, target)
+
+    def _time_share(self, now: Now, want: float, urgent: bool, target_w: float) -> Decision:
+        """The app does not ask: the rate's clock ``want`` while the plan's ``target_w``
+        affords it, else time-shared with the lowest clock so the mean power is the plan's:
+        frames in the rate's periods are on time, the others late (rather than every frame
+        late at a clock in between)."""
         costs = self.rate.mean_power_by_clock()
-        gpu_w = target - (self.rest_w if self.board else 0.0)
+        gpu_w = target_w - (self.rest_w if self.board else 0.0)
         clocks = self.model.clocks_mhz
         i_want = self.model.index(want)
         self.degraded = costs[i_want] > gpu_w
         if not self.degraded:
             self.afford_mhz = want
             self.carry = 0.0
-            return want, urgent
-        self.degraded_s += obs.dt_s
-        # time-share the rate's clock with the lowest one so the mean power is the plan's:
-        # frames in the rate's periods are on time, the others late (rather than every
-        # frame late at a clock in between)
+            return Decision(want, urgent)
+        self.degraded_s += now.obs.dt_s
         low, high = costs[0], costs[i_want]
         share = (gpu_w - low) / (high - low) if high > low else 0.0
         self.afford_mhz = clocks[0]
         self.carry += min(1.0, max(0.0, share))
         if self.carry >= 1.0:
             self.carry -= 1.0
-            return want, want > current_mhz
-        return clocks[0], False
+            return Decision(want, want > now.current_mhz)
+        return Decision(clocks[0])
 
     def close(self, obs: Observation) -> None:
         self.budget.close(obs)
 
-    def _admission(
-        self, obs: Observation, target_w: float, want: float, urgent: bool
-    ) -> Tuple[float, bool]:
+    def _admission(self, obs: Observation, target_w: float, want: float, urgent: bool) -> Decision:
         """The app skips frames: the share of the rate the plan affords, the rate's clock."""
         fit = self._solve()
         if fit is None:
@@ -217,9 +226,9 @@ class FloorThroughputController(Controller):
         self.carry = 0.0
         if self.share <= 0.0:  # no frame affordable: idle at the lowest clock's idle power
             self.afford_mhz = self.model.clocks_mhz[0]
-            return self.afford_mhz, False
+            return Decision(self.afford_mhz)
         self.afford_mhz = want
-        return want, urgent
+        return Decision(want, urgent)
 
     def safe_mhz(self, current_mhz: float) -> float:
         safe = self.rate.safe_mhz(current_mhz)

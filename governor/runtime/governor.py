@@ -32,11 +32,7 @@ from governor.errors import (
     UnsupportedError,
 )
 from governor.runtime import policies as _policies
-from governor.runtime.controllers import (
-    Controller,
-    Observation,
-    Tick,
-)
+from governor.runtime.controller_base import Controller, Now, Observation, Tick
 from governor.runtime.exit_hooks import ExitHooks
 from governor.runtime.kernel_config import KernelConfigFollower
 from governor.runtime.model import ClockModel, model_for_device
@@ -363,11 +359,12 @@ class Governor:
                 return
             self._telemetry.tick_read = False
             current = self._applied if self._applied is not None else self.model.top_mhz
-            if self._telemetry.safe_hold:
-                self.controller.decide(obs, ticks, current)  # keep its bookkeeping going
+            self.controller.observe(obs, ticks)
+            if self._telemetry.safe_hold:  # learn (the budget's accounting), choose nothing
                 target, urgent = self.controller.safe_mhz(current), True
             else:
-                target, urgent = self.controller.decide(obs, ticks, current)
+                decision = self.controller.choose(Now(obs, tuple(ticks), current))
+                target, urgent = decision.clock_mhz, decision.urgent
             self._steps += 1
             try:
                 self._set_clock(target, urgent=urgent)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-from governor.runtime.controller_base import Controller, Observation, Tick
+from governor.runtime.controller_base import Controller, Decision, Now, Observation, Tick
 from governor.runtime.model import ClockModel
 
 __all__ = ["LocalSearch", "OnlinePpwController", "PriorPpwController", "ProbeMeter"]
@@ -116,6 +116,27 @@ class LocalSearch:
         return min(self.costs, key=lambda i: (self.costs[i], i)) if self.costs else self.start
 
 
+class Handout:
+    """Which clock a search last handed the governor: a probe's clock is urgent when it is
+    a new probe (the search moved), the clock found when it is first handed out; after
+    that the search holds what the governor holds."""
+
+    def __init__(self, first: Optional[int]) -> None:
+        self.handed = first  # the table index handed out last (the first probe's at start)
+
+    def clock(
+        self, clocks: Sequence[float], probe: Optional[int], found: Optional[int], now_mhz: float
+    ) -> Decision:
+        if probe is not None:
+            urgent = probe != self.handed
+            self.handed = probe
+            return Decision(clocks[probe], urgent)
+        if found is None or found == self.handed:
+            return Decision(now_mhz)
+        self.handed = found
+        return Decision(clocks[found], True)
+
+
 class PriorPpwController(Controller):
     """The PPW clock searched by measurement around the model's (a prior's) PPW clock.
 
@@ -147,30 +168,31 @@ class PriorPpwController(Controller):
         self.meter = ProbeMeter(settle_s, measure_s)
         self.probe: Optional[int] = self.search.next_probe()
         self.result: Optional[Dict[str, Any]] = None
+        self.handout = Handout(self.probe)
         self.elapsed_s = 0.0
 
     def initial_mhz(self) -> float:
         return self.model.clocks_mhz[self.search.start]
 
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """Meter the probe's clock; a probe done, its cost recorded and the next chosen (the
+        result once the search is over)."""
         self.elapsed_s = obs.elapsed_s + obs.dt_s
         clocks = self.model.clocks_mhz
         if self.probe is None:
-            return current_mhz, False
+            return
         here = clocks[self.probe]
         if obs.busy is False or obs.power_w is None or obs.applied_mhz != here:
-            return here, False
+            return
         self.meter.add(obs.power_w, obs.dt_s, sum(t.units for t in ticks))
         if not self.meter.done:
-            return here, False
+            return
         per_unit = self.meter.units > 0
         self.search.record(self.probe, self.meter.cost(here))
         self.meter.reset()
         self.probe = self.search.next_probe()
         if self.probe is not None:
-            return clocks[self.probe], True
+            return
         best = self.search.best
         self.result = {
             "clock_mhz": clocks[best],
@@ -179,7 +201,11 @@ class PriorPpwController(Controller):
             "found_after_s": self.elapsed_s,
             "cost": "energy per unit of work" if per_unit else "energy per cycle",
         }
-        return clocks[best], True
+
+    def choose(self, now: Now) -> Decision:
+        """The probe's clock, or the clock found; urgent when it is a new one."""
+        found = self.search.best if self.result is not None else None
+        return self.handout.clock(self.model.clocks_mhz, self.probe, found, now.current_mhz)
 
     def status(self) -> Dict[str, Any]:
         return {"online_ppw": self.result, "probes_done": len(self.search.costs)}
@@ -213,6 +239,8 @@ class OnlinePpwController(Controller):
         self.result: Optional[Dict[str, Any]] = None
         self.elapsed_s = 0.0
         self.probe = self._next()
+        self.best: Optional[int] = None  # the clock found (an index), once the search is over
+        self.handout = Handout(self.probe)
 
     def _next(self) -> Optional[int]:
         costs = self.costs
@@ -237,24 +265,24 @@ class OnlinePpwController(Controller):
     def initial_mhz(self) -> float:
         return self.model.clocks_mhz[self.probe if self.probe is not None else -1]
 
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """Meter the probe's clock; a probe done, its cost recorded and the next chosen (the
+        result once the search is over)."""
         self.elapsed_s = obs.elapsed_s + obs.dt_s
         clocks = self.model.clocks_mhz
         if self.probe is None:
-            return current_mhz, False
+            return
         units = sum(t.units for t in ticks)
         if obs.busy is False or obs.power_w is None or obs.applied_mhz != clocks[self.probe]:
-            return clocks[self.probe], False
+            return
         self.held_s += obs.dt_s
         if self.held_s <= self.settle_s + 1e-9:
-            return clocks[self.probe], False
+            return
         self.energy_j += obs.power_w * obs.dt_s
         self.busy_s += obs.dt_s
         self.units += units
         if self.busy_s < self.measure_s - 1e-9:
-            return clocks[self.probe], False
+            return
         if self.units > 0:
             cost = self.energy_j / self.units
         else:
@@ -263,15 +291,17 @@ class OnlinePpwController(Controller):
         self.held_s = self.energy_j = self.busy_s = self.units = 0.0
         self.probe = self._next()
         if self.probe is None:
-            best = min(self.costs, key=lambda i: (self.costs[i], i))
+            self.best = min(self.costs, key=lambda i: (self.costs[i], i))
             self.result = {
-                "clock_mhz": clocks[best],
+                "clock_mhz": clocks[self.best],
                 "probes": len(self.costs),
                 "found_after_s": self.elapsed_s,
                 "cost": "energy per unit of work" if units > 0 else "energy per cycle",
             }
-            return clocks[best], True
-        return clocks[self.probe], True
+
+    def choose(self, now: Now) -> Decision:
+        """The probe's clock, or the clock found; urgent when it is a new one."""
+        return self.handout.clock(self.model.clocks_mhz, self.probe, self.best, now.current_mhz)
 
     def status(self) -> Dict[str, Any]:
         return {"online_ppw": self.result, "probes_done": len(self.costs)}

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Deque, Dict, List, Optional, Sequence, Tuple
 
-from governor.runtime.controller_base import Controller, Observation, Tick
+from governor.runtime.controller_base import Controller, Decision, Now, Observation, Tick
 from governor.runtime.model import ClockModel
 from governor.runtime.throughput_parts.dither import Dither
-from governor.runtime.throughput_parts.frames import FrameStats, IdlePower
+from governor.runtime.throughput_parts.frames import FrameStats, IdlePower, busy_seconds
 from governor.runtime.throughput_parts.pricing import Pricing
 from governor.runtime.throughput_parts.search import LocalSearch
 from governor.runtime.throughput_parts.tables import ClockTables, keeps_pick
@@ -148,18 +148,23 @@ class ThroughputController(Controller):
                 return chosen
         return model.clocks_mhz[best]
 
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """The frames (their time per unit, the rate) and the power between them."""
         busy_s = self.frames.learn(obs, ticks, self.tables, self.policy.rate_hz)
         self.idle.learn(obs, busy_s, self.tables)
+
+    def choose(self, now: Now) -> Decision:
+        """The cheapest clock that keeps the rate by the model, followed with hysteresis, or
+        moved by the measured search; then the dither below the deadline's floor."""
+        obs = now.obs
         choice = self._choose()
         self.choice_mhz = choice
         if choice is None:
-            return current_mhz, False
+            return Decision(now.current_mhz)
         # the clock chosen before the dither's periods at the clock below
-        base_now = self.base_mhz if self.base_mhz is not None else current_mhz
+        base_now = self.base_mhz if self.base_mhz is not None else now.current_mhz
         search = self.local_search
+        busy_s = busy_seconds(now.ticks)
         if self.search and not self.frames.young:  # the search starts from learnt frames
             seed = self.tables.index(choice)
             base, urgent = search.decide(obs, seed, self.floor_idx, busy_s, base_now)
@@ -171,8 +176,8 @@ class ThroughputController(Controller):
         allowed = self.policy.margin is None and not (self.search and search.measuring)
         low = self.dither.step(self.tables.index(base), self.floor_idx, allowed)
         if low is not None:
-            return low, False
-        return base, urgent or base > current_mhz
+            return Decision(low)
+        return Decision(base, urgent or base > now.current_mhz)
 
     def _follow(self, obs: Observation, choice: float, current_mhz: float) -> Tuple[float, bool]:
         """The model's pick, raised at once and lowered after the hold-down."""
