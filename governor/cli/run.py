@@ -380,7 +380,7 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
             "device": dev.uri,
             "simulated": dev.identity.kind == "sim",
             "notes": echo.gov.notes,
-            "unmet": echo.gov.status()["unmet"],
+            "unmet": echo.gov.state().unmet,
             "device_lost": report["device_lost"],
             "restore_failed": restore_failed.get(dev.uri),
             "transient_retries": report["transient_retries"],

@@ -11,9 +11,8 @@ names it.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
 from governor.runtime.battery_parts.curves import ClockCurves
 from governor.runtime.battery_parts.flat import flat_top
@@ -38,6 +37,7 @@ from governor.runtime.controller_base import (
     Tick,
 )
 from governor.runtime.model import ClockModel
+from governor.runtime.status import Correction
 from governor.runtime.workrate import PhaseFit
 
 if TYPE_CHECKING:
@@ -317,7 +317,5 @@ class BatteryController(Controller):
     def budget_state(self) -> BudgetState:
         return self.budget.state()
 
-    def status(self) -> Dict[str, Any]:
-        doc = dataclasses.asdict(self.budget.state())
-        doc["model_correction"] = self.tracker.r
-        return doc
+    def records(self) -> Tuple[Any, ...]:
+        return (self.budget.state(), Correction(self.tracker.r))

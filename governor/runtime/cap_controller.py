@@ -10,7 +10,8 @@ correction cannot see.
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Any, Deque, Dict, Optional, Sequence, Set, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Deque, Optional, Sequence, Set, Tuple
 
 from governor.runtime.controller_base import (
     Controller,
@@ -21,11 +22,21 @@ from governor.runtime.controller_base import (
     Tick,
 )
 from governor.runtime.model import ClockModel
+from governor.runtime.status import Correction
 
 if TYPE_CHECKING:
     from governor.runtime.policies import PowerCap
 
-__all__ = ["PowerCapController"]
+__all__ = ["CapState", "PowerCapController"]
+
+
+@dataclass(frozen=True)
+class CapState:
+    """The cap, the power aimed at under it (the cap less its margin) and the slow trim."""
+
+    cap_w: float
+    target_power_w: float
+    trim_w: float
 
 
 class PowerCapController(Controller):
@@ -114,10 +125,5 @@ class PowerCapController(Controller):
         """The lowest clock seen to fit the cap (the table's lowest when none was)."""
         return min(self.fit_clocks) if self.fit_clocks else self.model.clocks_mhz[0]
 
-    def status(self) -> Dict[str, Any]:
-        return {
-            "cap_w": self.policy.cap_w,
-            "target_power_w": self.target_w,
-            "trim_w": self.trim_w,
-            "model_correction": self.tracker.r,
-        }
+    def records(self) -> Tuple[Any, ...]:
+        return (CapState(self.policy.cap_w, self.target_w, self.trim_w), Correction(self.tracker.r))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.model import ClockModel
+from governor.runtime.status import status_doc
 
 if TYPE_CHECKING:
     from governor.runtime.budget import BudgetState
@@ -173,8 +174,14 @@ class Controller:
         """The mission budget this controller spends (None: it spends none)."""
         return None
 
+    def records(self) -> Tuple[Any, ...]:
+        """The controller's state as typed records (frozen dataclasses; see
+        :mod:`governor.runtime.status`), what :meth:`status` is made of."""
+        return ()
+
     def status(self) -> Dict[str, Any]:
-        return {}
+        """The public dictionary of :meth:`records`."""
+        return status_doc(*self.records())
 
 
 class StaticController(Controller):

@@ -8,9 +8,9 @@ the rest of the mission affords, and when the rate costs more, the rate degrades
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple
 
 from governor.runtime.battery_parts.plan import smoothed
 from governor.runtime.budget import BudgetState, MissionBudget, budget_and_reserve
@@ -21,7 +21,26 @@ from governor.runtime.throughput_controller import ThroughputController
 if TYPE_CHECKING:
     from governor.runtime.policies import Battery, Throughput
 
-__all__ = ["FloorThroughputController"]
+__all__ = ["FloorState", "FloorThroughputController"]
+
+
+@dataclass(frozen=True)
+class FloorState:
+    """How the rate degrades for the budget: whether it does now and for how long it has,
+    the clock the plan affords, and with admission (the app asks ``gov.admit()``) the share
+    of frames admitted, the frames offered and taken, and the fitted power at no frames and
+    at the full rate (None before the fit)."""
+
+    rate_degraded: bool
+    rate_degraded_s: float
+    affordable_clock_mhz: Optional[float]
+    admitting: bool
+    admit_share: float
+    admitted_rate_hz: float
+    frames_offered: int
+    frames_admitted: int
+    idle_power_fit_w: Optional[float]
+    rate_power_fit_w: Optional[float]
 
 
 class FloorThroughputController(Controller):
@@ -237,17 +256,17 @@ class FloorThroughputController(Controller):
     def budget_state(self) -> BudgetState:
         return self.budget.state()
 
-    def status(self) -> Dict[str, Any]:
-        doc = dataclasses.asdict(self.budget.state())
-        doc.update(self.rate.status())
-        doc["rate_degraded"] = self.degraded
-        doc["rate_degraded_s"] = self.degraded_s
-        doc["affordable_clock_mhz"] = self.afford_mhz
-        doc["admitting"] = self.admitting
-        doc["admit_share"] = self.share
-        doc["admitted_rate_hz"] = self.share * self.rate_hz
-        doc["frames_offered"] = self.offered
-        doc["frames_admitted"] = self.admitted
-        doc["idle_power_fit_w"] = self.idle_fit_w
-        doc["rate_power_fit_w"] = self.rate_fit_w
-        return doc
+    def records(self) -> Tuple[Any, ...]:
+        floor = FloorState(
+            rate_degraded=self.degraded,
+            rate_degraded_s=self.degraded_s,
+            affordable_clock_mhz=self.afford_mhz,
+            admitting=self.admitting,
+            admit_share=self.share,
+            admitted_rate_hz=self.share * self.rate_hz,
+            frames_offered=self.offered,
+            frames_admitted=self.admitted,
+            idle_power_fit_w=self.idle_fit_w,
+            rate_power_fit_w=self.rate_fit_w,
+        )
+        return (self.budget.state(), *self.rate.records(), floor)

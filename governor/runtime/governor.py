@@ -36,6 +36,7 @@ from governor.runtime.controller_base import Controller, Now, Observation, Tick
 from governor.runtime.exit_hooks import ExitHooks
 from governor.runtime.kernel_config import KernelConfigFollower
 from governor.runtime.model import ClockModel, model_for_device
+from governor.runtime.status import GovernorState, RunTotals, status_doc
 from governor.runtime.telemetry import Telemetry
 from governor.runtime.tuning_cache import (
     Cached,
@@ -458,39 +459,45 @@ class Governor:
         doc.update(self.device.fault_counts())
         return doc
 
+    def state(self) -> GovernorState:
+        """What the governor is doing now, typed (the first part of :meth:`status`)."""
+        telemetry = self._telemetry
+        return GovernorState(
+            device=self.device.uri,
+            policy=self.policy.name,
+            policy_spec=self.policy.to_spec(),
+            running=self._running,
+            clock_mhz=self._applied,
+            measured_clock_mhz=telemetry.clock_measured,
+            power_w=telemetry.power_last,
+            safe_hold=telemetry.safe_hold,
+            safe_hold_reason=telemetry.safe_reason,
+            device_lost=self._watch.lost,
+            overridden_by_other=self._watch.overridden,
+            telemetry_failures=telemetry.failures_total,
+            steps=self._steps,
+            clock_changes=self._changes,
+            interval_s=self.interval_s,
+            model=self.model.to_dict(),
+            profile_path=self.profile_path,
+            notes=list(self.notes),
+            unmet=list(self._unmet.unmet),
+            errors=list(self._watch.errors),
+        )
+
+    def totals(self) -> RunTotals:
+        """The run's time and energy (on the device's power figure) so far."""
+        meter = self._telemetry.meter
+        return RunTotals(duration_s=meter.duration_s, energy_j=meter.energy_j)
+
     def status(self) -> Dict[str, Any]:
-        """What the governor is doing now (plain data, JSON-ready). ``notes``: all it said
-        (a missing profile, the device's quirks, what it cannot meet); ``unmet``: those of
+        """What the governor is doing now (plain data, JSON-ready): :meth:`state`, the
+        controller's records (:meth:`Controller.records`) and :meth:`totals`, in one
+        dictionary (:func:`~governor.runtime.status.status_doc`). ``notes``: all it said (a
+        missing profile, the device's quirks, what it cannot meet); ``unmet``: those of
         them that say what of the policy the board cannot do (a clock clamped or snapped, a
         cap below its least power, a budget run out; see :mod:`governor.runtime.unmet`)."""
-        telemetry = self._telemetry
-        doc: Dict[str, Any] = {
-            "device": self.device.uri,
-            "policy": self.policy.name,
-            "policy_spec": self.policy.to_spec(),
-            "running": self._running,
-            "clock_mhz": self._applied,
-            "measured_clock_mhz": telemetry.clock_measured,
-            "power_w": telemetry.power_last,
-            "safe_hold": telemetry.safe_hold,
-            "safe_hold_reason": telemetry.safe_reason,
-            "device_lost": self._watch.lost,
-            "overridden_by_other": self._watch.overridden,
-            "telemetry_failures": telemetry.failures_total,
-            "steps": self._steps,
-            "clock_changes": self._changes,
-            "interval_s": self.interval_s,
-            "model": self.model.to_dict(),
-            "profile_path": self.profile_path,
-            "notes": list(self.notes),
-            "unmet": list(self._unmet.unmet),
-            "errors": list(self._watch.errors),
-        }
-        doc.update(self.controller.status())
-        doc.update(
-            {k: v for k, v in telemetry.meter.to_dict().items() if k in ("energy_j", "duration_s")}
-        )
-        return doc
+        return status_doc(self.state(), *self.controller.records(), self.totals())
 
     def tiles(self, kernel: str, precision: str = "double") -> Cached:
         """The tiles chosen offline (``governor tiles --save``) for ``kernel`` on this board."""

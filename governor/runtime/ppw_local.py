@@ -23,7 +23,14 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from governor.runtime.controller_base import Controller, Decision, Now, Observation, Tick
 from governor.runtime.model import ClockModel
 
-__all__ = ["LocalSearch", "OnlinePpwController", "PriorPpwController", "ProbeMeter"]
+__all__ = [
+    "Handout",
+    "LocalSearch",
+    "OnlinePpwController",
+    "PriorPpwController",
+    "ProbeMeter",
+    "SearchState",
+]
 
 
 @dataclass
@@ -114,6 +121,15 @@ class LocalSearch:
     @property
     def best(self) -> int:
         return min(self.costs, key=lambda i: (self.costs[i], i)) if self.costs else self.start
+
+
+@dataclass(frozen=True)
+class SearchState:
+    """A PPW search: what it found (``result``: the clock and how it was found; None while
+    it searches) and the probes done."""
+
+    online_ppw: Optional[Dict[str, Any]]
+    probes_done: int
 
 
 class Handout:
@@ -207,8 +223,8 @@ class PriorPpwController(Controller):
         found = self.search.best if self.result is not None else None
         return self.handout.clock(self.model.clocks_mhz, self.probe, found, now.current_mhz)
 
-    def status(self) -> Dict[str, Any]:
-        return {"online_ppw": self.result, "probes_done": len(self.search.costs)}
+    def records(self) -> Tuple[Any, ...]:
+        return (SearchState(self.result, len(self.search.costs)),)
 
 
 class OnlinePpwController(Controller):
@@ -303,5 +319,5 @@ class OnlinePpwController(Controller):
         """The probe's clock, or the clock found; urgent when it is a new one."""
         return self.handout.clock(self.model.clocks_mhz, self.probe, self.best, now.current_mhz)
 
-    def status(self) -> Dict[str, Any]:
-        return {"online_ppw": self.result, "probes_done": len(self.costs)}
+    def records(self) -> Tuple[Any, ...]:
+        return (SearchState(self.result, len(self.costs)),)

@@ -10,7 +10,8 @@ docs/benchmarks/throughput.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Deque, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Deque, List, Optional, Sequence, Tuple
 
 from governor.runtime.controller_base import Controller, Decision, Now, Observation, Tick
 from governor.runtime.model import ClockModel
@@ -23,7 +24,17 @@ from governor.runtime.throughput_parts.tables import ClockTables, keeps_pick
 if TYPE_CHECKING:
     from governor.runtime.policies import Throughput
 
-__all__ = ["ThroughputController"]
+__all__ = ["RateState", "ThroughputController"]
+
+
+@dataclass(frozen=True)
+class RateState:
+    """The rate asked for, the app's rate over the last 2 s (None before the first period)
+    and the clock chosen for it (None before the first choice)."""
+
+    rate_target_hz: float
+    rate_hz: Optional[float]
+    choice_mhz: Optional[float]
 
 
 class ThroughputController(Controller):
@@ -200,9 +211,5 @@ class ThroughputController(Controller):
         self.below_since_s = None
         return current_mhz, False
 
-    def status(self) -> Dict[str, Any]:
-        return {
-            "rate_target_hz": self.policy.rate_hz,
-            "rate_hz": self.rate_hz,
-            "choice_mhz": self.choice_mhz,
-        }
+    def records(self) -> Tuple[Any, ...]:
+        return (RateState(self.policy.rate_hz, self.rate_hz, self.choice_mhz),)
