@@ -21,7 +21,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+if TYPE_CHECKING:
+    from governor.runtime.governor import Governor
 
 __all__ = [
     "BATTERY_STATE",
@@ -112,7 +115,7 @@ class Governed:
     unmet: Tuple[str, ...] = ()
 
 
-def governed(gov: Any) -> Governed:
+def governed(gov: Governor) -> Governed:
     """The :class:`Governed` of a :class:`~governor.runtime.governor.Governor`."""
     state = gov.state()
     budget = gov.controller.budget_state()
