@@ -520,15 +520,16 @@ class PolicyKind:
     ``controller`` is called as ``controller(policy, model, context)`` and returns a
     :class:`~governor.runtime.controller_base.Controller` (the factories are in
     :mod:`governor.runtime.factories`; :func:`make_controller` calls them).
-    ``daemon_keys``: the numbers the node daemon's config takes for it, all required (None:
-    the daemon does not enforce it; :mod:`governor.runtime.daemon.config`). ``ticks``: it
+    ``numbers``: the numbers a node's configuration takes for it, all required (the node
+    daemon's config, :mod:`governor.runtime.daemon.config`, and the ROS 2 node's parameters,
+    :mod:`governor.ros2.params`; None: not configured there). ``ticks``: it
     needs the app's progress (``gov.tick()``), so it runs only from the Python API, not
     around a command (``governor run``).
     """
 
     policy: Type[Policy]
     controller: ControllerFactory
-    daemon_keys: Optional[Tuple[str, ...]] = ()
+    numbers: Optional[Tuple[str, ...]] = ()
     ticks: bool = False
 
     @property
@@ -540,20 +541,18 @@ class PolicyKind:
         return required_keys(self.policy)
 
 
-#: Every policy: ``--policy`` name -> its dataclass, controller factory and the daemon's
-#: keys. The one place a policy is registered; :data:`NAMES`, the spec keys, the
+#: Every policy: ``--policy`` name -> its dataclass, controller factory and the numbers a
+#: node's configuration takes. The one place a policy is registered; :data:`NAMES`, the spec keys, the
 #: controllers, the daemon's config and the CLI's choices follow from it.
 POLICIES: Dict[str, PolicyKind] = {
     kind.policy.name: kind
     for kind in (
         PolicyKind(MaxEfficiency, factories.ppw_controller),
         PolicyKind(Performance, factories.top_clock_controller),
-        PolicyKind(PowerCap, factories.power_cap_controller, daemon_keys=("cap_w",)),
-        PolicyKind(Battery, factories.battery_controller, daemon_keys=("battery_wh", "hours")),
-        PolicyKind(
-            Throughput, factories.throughput_controller, daemon_keys=("rate_hz",), ticks=True
-        ),
-        PolicyKind(FixedClock, factories.fixed_clock_controller, daemon_keys=("clock_mhz",)),
+        PolicyKind(PowerCap, factories.power_cap_controller, numbers=("cap_w",)),
+        PolicyKind(Battery, factories.battery_controller, numbers=("battery_wh", "hours")),
+        PolicyKind(Throughput, factories.throughput_controller, numbers=("rate_hz",), ticks=True),
+        PolicyKind(FixedClock, factories.fixed_clock_controller, numbers=("clock_mhz",)),
     )
 }
 

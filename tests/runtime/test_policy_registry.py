@@ -202,11 +202,11 @@ def test_the_daemon_takes_the_policies_and_keys_the_table_gives():
     from governor.runtime.daemon import config
 
     assert config.POLICIES == ("none",) + tuple(
-        name for name, kind in policies.POLICIES.items() if kind.daemon_keys is not None
+        name for name, kind in policies.POLICIES.items() if kind.numbers is not None
     )
     assert set(config.POLICIES) == {"none"} | set(policies.NAMES)
     for name, kind in policies.POLICIES.items():
-        assert set(kind.daemon_keys or ()) <= set(kind.keys), name  # the policy's own fields
+        assert set(kind.numbers or ()) <= set(kind.keys), name  # the policy's own fields
     doc = config.parse_config(
         '[policy]\npolicy = "battery"\nbattery_wh = 10\nhours = 1\n'
         '[[device]]\nuri = "sim:orin-nano"\n',

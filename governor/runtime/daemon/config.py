@@ -60,12 +60,10 @@ ACTIONS = ("status", "apply", "lock", "reset")
 #: profile policies a client may ask for with "apply"
 CLIENT_POLICIES = ("ppw", "max")
 #: the numbers each policy the daemon may enforce takes, all required ("none": leave the
-#: device alone), from the policy table's ``daemon_keys``
+#: device alone), from the policy table's ``numbers``
 _POLICY_NEEDS: Dict[str, Tuple[str, ...]] = {"none": ()}
 _POLICY_NEEDS.update(
-    (name, kind.daemon_keys)
-    for name, kind in _policies.POLICIES.items()
-    if kind.daemon_keys is not None
+    (name, kind.numbers) for name, kind in _policies.POLICIES.items() if kind.numbers is not None
 )
 #: policies the daemon may enforce from its config
 POLICIES = tuple(_POLICY_NEEDS)
