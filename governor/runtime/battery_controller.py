@@ -1,6 +1,7 @@
 """The battery policy's controller: make a budget last the mission doing the most work.
 
-Each period the busy-power plan is recomputed from what is left (:mod:`.battery_parts.plan`);
+Each period the mission budget (:mod:`governor.runtime.budget`) accounts what was spent and
+recomputes the busy-power plan from what is left (:mod:`.battery_parts.plan`);
 with the app's ticks the load's work and power against the clock are measured
 (:mod:`governor.runtime.workrate`) and the clock follows the Lagrange condition over a
 forecast of the rest of the mission (:mod:`.battery_parts.forecast`, :mod:`.battery_parts.solver`);
@@ -58,7 +59,8 @@ class BatteryController(Controller):
     figure and the budget is held on the board. Below the PPW clock a joule buys less work,
     but the mission must last, so the plan may go there.
 
-    Parts: ``plan`` (duty cycle, idle power, bursts), ``ratio`` (measured over modelled busy
+    Parts: ``budget`` (:class:`.MissionBudget`: the budget, its accounting and run-out
+    moment, and its ``plan``: duty cycle, idle power, bursts), ``ratio`` (measured over modelled busy
     power), ``share`` (memory share from power), ``curves`` (the table below the power cap),
     ``history`` (past phases), ``probes`` (a phase's probe runs and trusted band), and
     ``work`` (the phase's fit from the app's ticks).
