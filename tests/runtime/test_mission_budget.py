@@ -132,3 +132,36 @@ def test_the_budget_note_reads_the_budget_state_not_a_dictionary():
         "the energy budget of 100 J (0.0278 Wh) ran out 4.25 s into the mission: it cannot "
         "last the rest of the 10 s mission"
     ]
+
+
+def test_the_safe_hold_observes_the_budget_and_chooses_nothing(profile_of):
+    import governor
+    from governor.runtime import Governor
+
+    dev = governor.open_device("sim:agx-orin?stuck_after_s=5")
+    dev.run_workload("compute")
+    spec = {"policy": "battery", "energy_j": 5000.0, "duration_s": 600.0, "scope": "gpu"}
+    with Governor(dev, spec, profile=profile_of("agx-orin"), background=False) as gov:
+        calls = {"observe": 0, "choose": 0}
+        for name in calls:
+            real = getattr(gov.controller, name)
+
+            def counted(*args, real=real, name=name):
+                calls[name] += 1
+                return real(*args)
+
+            setattr(gov.controller, name, counted)
+        for _ in range(30):
+            gov.step()
+        assert not gov.state().safe_hold and calls == {"observe": 30, "choose": 30}
+        for _ in range(200):
+            gov.step()
+            if gov.state().safe_hold:
+                break
+        assert gov.state().safe_hold and "stuck" in gov.state().safe_hold_reason
+        chosen, left_j = calls["choose"], gov.controller.budget_state().remaining_j
+        for _ in range(10):
+            gov.step()
+        assert gov.state().safe_hold
+        assert calls["choose"] == chosen  # no choice in the hold
+        assert gov.controller.budget_state().remaining_j < left_j  # but the budget is metered
