@@ -286,7 +286,7 @@ def _validate(
 
     usage = values.OptionValueError
     pol = policy_from_options(spec)
-    if isinstance(pol, policies.Throughput):
+    if policies.POLICIES[pol.name].ticks:
         raise usage(
             "--policy throughput needs the app to report progress with gov.tick(); "
             "use the Python API"
@@ -294,13 +294,13 @@ def _validate(
     if kernel is not None:
         from governor.kernels.mapping import find_template
 
-        if not isinstance(pol, policies.MaxEfficiency):
+        if pol.name != policies.MaxEfficiency.name:
             raise usage("--kernel goes with --policy ppw")
         find_template(kernel)  # an unknown kernel is one line naming the known ones
     if not command:
         raise usage("no command to run: governor run [options] -- CMD ...")
     battery = None
-    if isinstance(pol, policies.Battery):
+    if pol.budget_scope is not None:  # a battery's (throughput, the other, was refused)
         from governor.runtime.battery import find_battery
 
         battery = find_battery()  # the real battery, when the machine has one
@@ -393,7 +393,7 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
             "device": dev.uri,
             "simulated": dev.identity.kind == "sim",
             "notes": echo.gov.notes,
-            "unmet": echo.gov.status()["unmet"],
+            "unmet": echo.gov.state().unmet,
             "device_lost": report["device_lost"],
             "restore_failed": restore_failed.get(dev.uri),
             "transient_retries": report["transient_retries"],

@@ -34,6 +34,8 @@ from std_srvs.srv import Trigger
 from governor.errors import GovernorError, InvalidRequestError
 from governor.ros2 import params as _params
 from governor.ros2 import telemetry
+from governor.runtime.floor_controller import FloorState
+from governor.runtime.status import find_record
 
 __all__ = ["GovernorNode", "import_message_type"]
 
@@ -58,7 +60,7 @@ TICK_QOS = QoSProfile(
 REPORT_PERIOD_S = 1.0
 
 _DESCRIPTIONS = {
-    "policy": "ppw, max, power-cap, battery, throughput, clock, or none (device at its own settings)",
+    "policy": f"{', '.join(_params.POLICIES[:-1])}, or none (device at its own settings)",
     "cap_w": "power-cap: the cap in W (0: not set)",
     "battery_wh": "battery: the energy budget in Wh (0: not set)",
     "hours": "battery: how long the budget must last, in hours (0: not set)",
@@ -382,7 +384,7 @@ class GovernorNode(Node):
             try:
                 if self.governor is not None:
                     self.governor.update()
-                    power = self.governor.status()["power_w"]
+                    power = self.governor.state().power_w
                 else:
                     power = self.device.sample().power_w
             except Exception as err:  # the loop must outlive one bad period
@@ -405,14 +407,19 @@ class GovernorNode(Node):
                 sample = self.device.sample()
             except Exception as err:
                 error = f"telemetry failed: {err}"
-            status = self.governor.status() if self.governor is not None else {}
-            self._note_all([f"{self.device.uri}: {text}" for text in status.get("notes", [])])
-            if status.get("errors") and status["errors"] != self._seen_errors:
-                self._seen_errors = status["errors"]
-                error = error or status["errors"][-1]
+            gov = self.governor
+            state = gov.state() if gov is not None else None
+            records = gov.controller.records() if gov is not None else ()
+            budget = gov.controller.budget_state() if gov is not None else None
+            if state is not None:
+                self._note_all([f"{self.device.uri}: {text}" for text in state.notes])
+                if state.errors and state.errors != self._seen_errors:
+                    self._seen_errors = state.errors
+                    error = error or state.errors[-1]
             extra: List[Tuple[str, str]] = [("frames", str(self._ticks))]
-            if status.get("admitted_rate_hz") is not None:  # a throughput battery floor
-                extra.append(("admitted rate (Hz)", f"{status['admitted_rate_hz']:.3g}"))
+            floor = find_record(records, FloorState)
+            if floor is not None:  # a throughput battery floor
+                extra.append(("admitted rate (Hz)", f"{floor.admitted_rate_hz:.3g}"))
             if self._values.get("scope"):
                 extra.append(("scope", self._values["scope"]))
             if self.notes:
@@ -421,19 +428,19 @@ class GovernorNode(Node):
                 self.device,
                 sample,
                 policy=self.policy_text(),
-                status=status,
+                status=telemetry.governed(gov) if gov is not None else None,
                 error=error,
                 extra=extra,
             )
             ns = self._now_ns()
             if self._battery is not None and getattr(self._battery, "path", None) is not None:
                 battery = telemetry.battery_from_sysfs(ns, self._battery.path)
-            elif "budget_j" in status and "remaining_j" in status:
+            elif budget is not None:
                 battery = telemetry.battery_from_budget(
                     ns,
-                    budget_j=status["budget_j"],
-                    remaining_j=status["remaining_j"],
-                    power_w=status.get("power_w"),
+                    budget_j=budget.budget_j,
+                    remaining_j=budget.remaining_j,
+                    power_w=state.power_w if state is not None else None,
                     voltage_v=telemetry.input_voltage_v(sample),
                 )
             else:

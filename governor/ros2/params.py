@@ -36,14 +36,9 @@ NUMBERS = {"cap_w": "W", "battery_wh": "Wh", "hours": "hours", "rate_hz": "Hz", 
 
 #: which numbers each policy uses
 USES: Dict[str, Tuple[str, ...]] = {
-    "ppw": (),
-    "max": (),
-    "clock": ("clock_mhz",),
-    "power-cap": ("cap_w",),
-    "battery": ("battery_wh", "hours"),
-    "throughput": ("rate_hz",),
-    "none": (),
+    name: kind.numbers or () for name, kind in policies.POLICIES.items()
 }
+USES["none"] = ()
 
 #: numbers a policy takes when they are set: the throughput policy's battery floor
 OPTIONAL: Dict[str, Tuple[str, ...]] = {"throughput": ("battery_wh", "hours")}

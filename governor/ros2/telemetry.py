@@ -19,8 +19,12 @@ Units: power W, clocks MHz, temperature °C, energy J; a battery in V, A and Ah 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+if TYPE_CHECKING:
+    from governor.runtime.governor import Governor
 
 __all__ = [
     "BATTERY_STATE",
@@ -30,10 +34,12 @@ __all__ = [
     "OK",
     "THROTTLING",
     "WARN",
+    "Governed",
     "battery_from_budget",
     "battery_from_sysfs",
-    "diagnostic_array",
     "device_status",
+    "diagnostic_array",
+    "governed",
     "input_voltage_v",
     "no_battery",
     "power_message",
@@ -94,29 +100,59 @@ def hardware_id(device: Any) -> str:
     return str(ident.uuid or ident.serial or ident.key or ident.uri)
 
 
+@dataclass(frozen=True)
+class Governed:
+    """What the diagnostics say of a running governor: its power figure and the clock it
+    set, the budget left, the energy used, the safe hold and what of the policy the board
+    cannot meet. Made from the governor's typed records by :func:`governed`."""
+
+    power_w: Optional[float] = None
+    clock_mhz: Optional[float] = None
+    remaining_j: Optional[float] = None
+    energy_j: Optional[float] = None
+    safe_hold: bool = False
+    safe_hold_reason: Optional[str] = None
+    unmet: Tuple[str, ...] = ()
+
+
+def governed(gov: Governor) -> Governed:
+    """The :class:`Governed` of a :class:`~governor.runtime.governor.Governor`."""
+    state = gov.state()
+    budget = gov.controller.budget_state()
+    return Governed(
+        power_w=state.power_w,
+        clock_mhz=state.clock_mhz,
+        remaining_j=budget.remaining_j if budget is not None else None,
+        energy_j=gov.totals().energy_j,
+        safe_hold=state.safe_hold,
+        safe_hold_reason=state.safe_hold_reason,
+        unmet=tuple(state.unmet),
+    )
+
+
 def device_status(
     device: Any,
     sample: Any = None,
     *,
     policy: str = "none",
-    status: Optional[Mapping[str, Any]] = None,
+    status: Optional[Governed] = None,
     error: Optional[str] = None,
     extra: Iterable[Tuple[str, str]] = (),
 ) -> Dict[str, Any]:
     """One ``diagnostic_msgs/DiagnosticStatus`` for ``device``.
 
     ``sample`` is a fresh :class:`~governor.devices.base.Sample` (None when reading failed,
-    then ``error`` says why); ``status`` the governor's ``status()`` when one runs; ``policy``
-    its description. Level: ERROR when the device failed, WARN in safe hold, throttled or
-    when the governor cannot meet the policy (``status["unmet"]``: a cap below the board's
-    least power, a budget run out, a clock clamped), else OK.
+    then ``error`` says why); ``status`` the governor's (:func:`governed`) when one runs;
+    ``policy`` its description. Level: ERROR when the device failed, WARN in safe hold,
+    throttled or when the governor cannot meet the policy (``status.unmet``: a cap below the
+    board's least power, a budget run out, a clock clamped), else OK.
     """
-    status = status or {}
+    status = status or Governed()
     values: List[Tuple[str, str]] = [("policy", policy)]
-    governed = status.get("power_w") if status else None
-    if governed is None and sample is not None:
-        governed = sample.power_w
-    values.append(("power (W)", _fmt(governed, ".3f")))
+    power_w = status.power_w
+    if power_w is None and sample is not None:
+        power_w = sample.power_w
+    values.append(("power (W)", _fmt(power_w, ".3f")))
     values.append(("power scope", (sample.power_scope if sample is not None else None) or "n/a"))
     if sample is not None:
         for rail in sample.rails:
@@ -126,7 +162,7 @@ def device_status(
     values.append(
         ("gpu clock (MHz)", _fmt(sample.gpu_clock_mhz if sample is not None else None, "g"))
     )
-    values.append(("gpu clock set (MHz)", _fmt(status.get("clock_mhz"), "g")))
+    values.append(("gpu clock set (MHz)", _fmt(status.clock_mhz, "g")))
     if sample is not None and sample.mem_clock_mhz is not None:
         values.append(("memory clock (MHz)", _fmt(sample.mem_clock_mhz, "g")))
     values.append(
@@ -134,12 +170,12 @@ def device_status(
     )
     reasons = sorted(sample.throttle_reasons) if sample is not None else []
     values.append(("throttle reasons", ", ".join(reasons) or "none"))
-    values.append(("budget left (J)", _fmt(status.get("remaining_j"), ".1f")))
-    values.append(("energy used (J)", _fmt(status.get("energy_j"), ".1f")))
-    hold = bool(status.get("safe_hold"))
-    reason = status.get("safe_hold_reason") or "telemetry failed"
+    values.append(("budget left (J)", _fmt(status.remaining_j, ".1f")))
+    values.append(("energy used (J)", _fmt(status.energy_j, ".1f")))
+    hold = status.safe_hold
+    reason = status.safe_hold_reason or "telemetry failed"
     values.append(("safe hold", f"yes: {reason}" if hold else "no"))
-    unmet = list(status.get("unmet") or [])
+    unmet = list(status.unmet)
     values.append(("request not met", "; ".join(unmet) or "no"))
     values.extend(extra)
 

@@ -1,6 +1,7 @@
 """The battery policy's controller: make a budget last the mission doing the most work.
 
-Each period the busy-power plan is recomputed from what is left (:mod:`.battery_parts.plan`);
+Each period the mission budget (:mod:`governor.runtime.budget`) accounts what was spent and
+recomputes the busy-power plan from what is left (:mod:`.battery_parts.plan`);
 with the app's ticks the load's work and power against the clock are measured
 (:mod:`governor.runtime.workrate`) and the clock follows the Lagrange condition over a
 forecast of the rest of the mission (:mod:`.battery_parts.forecast`, :mod:`.battery_parts.solver`);
@@ -12,15 +13,13 @@ names it.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
-from governor.errors import InvalidRequestError
 from governor.runtime.battery_parts.curves import ClockCurves
 from governor.runtime.battery_parts.flat import flat_top
 from governor.runtime.battery_parts.forecast import MixLoad, forecast_mix
 from governor.runtime.battery_parts.history import PhaseHistory
-from governor.runtime.battery_parts.plan import MissionPlan
-from governor.runtime.battery_parts.probe import ProbeRuns
+from governor.runtime.battery_parts.probe import ProbeRuns, Run
 from governor.runtime.battery_parts.share import (
     SHARE_SAME,
     PowerRatio,
@@ -29,10 +28,21 @@ from governor.runtime.battery_parts.share import (
 )
 from governor.runtime.battery_parts.solver import mix_lambda
 from governor.runtime.battery_parts.tables import fractional_index, level_neg
-from governor.runtime.controller_base import Controller, Observation, PowerTracker, Tick
+from governor.runtime.budget import BudgetState, MissionBudget, budget_and_reserve
+from governor.runtime.controller_base import (
+    Controller,
+    Decision,
+    Now,
+    Observation,
+    PowerTracker,
+    Tick,
+)
 from governor.runtime.model import ClockModel
-from governor.runtime.policies import Battery
+from governor.runtime.status import Correction
 from governor.runtime.workrate import PhaseFit
+
+if TYPE_CHECKING:
+    from governor.runtime.policies import Battery
 
 __all__ = ["BatteryController"]
 
@@ -49,7 +59,8 @@ class BatteryController(Controller):
     figure and the budget is held on the board. Below the PPW clock a joule buys less work,
     but the mission must last, so the plan may go there.
 
-    Parts: ``plan`` (duty cycle, idle power, bursts), ``ratio`` (measured over modelled busy
+    Parts: ``budget`` (:class:`.MissionBudget`: the budget, its accounting and run-out
+    moment, and its ``plan``: duty cycle, idle power, bursts), ``ratio`` (measured over modelled busy
     power), ``share`` (memory share from power), ``curves`` (the table below the power cap),
     ``history`` (past phases), ``probes`` (a phase's probe runs and trusted band), and
     ``work`` (the phase's fit from the app's ticks).
@@ -65,11 +76,11 @@ class BatteryController(Controller):
     ) -> None:
         super().__init__(model)
         self.policy = policy
-        self.reader = reader
-        self.board_scope = policy.scope == "board"
-        self.budget_j, reserve_j = _budget(policy, reader)
+        budget_j, reserve_j = budget_and_reserve(policy.budget_j, policy.reserve, reader)
+        self.budget = MissionBudget(budget_j, reserve_j, policy.target_s, policy.scope, reader)
+        self.plan = self.budget.plan
+        self.board_scope = self.budget.board_scope
         self.tracker = PowerTracker(model, dither=True)
-        self.plan = MissionPlan(policy.target_s, reserve_j)
         prior_s = self.PRIOR_RATIO_S if model.fitted else 0.0
         prior_j = prior_s * model.power_at(model.ppw_clock_mhz) if model.fitted else 0.0
         self.ratio = PowerRatio.with_prior(prior_j)
@@ -78,22 +89,13 @@ class BatteryController(Controller):
         self.history = PhaseHistory(self.curves)
         self.probes = ProbeRuns(self.curves.capped_top)
         self.work = PhaseFit(model) if model.fitted else None
-        # what status() reports
-        self.target_w: Optional[float] = None
-        self.busy_target_w: Optional[float] = None
-        self.remaining_j: float = self.budget_j
-        self.exhausted_at_s: Optional[float] = None
-        self.read_error: Optional[str] = None
         # the decision's state: the plan's level and the phase's (fractional table
         # indices), the dithering carry, and with ticks the solve's answer and schedule
         self.level: Optional[float] = None
         self.phase_level: Optional[float] = None
         self.carry = 0.0
         self.ticked = False
-        self.dt_s = 0.0  # the period just ended
-        self.flat_w: Optional[float] = None  # the plan's GPU power in model watts, this period
-        self.cal_gaps: Optional[List[float]] = None
-        self.gpu_w = 0.0  # the plan's GPU power this period
+        self.cal_gaps: Optional[List[float]] = None  # the calibration load's gaps
         # with ticks, the phase's gaps and power below the cap at the last solve (None: no
         # fit, or not concave)
         self.phase_flat: Optional[Tuple[List[float], List[float]]] = None
@@ -102,39 +104,40 @@ class BatteryController(Controller):
         self.solve_in = 0  # periods until the next solve
 
     def initial_mhz(self) -> float:
-        self.target_w, self.busy_target_w = self.plan.plan(self.budget_j, 0.0)
+        self.budget.start()
         if not self.model.fitted:
             return self.model.clocks_mhz[0]
-        gpu_w = self.plan.gpu_target(self.busy_target_w, self.board_scope)
-        return self.tracker.clock_for(gpu_w, carry=False)
+        return self.tracker.clock_for(self.budget.gpu_target_w(), carry=False)
 
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
-        scoped_w = obs.board_power_w if self.board_scope else obs.power_w
-        steady = self.plan.observe(obs.busy, obs.dt_s, scoped_w)
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """The budget's accounting and plan; on a steady busy period with a power reading,
+        the model's correction, the power ratio, the memory share and the phase's work."""
+        steady = self.budget.observe(obs)
         if obs.busy is not False and obs.power_w is not None and steady:
             self._learn_busy(obs, obs.power_w, ticks)
-        remaining = self._account(obs)
-        self.target_w, self.busy_target_w = self.plan.plan(remaining, obs.elapsed_s)
+        self.budget.account(obs)
+
+    def choose(self, now: Now) -> Decision:
+        """The clock for the plan's GPU power: idle, the next burst's (or the lowest in a
+        wait); busy, by the phase's measured curves with ticks, else by power."""
+        obs = now.obs
         if obs.busy is False:
-            return self._idle_mhz(current_mhz), False
-        gpu_w = self.plan.gpu_target(self.busy_target_w, self.board_scope)
+            return Decision(self._idle_mhz(now.current_mhz))
+        gpu_w = self.budget.gpu_target_w()
         ratio = self.ratio.ratio(self.tracker.scale)
         self.level = self._level(gpu_w, ratio)
         top_w = ratio * self.model.power_w[-1]
         over_top = gpu_w / top_w if top_w > 0 else 1.0
-        self.dt_s = obs.dt_s
-        self.gpu_w = gpu_w
-        self.flat_w = gpu_w / max(self.tracker.scale, 1e-9)  # the load now: its own ratio
         if self.ticked and self.work is not None:
-            clock = self._by_ticks(self.work, self.level, gpu_w)
+            clock = self._by_ticks(self.work, self.level, gpu_w, obs.dt_s)
             if clock is not None:
-                return clock, False
-        self.phase_level = self._flat(self._phase_level(self.level, gpu_w, over_top))
-        return self._pick(self.phase_level), False
+                return Decision(clock)
+        flat_w = gpu_w / max(self.tracker.scale, 1e-9)  # the load now: its own ratio
+        level = self._phase_level(self.level, gpu_w, over_top)
+        self.phase_level = self._flat(level, flat_w, obs.dt_s)
+        return Decision(self._pick(self.phase_level))
 
-    def _flat(self, level: float) -> float:
+    def _flat(self, level: float, flat_w: float, dt_s: float) -> float:
         """Without ticks, ``level`` raised to the top of the flat it lies on
         (:func:`.flat.flat_top`) for a load the memory share reads as the calibration
         load's (the curve the model was fitted on; a memory-bound load's flat in the share
@@ -143,10 +146,11 @@ class BatteryController(Controller):
         phase, would let the load now spend more than the flat leaves for the rest) and the
         busy time the plan forecasts. Read from power, a mildly memory-bound load can pass
         for the calibration load, so the hedge is taken only against what power can tell
-        apart: waits, once one has come."""
+        apart: waits, once one has come. ``flat_w``: the plan's GPU power in model watts
+        this period; ``dt_s``: the period just ended."""
         model = self.model
         k = self.share.k
-        if not model.fitted or self.flat_w is None or k is None or k > SHARE_SAME:
+        if not model.fitted or k is None or k > SHARE_SAME:
             return level
         if self.plan.wait_s <= 0.0:
             return level
@@ -155,9 +159,7 @@ class BatteryController(Controller):
         left_s = self.plan.busy_left_s
         cal = self.cal_gaps
         age_s = self.plan.busy_s  # no phase is seen without ticks: the mission's busy time
-        return flat_top(
-            cal, model.clocks_mhz, model.power_w, level, self.flat_w, left_s, self.dt_s, age_s
-        )
+        return flat_top(cal, model.clocks_mhz, model.power_w, level, flat_w, left_s, dt_s, age_s)
 
     def _idle_mhz(self, current_mhz: float) -> float:
         """The clock while idle: in a gap between bursts, the one the next burst starts at;
@@ -181,36 +183,9 @@ class BatteryController(Controller):
             units = sum([t.units for t in ticks])
             self.work.add(self.probes.run, obs.applied_mhz, dt_s, units, power_w)
             self.history.age_s += dt_s
-        if self.board_scope and obs.board_power_w is not None:
-            self.plan.learn_rest(obs.board_power_w - power_w)
 
     def close(self, obs: Observation) -> None:
-        self._account(obs)
-
-    def _account(self, obs: Observation) -> float:
-        """What is left of the budget after ``obs``; when it ran out during the period, the
-        time it did (at the period's mean power on the budget's scope)."""
-        remaining = self._remaining_j(obs)
-        if remaining <= 0 and self.exhausted_at_s is None:
-            before = self.remaining_j if self.remaining_j is not None else self.budget_j
-            spent_j = before - remaining  # during this period
-            late_s = obs.dt_s * min(1.0, -remaining / spent_j) if spent_j > 0 else 0.0
-            self.exhausted_at_s = obs.elapsed_s - late_s
-        self.remaining_j = remaining
-        return remaining
-
-    def _remaining_j(self, obs: Observation) -> float:
-        """The budget less the energy used on its scope; the battery's own reading when it
-        says less (a failed read keeps the metered figure and is reported)."""
-        used = obs.board_energy_used_j if self.board_scope else obs.energy_used_j
-        remaining = self.budget_j - (used if used is not None else obs.energy_used_j)
-        if self.reader is not None:
-            try:
-                remaining = min(float(self.reader()), remaining)
-                self.read_error = None
-            except Exception as err:  # a user callable or a battery file: keep metering
-                self.read_error = f"{type(err).__name__}: {err}"
-        return remaining
+        self.budget.close(obs)
 
     def safe_mhz(self, current_mhz: float) -> float:
         level = self.phase_level if self.phase_level is not None else self.level
@@ -256,16 +231,16 @@ class BatteryController(Controller):
 
     # -- with the app's ticks: probe, forecast, solve ------------------------------------
 
-    def _by_ticks(self, work: PhaseFit, level: float, gpu_w: float) -> Optional[float]:
+    def _by_ticks(self, work: PhaseFit, level: float, gpu_w: float, dt_s: float) -> Optional[float]:
         """The clock for the phase now from its measured work and power curves: probed
         first (:class:`.ProbeRuns`), then solved every SOLVE_EVERY periods, the level found
         held between. None when the ticks are too sparse to fit: the power estimate
-        decides then."""
-        if self.probes.run == "run" and self.solve_in > 0:
+        decides then. ``gpu_w``: the plan's GPU power; ``dt_s``: the period just ended."""
+        if self.probes.run is Run.MIX and self.solve_in > 0:
             self.solve_in -= 1
             if self.want is None:
                 return None
-            return self._hold(work, self.want, level)
+            return self._hold(work, self.want, level, gpu_w, dt_s)
         if work.changed():
             self._close_phase(work)
         self.probes.advance(work)
@@ -280,7 +255,7 @@ class BatteryController(Controller):
         if want is None:
             return None
         self.want = want
-        return self._hold(work, want, level)
+        return self._hold(work, want, level, gpu_w, dt_s)
 
     def _solve(self, work: PhaseFit, level: float, gpu_w: float) -> Optional[float]:
         """The phase's level from its fit: where its marginal work per joule meets the
@@ -315,17 +290,23 @@ class BatteryController(Controller):
         """The mix's multiplier (:func:`.solver.mix_lambda`), from the last one."""
         return mix_lambda(mix, gpu_w, line, self.curves.dyn_end, self.last_lam)
 
-    def _hold(self, work: PhaseFit, want: float, level: float) -> float:
+    def _hold(self, work: PhaseFit, want: float, level: float, gpu_w: float, dt_s: float) -> float:
         """The clock for the phase's level ``want``, kept within the band its probes are
-        trusted for (widened to the plan's ``level`` this period)."""
+        trusted for (widened to the plan's ``level`` this period); held at the band's edge
+        long enough, the phase is measured again around it."""
         band = self.curves.trusted(*self.probes.probed())
         if self.phase_flat is not None:  # the top of the flat of the phase's own curves
             gaps_now, power_now = self.phase_flat
             clocks = self.model.clocks_mhz
             left_s = self.plan.busy_left_s
             age_s = self.history.age_s
-            want = flat_top(gaps_now, clocks, power_now, want, self.gpu_w, left_s, self.dt_s, age_s)
-        self.phase_level = self.probes.hold(want, level, band, self.dt_s, work)
+            want = flat_top(gaps_now, clocks, power_now, want, gpu_w, left_s, dt_s, age_s)
+        self.phase_level, edge = self.probes.hold(want, level, band, dt_s)
+        if edge:
+            work.reset()
+            self.probes.probe_again(
+                work.probe_pair(int(round(self.phase_level)), self.probes.capped_top)
+            )
         return self._pick(self.phase_level)
 
     def _close_phase(self, work: PhaseFit) -> None:
@@ -335,45 +316,8 @@ class BatteryController(Controller):
         work.reset()
         self.probes.restart()
 
-    def status(self) -> Dict[str, Any]:
-        plan = self.plan
-        total = plan.busy_s + plan.idle_s
-        return {
-            "budget_j": self.budget_j,
-            "scope": self.policy.scope,
-            "remaining_j": self.remaining_j,
-            "target_s": self.policy.target_s,
-            "target_power_w": _finite(self.target_w),
-            "busy_power_target_w": _finite(self.busy_target_w),
-            "duty_cycle": plan.busy_s / total if total > 0 else None,
-            "exhausted_at_s": self.exhausted_at_s,
-            "battery_read_error": self.read_error,
-            "model_correction": self.tracker.r,
-        }
+    def budget_state(self) -> BudgetState:
+        return self.budget.state()
 
-
-def _budget(policy: Battery, reader: Optional[Callable[[], float]]) -> Tuple[float, float]:
-    """(the budget in J, the reserve in J): the policy's budget, else the battery's reading;
-    the reserve a share of the battery's full capacity where it says (of the budget else),
-    1 % by default when a battery is read.
-
-    Raises:
-        InvalidRequestError: neither a budget nor a battery to read.
-    """
-    budget = policy.budget_j
-    capacity: Optional[float] = None
-    if reader is not None:
-        full = getattr(reader, "capacity_j", None)
-        capacity = float(full()) if callable(full) else None
-        if budget is None:
-            budget = float(reader())
-    if budget is None:
-        raise InvalidRequestError(
-            "the battery policy needs battery_wh (Wh) or energy_j (J) when no battery is read"
-        )
-    share = policy.reserve if policy.reserve is not None else (0.01 if reader else 0.0)
-    return budget, share * (capacity if capacity else budget)
-
-
-def _finite(value: Optional[float]) -> Optional[float]:
-    return value if value is not None and math.isfinite(value) else None
+    def records(self) -> Tuple[Any, ...]:
+        return (self.budget.state(), Correction(self.tracker.r))

@@ -16,13 +16,19 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from governor.runtime.model import ClockModel
+from governor.runtime.status import status_doc
+
+if TYPE_CHECKING:
+    from governor.runtime.budget import BudgetState
 
 __all__ = [
     "ControlContext",
     "Controller",
+    "Decision",
+    "Now",
     "Observation",
     "PowerTracker",
     "StaticController",
@@ -64,6 +70,25 @@ class Tick:
 
 
 @dataclass(frozen=True)
+class Now:
+    """What a choice is made at: the period just observed, its ticks, and the clock the
+    governor holds (``current_mhz``)."""
+
+    obs: Observation
+    ticks: Sequence[Tick]
+    current_mhz: float
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A controller's choice: the clock for the next period and whether the change is
+    urgent (never delayed by the governor's rate limit)."""
+
+    clock_mhz: float
+    urgent: bool = False
+
+
+@dataclass(frozen=True)
 class ControlContext:
     """What a controller is made with besides its policy and the clock model.
 
@@ -76,6 +101,9 @@ class ControlContext:
     interval_s: float
     energy_counter: bool = False
     battery: Optional[Callable[[], float]] = None
+    #: the PPW clock an earlier run found online for this board, by workload (None: none
+    #: kept); the PPW policy holds it instead of searching again
+    kept_ppw: Optional[Callable[[Optional[str]], Optional[Dict[str, Any]]]] = None
 
     @property
     def settle_s(self) -> float:
@@ -85,16 +113,25 @@ class ControlContext:
 class Controller:
     """What the governor may ask of a controller; every member has a default.
 
-    ``initial_mhz`` before the first observation, ``decide`` every period, ``safe_mhz``
-    while telemetry fails, ``close`` with the last period before the device is restored
-    (bookkeeping only, no decision), ``status`` for ``Governor.status()``. ``eager``: take a control
-    step as soon as the app reports a measured frame. ``admit``: whether the app should take
-    the next frame (``gov.admit()``). ``result``: a finding the governor keeps for the next
-    run (the online PPW clock), None until there is one.
+    Each control period the governor calls :meth:`observe` (learn from the period just
+    measured and the app's ticks) and then :meth:`choose` (the clock for the next period);
+    while telemetry fails it observes and holds :meth:`safe_mhz` instead of choosing, and
+    :meth:`close` takes the last period before the device is restored (bookkeeping only).
+    :meth:`decide` does both for a caller that wants the clock of one period (tests,
+    benches). ``initial_mhz`` is the clock before the first observation, ``status`` the
+    public dictionary for ``Governor.status()``, :meth:`budget_state` the mission budget
+    spent (a typed record: what other parts read). ``eager``: take a control step as soon
+    as the app reports a measured frame. ``admit``: whether the app should take the next
+    frame (``gov.admit()``). ``result``: a finding the governor keeps for the next run (the
+    online PPW clock), None until there is one.
     """
 
     #: a finding to keep (see the class docstring); set by the controllers that find one
     result: Optional[Dict[str, Any]] = None
+    #: whether that finding is kept already (a clock an earlier run found, held again)
+    result_kept: bool = False
+    #: what the governor says when it starts with this controller (a search under way)
+    notes: Tuple[str, ...] = ()
 
     def __init__(self, model: ClockModel) -> None:
         self.model = model
@@ -106,11 +143,21 @@ class Controller:
     def initial_mhz(self) -> float:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """Learn from one period as measured and the app's ticks in it; chooses nothing."""
+
+    def choose(self, now: Now) -> Decision:
+        """The clock for the next period, after :meth:`observe` saw ``now.obs``."""
+        return Decision(now.current_mhz)
+
     def decide(
         self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
     ) -> Tuple[float, bool]:
-        """The clock for the next period and whether the change is urgent."""
-        return current_mhz, False
+        """:meth:`observe` then :meth:`choose`: the clock for the next period and whether
+        the change is urgent."""
+        self.observe(obs, ticks)
+        decision = self.choose(Now(obs, tuple(ticks), current_mhz))
+        return decision.clock_mhz, decision.urgent
 
     def safe_mhz(self, current_mhz: float) -> float:
         """The clock to hold while telemetry fails."""
@@ -123,24 +170,33 @@ class Controller:
     def close(self, obs: Observation) -> None:
         """Account for the last period, which ends with the run: no clock follows it."""
 
+    def budget_state(self) -> Optional[BudgetState]:
+        """The mission budget this controller spends (None: it spends none)."""
+        return None
+
+    def records(self) -> Tuple[Any, ...]:
+        """The controller's state as typed records (frozen dataclasses; see
+        :mod:`governor.runtime.status`), what :meth:`status` is made of."""
+        return ()
+
     def status(self) -> Dict[str, Any]:
-        return {}
+        """The public dictionary of :meth:`records`."""
+        return status_doc(*self.records())
 
 
 class StaticController(Controller):
     """One clock for the whole run (ppw, max, clock)."""
 
-    def __init__(self, model: ClockModel, clock_mhz: float) -> None:
+    def __init__(self, model: ClockModel, clock_mhz: float, notes: Tuple[str, ...] = ()) -> None:
         super().__init__(model)
         self.clock_mhz = model.clocks_mhz[model.index(clock_mhz)]
+        self.notes = notes
 
     def initial_mhz(self) -> float:
         return self.clock_mhz
 
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
-        return self.clock_mhz, False
+    def choose(self, now: Now) -> Decision:
+        return Decision(self.clock_mhz)
 
     def safe_mhz(self, current_mhz: float) -> float:
         return self.clock_mhz

@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
-from governor.devices.base import Device, board_power_w, frozen_record
+from governor.devices.base import Device, frozen_record
 from governor.errors import (
     DeviceLostError,
     GovernorError,
@@ -32,20 +32,23 @@ from governor.errors import (
     UnsupportedError,
 )
 from governor.runtime import policies as _policies
-from governor.runtime.controllers import (
-    Controller,
-    Observation,
-    Tick,
-)
+from governor.runtime.board_answers import BoardAnswers
+from governor.runtime.controller_base import Controller, Now, Observation, Tick
 from governor.runtime.exit_hooks import ExitHooks
-from governor.runtime.kernel_config import KernelConfigFollower
-from governor.runtime.model import ClockModel, model_for_device
-from governor.runtime.ppw_store import governed_controller, keep_online_ppw
+from governor.runtime.loop import BackgroundLoop
+from governor.runtime.model import ClockModel
+from governor.runtime.setup import (
+    ProfileArg,
+    governed_controller,
+    loaded_model,
+    unmetered_board_note,
+)
+from governor.runtime.status import GovernorState, RunTotals, status_doc
 from governor.runtime.telemetry import Telemetry
+from governor.runtime.ticks import TickQueue
 from governor.runtime.tuning_cache import (
     Cached,
-    cached_block_size_for,
-    cached_tiles_for,
+    keep_online_ppw,
 )
 from governor.runtime.unmet import UnmetWatch
 from governor.runtime.watch import DeviceWatch
@@ -65,7 +68,7 @@ def _command_line() -> str:
     )
 
 
-class Governor:
+class Governor(BoardAnswers):
     """Applies ``policy`` to ``device`` (see the module docstring).
 
     Args:
@@ -117,15 +120,13 @@ class Governor:
         self._unmet = UnmetWatch(device.uri, self._note)
         self.controller = self._make_controller()
         self._unmet.new_policy(self.policy, self.model)
-        if getattr(self.policy, "scope", None) == "board" and battery is None:
-            self._note_unmetered_board()
+        if self.policy.budget_scope == "board" and battery is None:
+            for text in filter(None, [unmetered_board_note(device)]):
+                self._note(text)
         # run state
         self._owns = False  # whether start() took a layer of the device
-        self._ticks: List[Tick] = []
-        self._tick_lock = threading.Lock()
+        self._ticks = TickQueue()
         self._dev_lock = threading.RLock()
-        self._thread: Optional[threading.Thread] = None
-        self._stop = threading.Event()
         self._running = False
         self._applied: Optional[float] = None
         self._last_change_s = -math.inf
@@ -133,41 +134,26 @@ class Governor:
         self._telemetry = Telemetry(device, self.model, fail_limit)
         self._changes = 0
         self._watch = DeviceWatch(device, self._note)
+        self._loop = BackgroundLoop(device, interval, self.update, self._watch.error)
         self._exit_hooks = ExitHooks(self.stop, handle_signals)
-        self._kernel_configs: Optional[KernelConfigFollower] = None  # made on first use
 
-    def _note_unmetered_board(self) -> None:
-        """Say so when a board-scope budget can only be metered on the GPU figure."""
-        try:
-            has_board = board_power_w(self.device.sample()) is not None
-        except (GovernorError, OSError):
-            has_board = True  # said by the telemetry checks once running
-        if not has_board:
-            self._note(
-                "the device reports no whole-board power: the battery budget is metered "
-                "on its GPU figure (scope gpu)"
-            )
-
-    # -- profile and model ---------------------------------------------------------------
-    def _load_model(self, profile: Union[None, bool, Mapping[str, Any], str, Path]) -> ClockModel:
-        """The clock model (see :func:`~governor.runtime.model.model_for_device`); what it
-        says goes into the notes."""
-        loaded = model_for_device(self.device, profile, getattr(self.policy, "workload", None))
-        self.profile_path = loaded.profile_path
-        self.notes.extend(loaded.found_notes)
-        for text in loaded.warnings:
-            if text == loaded.model.source and not loaded.model.fitted:
-                text += f"; calibrate it once with 'governor calibrate --device {self.device.uri}'"
+    def _load_model(self, profile: ProfileArg) -> ClockModel:
+        """The clock model (see :func:`.setup.loaded_model`); what it says goes into the
+        notes."""
+        model, self.profile_path, found, warnings = loaded_model(self.device, profile, self.policy)
+        self.notes.extend(found)
+        for text in warnings:
             self._note(text)
-        return loaded.model
+        return model
 
     def _make_controller(self) -> Controller:
-        """The controller of ``self.policy`` on ``self.model`` (see
-        :func:`~governor.runtime.ppw_store.governed_controller`)."""
-        controller, notes, self._online_saved = governed_controller(
+        """The policy's controller (:func:`.setup.governed_controller`); what it says (a
+        search under way, a clock kept from an earlier run) goes into the notes."""
+        controller = governed_controller(
             self.policy, self.model, self.device, self.interval_s, self._battery
         )
-        for text in notes:
+        self._online_saved = controller.result_kept
+        for text in controller.notes:
             self._note(text)
         return controller
 
@@ -182,19 +168,16 @@ class Governor:
         """
         new = _policies.from_spec(policy)
         with self._dev_lock:
-            old_policy, old_model, old_controller = self.policy, self.model, self.controller
-            old_saved = self._online_saved
+            old = self.policy, self.model, self.controller, self._online_saved
             try:
                 self.policy = new
-                if getattr(new, "workload", None) != getattr(old_policy, "workload", None):
+                if new.model_workload != old[0].model_workload:
                     self.model = self._load_model(self._profile_arg)
                 self.controller = self._make_controller()
             except BaseException:
-                self.policy, self.model, self.controller = old_policy, old_model, old_controller
-                self._online_saved = old_saved
+                self.policy, self.model, self.controller, self._online_saved = old
                 raise
-            with self._tick_lock:
-                self._ticks = []  # progress under the old policy says nothing of the new
+            self._ticks.clear()  # progress under the old policy says nothing of the new
             self._telemetry.new_policy()  # a budget or a mission counts from here
             self._unmet.new_policy(new, self.model)
             if self._running:
@@ -202,10 +185,6 @@ class Governor:
                     self._set_clock(self.controller.initial_mhz(), urgent=True)
                 except GovernorError as err:
                     self._watch.write_failed(f"setting the new policy's first clock failed: {err}")
-
-    def _keep_online_ppw(self, result: Dict[str, Any]) -> None:
-        workload = getattr(self.policy, "workload", None)
-        self._note(keep_online_ppw(self.device, workload, result))
 
     def _note(self, text: str) -> None:
         self.notes.append(text)
@@ -225,15 +204,7 @@ class Governor:
         """Lock the device, journal it to disk, apply the first clock, start the loop."""
         if self._running:
             return self
-        if self.background and self.device.clock.virtual:
-            raise InvalidRequestError(
-                f"{self.device.uri} runs on virtual time, where a background loop would never "
-                "wake: use background=False and gov.step(), or open the board with ?realtime=1"
-            )
-        if not self.device.capabilities.lock_gpu_clocks:
-            raise UnsupportedError(
-                f"{self.device.identity.name} ({self.device.uri}) cannot lock its GPU clock, which the governor needs"
-            )
+        _check_can_start(self.device, self.background)
         self.device.acquire(command=_command_line())
         self._owns = True
         for note in self.device.ownership_notes + self.device.control_notes():
@@ -248,27 +219,18 @@ class Governor:
         self._running = True
         self._exit_hooks.install()
         if self.background:
-            self._stop.clear()
-            self._thread = threading.Thread(
-                target=self._loop, name=f"governor {self.device.uri}", daemon=True
-            )
-            self._thread.start()
+            self._loop.start()
         return self
 
     def stop(self) -> Dict[str, Any]:
         """End the loop and restore the device (safe to repeat). Returns what was restored."""
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            self._stop.set()
-            thread.join()
+        self._loop.stop()
         if not self._running:
             return {}
         self._running = False
         try:
             with self._dev_lock:
-                with self._tick_lock:
-                    ticks, self._ticks = self._ticks, []
-                obs = self._observe(ticks)  # close the last interval before restoring
+                obs = self._observe(self._ticks.take())  # close the last interval before restoring
                 if obs is not None:
                     self.controller.close(obs)
                 self._unmet.observe(obs, self.controller)
@@ -298,37 +260,16 @@ class Governor:
         self.stop()
 
     # -- the loop ------------------------------------------------------------------------
-    def _loop(self) -> None:
-        clock = self.device.clock
-        due = clock.now_s() + self.interval_s
-        wait = 0.005 if clock.virtual else self.interval_s
-        while not self._stop.is_set():
-            now = clock.now_s()
-            if now >= due - 1e-9:
-                try:
-                    self.update()
-                except Exception as err:  # the loop must outlive one bad period
-                    self._watch.error(f"control step failed: {type(err).__name__}: {err}")
-                due = max(due + self.interval_s, now + self.interval_s * 0.5)
-                wait_s = 0.005 if clock.virtual else max(0.0, due - clock.now_s())
-            else:
-                wait_s = wait if clock.virtual else max(0.0, due - now)
-            self._stop.wait(wait_s)
-
     def step(self, advance_s: Optional[float] = None) -> Dict[str, Any]:
         """Deterministic stepping: sleep ``advance_s`` (default one period) on the device
         clock, then control once. Returns :meth:`status`. Not with a background thread."""
-        if self._thread is not None:
+        if self._loop.running:
             raise GovernorError(
                 "step() drives the loop itself; create the Governor with background=False"
             )
         if not self._running:
             raise GovernorError("the governor is not started")
-        if advance_s is not None and not _finite_at_least(advance_s, 0.0):
-            raise InvalidRequestError(
-                f"advance_s must be a finite number of seconds >= 0, not {advance_s!r}"
-            )
-        advance = self.interval_s if advance_s is None else float(advance_s)
+        advance = _advance_s(advance_s, self.interval_s)
         if advance > 0:
             self.device.clock.sleep(advance)
         self.update()
@@ -339,8 +280,7 @@ class Governor:
         if not self._running or self._watch.hands_off:
             return  # a lost device is left alone, and so is one another program took over
         with self._dev_lock:
-            with self._tick_lock:
-                ticks, self._ticks = self._ticks, []
+            ticks = self._ticks.take()
             obs = self._observe(ticks)
             if self._telemetry.lost is not None:
                 self._watch.lose(self._telemetry.lost)
@@ -348,16 +288,16 @@ class Governor:
             if self._watch.taken_over():
                 return
             if obs is None:
-                with self._tick_lock:  # not a period yet: keep them for the next one
-                    self._ticks[:0] = ticks
+                self._ticks.put_back(ticks)  # not a period yet: keep them for the next one
                 return
             self._telemetry.tick_read = False
             current = self._applied if self._applied is not None else self.model.top_mhz
-            if self._telemetry.safe_hold:
-                self.controller.decide(obs, ticks, current)  # keep its bookkeeping going
+            self.controller.observe(obs, ticks)
+            if self._telemetry.safe_hold:  # learn (the budget's accounting), choose nothing
                 target, urgent = self.controller.safe_mhz(current), True
             else:
-                target, urgent = self.controller.decide(obs, ticks, current)
+                decision = self.controller.choose(Now(obs, tuple(ticks), current))
+                target, urgent = decision.clock_mhz, decision.urgent
             self._steps += 1
             try:
                 self._set_clock(target, urgent=urgent)
@@ -370,7 +310,7 @@ class Governor:
             result = self.controller.result
             if result is not None and not self._online_saved:
                 self._online_saved = True
-                self._keep_online_ppw(result)
+                self._note(keep_online_ppw(self.device, self.policy.model_workload, result))
 
     def _observe(self, ticks: List[Tick]) -> Optional[Observation]:
         applied = self._applied if self._applied is not None else self.model.top_mhz
@@ -389,8 +329,7 @@ class Governor:
         self._last_change_s = now
         self._changes += 1
         self._telemetry.changes_since_reading = True
-        if self._kernel_configs is not None:
-            self._kernel_configs.clock_changed(self._applied)
+        self._clock_moved(lo)
 
     @property
     def lost(self) -> Optional[str]:
@@ -410,19 +349,7 @@ class Governor:
         optionally ``busy_s``, the seconds they took (gives per-frame deadlines)."""
         now = self.device.clock.now_s()
         applied = self._applied if self._applied is not None else self.model.top_mhz
-        tick = frozen_record(
-            Tick,
-            {
-                "t_s": now,
-                "units": float(units),
-                "busy_s": None if busy_s is None else float(busy_s),
-                "applied_mhz": applied,
-            },
-        )
-        with self._tick_lock:
-            self._ticks.append(tick)
-            if len(self._ticks) > 100000:  # nobody is consuming them (not started)
-                del self._ticks[:50000]
+        self._ticks.add(tick_record(now, units, busy_s, applied))
         if busy_s is not None and self._telemetry.duty is not None and self._running:
             self._telemetry.duty_active = True
             self._telemetry.busy_reading(applied, self._dev_lock)
@@ -440,7 +367,7 @@ class Governor:
         is the rate admitted now."""
         if not self._running:
             return True
-        with self._tick_lock:  # apps calling from several threads share one credit
+        with self._ticks.lock:  # apps calling from several threads share one credit
             return bool(self.controller.admit())
 
     def report(self) -> Dict[str, Any]:
@@ -451,69 +378,88 @@ class Governor:
         doc.update(self.device.fault_counts())
         return doc
 
+    def state(self) -> GovernorState:
+        """What the governor is doing now, typed (the first part of :meth:`status`)."""
+        telemetry = self._telemetry
+        return GovernorState(
+            device=self.device.uri,
+            policy=self.policy.name,
+            policy_spec=self.policy.to_spec(),
+            running=self._running,
+            clock_mhz=self._applied,
+            measured_clock_mhz=telemetry.clock_measured,
+            power_w=telemetry.power_last,
+            safe_hold=telemetry.safe_hold,
+            safe_hold_reason=telemetry.safe_reason,
+            device_lost=self._watch.lost,
+            overridden_by_other=self._watch.overridden,
+            telemetry_failures=telemetry.failures_total,
+            steps=self._steps,
+            clock_changes=self._changes,
+            interval_s=self.interval_s,
+            model=self.model.to_dict(),
+            profile_path=self.profile_path,
+            notes=list(self.notes),
+            unmet=list(self._unmet.unmet),
+            errors=list(self._watch.errors),
+        )
+
+    def totals(self) -> RunTotals:
+        """The run's time and energy (on the device's power figure) so far."""
+        meter = self._telemetry.meter
+        return RunTotals(duration_s=meter.duration_s, energy_j=meter.energy_j)
+
     def status(self) -> Dict[str, Any]:
-        """What the governor is doing now (plain data, JSON-ready). ``notes``: all it said
-        (a missing profile, the device's quirks, what it cannot meet); ``unmet``: those of
+        """What the governor is doing now (plain data, JSON-ready): :meth:`state`, the
+        controller's records (:meth:`Controller.records`) and :meth:`totals`, in one
+        dictionary (:func:`~governor.runtime.status.status_doc`). ``notes``: all it said (a
+        missing profile, the device's quirks, what it cannot meet); ``unmet``: those of
         them that say what of the policy the board cannot do (a clock clamped or snapped, a
         cap below its least power, a budget run out; see :mod:`governor.runtime.unmet`)."""
-        telemetry = self._telemetry
-        doc: Dict[str, Any] = {
-            "device": self.device.uri,
-            "policy": self.policy.name,
-            "policy_spec": self.policy.to_spec(),
-            "running": self._running,
-            "clock_mhz": self._applied,
-            "measured_clock_mhz": telemetry.clock_measured,
-            "power_w": telemetry.power_last,
-            "safe_hold": telemetry.safe_hold,
-            "safe_hold_reason": telemetry.safe_reason,
-            "device_lost": self._watch.lost,
-            "overridden_by_other": self._watch.overridden,
-            "telemetry_failures": telemetry.failures_total,
-            "steps": self._steps,
-            "clock_changes": self._changes,
-            "interval_s": self.interval_s,
-            "model": self.model.to_dict(),
-            "profile_path": self.profile_path,
-            "notes": list(self.notes),
-            "unmet": list(self._unmet.unmet),
-            "errors": list(self._watch.errors),
-        }
-        doc.update(self.controller.status())
-        doc.update(
-            {k: v for k, v in telemetry.meter.to_dict().items() if k in ("energy_j", "duration_s")}
+        return status_doc(self.state(), *self.controller.records(), self.totals())
+
+
+def _check_can_start(device: Device, background: bool) -> None:
+    """Raises InvalidRequestError: a background loop on virtual time (it would never wake);
+    UnsupportedError: a device that cannot lock its GPU clock."""
+    if background and device.clock.virtual:
+        raise InvalidRequestError(
+            f"{device.uri} runs on virtual time, where a background loop would never "
+            "wake: use background=False and gov.step(), or open the board with ?realtime=1"
         )
-        return doc
+    if not device.capabilities.lock_gpu_clocks:
+        raise UnsupportedError(
+            f"{device.identity.name} ({device.uri}) cannot lock its GPU clock, which the governor needs"
+        )
 
-    def tiles(self, kernel: str, precision: str = "double") -> Cached:
-        """The tiles chosen offline (``governor tiles --save``) for ``kernel`` on this board."""
-        return cached_tiles_for(self.device, kernel, precision)
 
-    def block_size(self, kernel: str, objective: str = "energy") -> Cached:
-        """The thread-block size chosen offline (``governor tune-blocks``) for ``kernel``."""
-        return cached_block_size_for(self.device, kernel, objective)
+def tick_record(now_s: float, units: float, busy_s: Optional[float], applied_mhz: float) -> Tick:
+    """The :class:`Tick` of ``gov.tick(units, busy_s)`` at ``now_s``, the clock held then
+    being ``applied_mhz``."""
+    return frozen_record(
+        Tick,
+        {
+            "t_s": now_s,
+            "units": float(units),
+            "busy_s": None if busy_s is None else float(busy_s),
+            "applied_mhz": applied_mhz,
+        },
+    )
 
-    def _follower(self) -> KernelConfigFollower:
-        if self._kernel_configs is None:
-            from governor.profiles.profile import board_key
 
-            self._kernel_configs = KernelConfigFollower(board_key(self.device))
-        return self._kernel_configs
+def _advance_s(advance_s: Any, interval_s: float) -> float:
+    """The time a ``step(advance_s)`` sleeps: ``advance_s``, one period when None.
 
-    def kernel_config(self, kernel: str, precision: str = "double") -> Cached:
-        """The tile and thread block for ``kernel`` at the clock the governor holds now, from
-        the board's table (``governor kernels table --save``); one dict lookup per call."""
-        value, reason = self._follower().config(kernel, self._applied, precision)
-        return Cached(value, reason)
-
-    @property
-    def kernel_config_generation(self) -> int:
-        """Grows each time a clock change moves a kernel asked about into another config."""
-        return self._follower().generation
-
-    def on_kernel_config_change(self, callback: Callable[[str, Any], None]) -> None:
-        """Call ``callback(kernel, config)`` when a policy change crosses a config boundary."""
-        self._follower().on_change(callback)
+    Raises:
+        InvalidRequestError: not a finite number of seconds >= 0.
+    """
+    if advance_s is None:
+        return interval_s
+    if not _finite_at_least(advance_s, 0.0):
+        raise InvalidRequestError(
+            f"advance_s must be a finite number of seconds >= 0, not {advance_s!r}"
+        )
+    return float(advance_s)
 
 
 def _loop_timing(interval_s: Any, min_dwell_s: Any, fail_limit: Any) -> Tuple[float, float]:

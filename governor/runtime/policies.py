@@ -39,6 +39,13 @@ from typing import (
 )
 
 from governor.errors import InvalidRequestError
+from governor.runtime import factories
+from governor.runtime.controller_base import ControlContext, Controller
+from governor.runtime.model import ClockModel
+
+#: a controller factory: ``factory(policy, model, context)``; each takes its own policy's
+#: dataclass, which the table pairs it with
+ControllerFactory = Callable[[Any, ClockModel, ControlContext], Controller]
 
 __all__ = [
     "LIMITS",
@@ -56,6 +63,7 @@ __all__ = [
     "Throughput",
     "check_number",
     "from_spec",
+    "make_controller",
     "seconds_until",
     "spec_problem",
 ]
@@ -192,6 +200,38 @@ class Policy:
     def describe(self) -> str:
         return self.name
 
+    @property
+    def budget_j(self) -> Optional[float]:
+        """The policy's energy budget in J (None: none given)."""
+        return None
+
+    @property
+    def budget_scope(self) -> Optional[str]:
+        """Where the policy's energy budget is metered (``board``, ``gpu``) as given; None:
+        not given, or no budget."""
+        return None
+
+    @property
+    def target_s(self) -> Optional[float]:
+        """How long the policy's mission lasts in s (None: it has no end)."""
+        return None
+
+    @property
+    def model_workload(self) -> Optional[str]:
+        """The profile's workload whose calibration the clock model is made from (None: the
+        profile's own)."""
+        return None
+
+    @property
+    def requested_clock_mhz(self) -> Optional[float]:
+        """The one clock the policy asks for, as asked (None: it chooses)."""
+        return None
+
+    @property
+    def cap_limit(self) -> Optional[Tuple[float, float]]:
+        """(cap in W, the window its mean is kept over in s) of a power cap; None else."""
+        return None
+
 
 @dataclass(frozen=True)
 class MaxEfficiency(Policy):
@@ -210,6 +250,10 @@ class MaxEfficiency(Policy):
 
     def describe(self) -> str:
         return "ppw" + (f" ({self.workload})" if self.workload else "")
+
+    @property
+    def model_workload(self) -> Optional[str]:
+        return self.workload
 
 
 @dataclass(frozen=True)
@@ -231,6 +275,10 @@ class FixedClock(Policy):
 
     def describe(self) -> str:
         return f"clock {self.clock_mhz:g} MHz"
+
+    @property
+    def requested_clock_mhz(self) -> Optional[float]:
+        return self.clock_mhz
 
 
 @dataclass(frozen=True)
@@ -258,6 +306,10 @@ class PowerCap(Policy):
 
     def describe(self) -> str:
         return f"power-cap {self.cap_w:g} W"
+
+    @property
+    def cap_limit(self) -> Optional[Tuple[float, float]]:
+        return self.cap_w, self.window_s
 
 
 @dataclass(frozen=True)
@@ -319,6 +371,10 @@ class Battery(Policy):
         budget = self.budget_j
         what = "the battery" if budget is None else f"{budget / 3600.0:g} Wh"
         return f"battery {what} over {self.target_s / 3600.0:g} h ({self.scope})"
+
+    @property
+    def budget_scope(self) -> Optional[str]:
+        return self.scope
 
 
 def seconds_until(until: str, now: Optional[float] = None) -> float:
@@ -424,6 +480,11 @@ class Throughput(Policy):
         floor = self.floor()
         return floor.target_s if floor is not None else None
 
+    @property
+    def budget_scope(self) -> Optional[str]:
+        """The battery floor's scope as given (None: not given, or no floor)."""
+        return self.scope
+
     def describe(self) -> str:
         text = f"throughput {self.rate_hz:g} Hz"
         floor = self.floor() if self.budget_j is not None else None
@@ -453,17 +514,23 @@ def required_keys(cls: Type[Policy]) -> Tuple[str, ...]:
 
 @dataclass(frozen=True)
 class PolicyKind:
-    """One row of :data:`POLICIES`: a policy's dataclass and its controller factory.
+    """One row of :data:`POLICIES`: a policy's dataclass, its controller factory and what
+    the other places that take policies need to know of it.
 
-    ``controller`` names the factory as ``"module:function"``; it is imported when a
-    controller is first made (:func:`governor.runtime.controllers.make_controller`), so the
-    policies stay importable without the controllers, as the device backends' table does.
-    The factory is called as ``factory(policy, model, context)`` and returns a
-    :class:`~governor.runtime.controller_base.Controller`.
+    ``controller`` is called as ``controller(policy, model, context)`` and returns a
+    :class:`~governor.runtime.controller_base.Controller` (the factories are in
+    :mod:`governor.runtime.factories`; :func:`make_controller` calls them).
+    ``numbers``: the numbers a node's configuration takes for it, all required (the node
+    daemon's config, :mod:`governor.runtime.daemon.config`, and the ROS 2 node's parameters,
+    :mod:`governor.ros2.params`; None: not configured there). ``ticks``: it
+    needs the app's progress (``gov.tick()``), so it runs only from the Python API, not
+    around a command (``governor run``).
     """
 
     policy: Type[Policy]
-    controller: str
+    controller: ControllerFactory
+    numbers: Optional[Tuple[str, ...]] = ()
+    ticks: bool = False
 
     @property
     def keys(self) -> Tuple[str, ...]:
@@ -474,19 +541,18 @@ class PolicyKind:
         return required_keys(self.policy)
 
 
-_FACTORIES = "governor.runtime.controllers"
-
-#: Every policy: ``--policy`` name -> its dataclass and controller factory. The one place a
-#: policy is registered; :data:`NAMES`, the spec keys and the controllers follow from it.
+#: Every policy: ``--policy`` name -> its dataclass, controller factory and the numbers a
+#: node's configuration takes. The one place a policy is registered; :data:`NAMES`, the spec keys, the
+#: controllers, the daemon's config and the CLI's choices follow from it.
 POLICIES: Dict[str, PolicyKind] = {
     kind.policy.name: kind
     for kind in (
-        PolicyKind(MaxEfficiency, f"{_FACTORIES}:ppw_controller"),
-        PolicyKind(Performance, f"{_FACTORIES}:top_clock_controller"),
-        PolicyKind(PowerCap, f"{_FACTORIES}:power_cap_controller"),
-        PolicyKind(Battery, f"{_FACTORIES}:battery_controller"),
-        PolicyKind(Throughput, f"{_FACTORIES}:throughput_controller"),
-        PolicyKind(FixedClock, f"{_FACTORIES}:fixed_clock_controller"),
+        PolicyKind(MaxEfficiency, factories.ppw_controller),
+        PolicyKind(Performance, factories.top_clock_controller),
+        PolicyKind(PowerCap, factories.power_cap_controller, numbers=("cap_w",)),
+        PolicyKind(Battery, factories.battery_controller, numbers=("battery_wh", "hours")),
+        PolicyKind(Throughput, factories.throughput_controller, numbers=("rate_hz",), ticks=True),
+        PolicyKind(FixedClock, factories.fixed_clock_controller, numbers=("clock_mhz",)),
     )
 }
 
@@ -561,3 +627,29 @@ def _check_rules(policy: Policy) -> None:
         problem = rule.problem(policy.name, given, _as_is)
         if problem is not None:
             raise InvalidRequestError(problem)
+
+
+def make_controller(
+    policy: Policy,
+    model: ClockModel,
+    *,
+    interval_s: float,
+    battery: Optional[Callable[[], float]] = None,
+    energy_counter: bool = False,
+    kept_ppw: Optional[Callable[[Optional[str]], Optional[Dict[str, Any]]]] = None,
+) -> Controller:
+    """The controller of ``policy``, made by the factory its row of :data:`POLICIES` holds.
+    ``energy_counter``: whether the device meters energy; ``battery``: a reader of the
+    remaining energy; ``kept_ppw``: the PPW clocks earlier runs found (see
+    :class:`~governor.runtime.controller_base.ControlContext`).
+
+    Raises:
+        TypeError: ``policy`` is not the dataclass its name registers.
+    """
+    kind = POLICIES.get(policy.name)
+    if kind is None or not isinstance(policy, kind.policy):
+        raise TypeError(f"no controller for {policy!r}")
+    context = ControlContext(
+        interval_s=interval_s, energy_counter=energy_counter, battery=battery, kept_ppw=kept_ppw
+    )
+    return kind.controller(policy, model, context)

@@ -1,4 +1,5 @@
-"""The PPW clock confirmed on this unit, starting from a profile that is not its own.
+"""The PPW clock found on this unit: over the whole table without a calibrated model
+(:class:`OnlinePpwController`), or confirmed starting from a profile that is not its own.
 
 A shipped reference profile, or a calibration made on another unit of the same model, puts
 the PPW clock near this unit's but not on it: chips of one model differ in leakage and
@@ -19,10 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-from governor.runtime.controller_base import Controller, Observation, Tick
+from governor.runtime.controller_base import Controller, Decision, Now, Observation, Tick
 from governor.runtime.model import ClockModel
 
-__all__ = ["LocalSearch", "PriorPpwController", "ProbeMeter"]
+__all__ = [
+    "Handout",
+    "LocalSearch",
+    "OnlinePpwController",
+    "PriorPpwController",
+    "ProbeMeter",
+    "SearchState",
+]
 
 
 @dataclass
@@ -115,6 +123,36 @@ class LocalSearch:
         return min(self.costs, key=lambda i: (self.costs[i], i)) if self.costs else self.start
 
 
+@dataclass(frozen=True)
+class SearchState:
+    """A PPW search: what it found (``result``: the clock and how it was found; None while
+    it searches) and the probes done."""
+
+    online_ppw: Optional[Dict[str, Any]]
+    probes_done: int
+
+
+class Handout:
+    """Which clock a search last handed the governor: a probe's clock is urgent when it is
+    a new probe (the search moved), the clock found when it is first handed out; after
+    that the search holds what the governor holds."""
+
+    def __init__(self, first: Optional[int]) -> None:
+        self.handed = first  # the table index handed out last (the first probe's at start)
+
+    def clock(
+        self, clocks: Sequence[float], probe: Optional[int], found: Optional[int], now_mhz: float
+    ) -> Decision:
+        if probe is not None:
+            urgent = probe != self.handed
+            self.handed = probe
+            return Decision(clocks[probe], urgent)
+        if found is None or found == self.handed:
+            return Decision(now_mhz)
+        self.handed = found
+        return Decision(clocks[found], True)
+
+
 class PriorPpwController(Controller):
     """The PPW clock searched by measurement around the model's (a prior's) PPW clock.
 
@@ -134,6 +172,10 @@ class PriorPpwController(Controller):
         step_share: float = 0.03,
     ) -> None:
         super().__init__(model)
+        self.notes = (
+            f"confirming the profile's PPW clock {model.ppw_clock_mhz:g} MHz on this "
+            "unit: a few probes of the running load around it",
+        )
         clocks = model.clocks_mhz
         start = model.index(model.ppw_clock_mhz)
         table_step = (clocks[-1] - clocks[0]) / max(1, len(clocks) - 1)
@@ -142,30 +184,31 @@ class PriorPpwController(Controller):
         self.meter = ProbeMeter(settle_s, measure_s)
         self.probe: Optional[int] = self.search.next_probe()
         self.result: Optional[Dict[str, Any]] = None
+        self.handout = Handout(self.probe)
         self.elapsed_s = 0.0
 
     def initial_mhz(self) -> float:
         return self.model.clocks_mhz[self.search.start]
 
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """Meter the probe's clock; a probe done, its cost recorded and the next chosen (the
+        result once the search is over)."""
         self.elapsed_s = obs.elapsed_s + obs.dt_s
         clocks = self.model.clocks_mhz
         if self.probe is None:
-            return current_mhz, False
+            return
         here = clocks[self.probe]
         if obs.busy is False or obs.power_w is None or obs.applied_mhz != here:
-            return here, False
+            return
         self.meter.add(obs.power_w, obs.dt_s, sum(t.units for t in ticks))
         if not self.meter.done:
-            return here, False
+            return
         per_unit = self.meter.units > 0
         self.search.record(self.probe, self.meter.cost(here))
         self.meter.reset()
         self.probe = self.search.next_probe()
         if self.probe is not None:
-            return clocks[self.probe], True
+            return
         best = self.search.best
         self.result = {
             "clock_mhz": clocks[best],
@@ -174,7 +217,107 @@ class PriorPpwController(Controller):
             "found_after_s": self.elapsed_s,
             "cost": "energy per unit of work" if per_unit else "energy per cycle",
         }
-        return clocks[best], True
 
-    def status(self) -> Dict[str, Any]:
-        return {"online_ppw": self.result, "probes_done": len(self.search.costs)}
+    def choose(self, now: Now) -> Decision:
+        """The probe's clock, or the clock found; urgent when it is a new one."""
+        found = self.search.best if self.result is not None else None
+        return self.handout.clock(self.model.clocks_mhz, self.probe, found, now.current_mhz)
+
+    def records(self) -> Tuple[Any, ...]:
+        return (SearchState(self.result, len(self.search.costs)),)
+
+
+class OnlinePpwController(Controller):
+    """The PPW clock found during the job, for a device with no calibrated model.
+
+    A golden-section search over the clock table: each probe holds one clock for
+    ``settle_s`` (the power average settles, NVML's over ~1 s) and then measures energy over
+    ``measure_s`` of busy time; idle periods pause the probe. The cost of a clock is the energy
+    per unit of work where the app reports it (``gov.tick(units)``), else mean power / clock
+    (energy per cycle: a compute-bound load's energy per unit of work). Energy per unit of work
+    has one minimum over the clock (the ridge), so the search needs about ``log(n)/log(1.6)``
+    probes: 11 on a 190-clock table, 5 on a 12-clock Jetson table. Then it holds the best
+    clock; ``result`` is set for the governor to keep.
+    """
+
+    def __init__(self, model: ClockModel, *, settle_s: float = 1.3, measure_s: float = 1.0) -> None:
+        super().__init__(model)
+        self.notes = ("finding the PPW clock online: a few probes of the running load",)
+        self.settle_s = settle_s
+        self.measure_s = measure_s
+        self.lo, self.hi = 0, len(model.clocks_mhz) - 1
+        self.costs: Dict[int, float] = {}
+        self.probe: Optional[int] = None
+        self.held_s = 0.0
+        self.energy_j = 0.0
+        self.busy_s = 0.0
+        self.units = 0.0
+        self.result: Optional[Dict[str, Any]] = None
+        self.elapsed_s = 0.0
+        self.probe = self._next()
+        self.best: Optional[int] = None  # the clock found (an index), once the search is over
+        self.handout = Handout(self.probe)
+
+    def _next(self) -> Optional[int]:
+        costs = self.costs
+        while self.hi - self.lo > 2:
+            span = self.hi - self.lo
+            m1 = self.lo + int(round(0.382 * span))
+            m2 = self.lo + int(round(0.618 * span))
+            if m2 <= m1:
+                m2 = m1 + 1
+            for m in (m1, m2):
+                if m not in costs:
+                    return m
+            if costs[m1] <= costs[m2]:
+                self.hi = m2
+            else:
+                self.lo = m1
+        for m in range(self.lo, self.hi + 1):
+            if m not in costs:
+                return m
+        return None
+
+    def initial_mhz(self) -> float:
+        return self.model.clocks_mhz[self.probe if self.probe is not None else -1]
+
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """Meter the probe's clock; a probe done, its cost recorded and the next chosen (the
+        result once the search is over)."""
+        self.elapsed_s = obs.elapsed_s + obs.dt_s
+        clocks = self.model.clocks_mhz
+        if self.probe is None:
+            return
+        units = sum(t.units for t in ticks)
+        if obs.busy is False or obs.power_w is None or obs.applied_mhz != clocks[self.probe]:
+            return
+        self.held_s += obs.dt_s
+        if self.held_s <= self.settle_s + 1e-9:
+            return
+        self.energy_j += obs.power_w * obs.dt_s
+        self.busy_s += obs.dt_s
+        self.units += units
+        if self.busy_s < self.measure_s - 1e-9:
+            return
+        if self.units > 0:
+            cost = self.energy_j / self.units
+        else:
+            cost = self.energy_j / (self.busy_s * clocks[self.probe])
+        self.costs[self.probe] = cost
+        self.held_s = self.energy_j = self.busy_s = self.units = 0.0
+        self.probe = self._next()
+        if self.probe is None:
+            self.best = min(self.costs, key=lambda i: (self.costs[i], i))
+            self.result = {
+                "clock_mhz": clocks[self.best],
+                "probes": len(self.costs),
+                "found_after_s": self.elapsed_s,
+                "cost": "energy per unit of work" if units > 0 else "energy per cycle",
+            }
+
+    def choose(self, now: Now) -> Decision:
+        """The probe's clock, or the clock found; urgent when it is a new one."""
+        return self.handout.clock(self.model.clocks_mhz, self.probe, self.best, now.current_mhz)
+
+    def records(self) -> Tuple[Any, ...]:
+        return (SearchState(self.result, len(self.costs)),)

@@ -47,7 +47,10 @@ from typing import (
 
 from governor.errors import InvalidRequestError
 from governor.runtime import policies as _policies
+from governor.runtime.floor_controller import FloorState
 from governor.runtime.governor import Governor
+from governor.runtime.ppw_local import SearchState
+from governor.runtime.status import GovernorState, find_record
 
 if TYPE_CHECKING:
     from governor.devices.sim.device import SimDevice
@@ -295,11 +298,10 @@ class _Metering:
     @classmethod
     def of(cls, pol: _policies.Policy, scope: Optional[str]) -> _Metering:
         """Raises InvalidRequestError: ``scope`` is not one of ``policies.SCOPES``."""
-        cap = pol.cap_w if isinstance(pol, _policies.PowerCap) else None
-        window = pol.window_s if isinstance(pol, _policies.PowerCap) else 1.0
-        budget = getattr(pol, "budget_j", None)  # a battery's, or a throughput's floor's
+        cap, window = pol.cap_limit if pol.cap_limit is not None else (None, 1.0)
+        budget = pol.budget_j  # a battery's, or a throughput's floor's
         if scope is None:
-            scope = getattr(pol, "scope", None) or ("board" if budget is not None else "gpu")
+            scope = pol.budget_scope or ("board" if budget is not None else "gpu")
         if scope not in _policies.SCOPES:
             raise InvalidRequestError(
                 f"scope must be one of {', '.join(_policies.SCOPES)}, not {scope!r}"
@@ -308,19 +310,22 @@ class _Metering:
 
 
 class _Run:
-    """What one simulated run leaves: the recorder's truth, the governor's status and report,
-    the work done and the perception trace's frame counts."""
+    """What one simulated run leaves: the recorder's truth, the governor's state, its
+    controller's records and report, the work done and the perception trace's frame
+    counts."""
 
     def __init__(
         self,
         rec: _Recorder,
-        status: Dict[str, Any],
+        state: GovernorState,
+        records: Tuple[Any, ...],
         measured: Any,
         work: float,
         frames: Tuple[int, int, int],
     ) -> None:
         self.rec = rec
-        self.status = status
+        self.state = state
+        self.records = records
         self.measured = measured
         self.work = work
         self.frames, self.misses, self.skipped = frames
@@ -346,18 +351,20 @@ def _run(
                 frames = _run_frames(dev, gov, rec, duration_s, seed, admit)
             else:
                 _run_segments(dev, gov, rec, trace_segments(trace, duration_s, seed), duration_s)
-            status = gov.status()
+            state, records = gov.state(), gov.controller.records()
             measured = gov.report()
         work = dev.work_done()
         dev.stop_workload()
-    return _Run(rec, status, measured, work, frames)
+    return _Run(rec, state, records, measured, work, frames)
 
 
 def _results(
     board: str, pol: _policies.Policy, trace: str, meter: _Metering, run: _Run
 ) -> Dict[str, Any]:
     """The keys of ``governor simulate --json`` from a finished run."""
-    rec, status = run.rec, run.status
+    rec, state = run.rec, run.state
+    floor = find_record(run.records, FloorState)
+    search = find_record(run.records, SearchState)
     d = rec.t_last - rec.t0
     out: Dict[str, Any] = {
         "board": board,
@@ -380,13 +387,13 @@ def _results(
         "deadline_misses": run.misses,
         "frames": run.frames,
         "frames_skipped": run.skipped,
-        "admitted_rate_hz": status.get("admitted_rate_hz"),
-        "clock_changes": status["clock_changes"],
-        "safe_hold": status["safe_hold"],
-        "model": status["model"],
-        "online_ppw": status.get("online_ppw"),
-        "rate_degraded_s": status.get("rate_degraded_s"),
-        "notes": status["notes"],
+        "admitted_rate_hz": floor.admitted_rate_hz if floor is not None else None,
+        "clock_changes": state.clock_changes,
+        "safe_hold": state.safe_hold,
+        "model": state.model,
+        "online_ppw": search.online_ppw if search is not None else None,
+        "rate_degraded_s": floor.rate_degraded_s if floor is not None else None,
+        "notes": state.notes,
         "measured": run.measured,
     }
     cap, budget = meter.cap_w, meter.budget_j
@@ -399,10 +406,7 @@ def _results(
     if budget is not None:
         out["budget_j"] = budget
         # the policies that meter a budget (a battery, a throughput's floor) have a mission
-        if isinstance(pol, (_policies.Battery, _policies.Throughput)):
-            out["target_s"] = pol.target_s
-        else:
-            out["target_s"] = None
+        out["target_s"] = pol.target_s
         out["lasted_s"] = rec.lasted_s if rec.lasted_s is not None else d
         out["energy_left_j"] = budget - rec.energy_j
     return out

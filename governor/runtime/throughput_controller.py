@@ -10,18 +10,31 @@ docs/benchmarks/throughput.md.
 
 from __future__ import annotations
 
-from typing import Any, Deque, Dict, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Deque, List, Optional, Sequence, Tuple
 
-from governor.runtime.controller_base import Controller, Observation, Tick
+from governor.runtime.controller_base import Controller, Decision, Now, Observation, Tick
 from governor.runtime.model import ClockModel
-from governor.runtime.policies import Throughput
 from governor.runtime.throughput_parts.dither import Dither
-from governor.runtime.throughput_parts.frames import FrameStats, IdlePower
+from governor.runtime.throughput_parts.frames import FrameStats, IdlePower, busy_seconds
 from governor.runtime.throughput_parts.pricing import Pricing
 from governor.runtime.throughput_parts.search import LocalSearch
 from governor.runtime.throughput_parts.tables import ClockTables, keeps_pick
 
-__all__ = ["ThroughputController"]
+if TYPE_CHECKING:
+    from governor.runtime.policies import Throughput
+
+__all__ = ["RateState", "ThroughputController"]
+
+
+@dataclass(frozen=True)
+class RateState:
+    """The rate asked for, the app's rate over the last 2 s (None before the first period)
+    and the clock chosen for it (None before the first choice)."""
+
+    rate_target_hz: float
+    rate_hz: Optional[float]
+    choice_mhz: Optional[float]
 
 
 class ThroughputController(Controller):
@@ -85,6 +98,25 @@ class ThroughputController(Controller):
         return self.frames.rate_hz
 
     @property
+    def undithered_mhz(self) -> Optional[float]:
+        """The clock chosen before the dither's periods at the clock below (None before the
+        first choice)."""
+        return self.base_mhz
+
+    def mean_power_by_clock(self) -> List[float]:
+        """The mean power (W) at each table clock for the rate, by the model: busy for the
+        share of the time the last frames' mean work takes there (every period where no
+        frame was measured yet), idle at the model's idle power the rest."""
+        model = self.model
+        per_unit = self.frames.per_unit_top
+        mean = sum(per_unit) / len(per_unit) if per_unit else None
+        out = []
+        for p, rel in zip(model.power_w, model.time_rel):
+            busy = 1.0 if mean is None else min(1.0, self.policy.rate_hz * mean * rel)
+            out.append(busy * p + (1.0 - busy) * model.idle_w)
+        return out
+
+    @property
     def eager(self) -> bool:
         """Whether a control step as a frame ends would make the first choice from measured
         frames (the governor then steps at once instead of at the next period)."""
@@ -127,18 +159,23 @@ class ThroughputController(Controller):
                 return chosen
         return model.clocks_mhz[best]
 
-    def decide(
-        self, obs: Observation, ticks: Sequence[Tick], current_mhz: float
-    ) -> Tuple[float, bool]:
+    def observe(self, obs: Observation, ticks: Sequence[Tick]) -> None:
+        """The frames (their time per unit, the rate) and the power between them."""
         busy_s = self.frames.learn(obs, ticks, self.tables, self.policy.rate_hz)
         self.idle.learn(obs, busy_s, self.tables)
+
+    def choose(self, now: Now) -> Decision:
+        """The cheapest clock that keeps the rate by the model, followed with hysteresis, or
+        moved by the measured search; then the dither below the deadline's floor."""
+        obs = now.obs
         choice = self._choose()
         self.choice_mhz = choice
         if choice is None:
-            return current_mhz, False
+            return Decision(now.current_mhz)
         # the clock chosen before the dither's periods at the clock below
-        base_now = self.base_mhz if self.base_mhz is not None else current_mhz
+        base_now = self.base_mhz if self.base_mhz is not None else now.current_mhz
         search = self.local_search
+        busy_s = busy_seconds(now.ticks)
         if self.search and not self.frames.young:  # the search starts from learnt frames
             seed = self.tables.index(choice)
             base, urgent = search.decide(obs, seed, self.floor_idx, busy_s, base_now)
@@ -150,8 +187,8 @@ class ThroughputController(Controller):
         allowed = self.policy.margin is None and not (self.search and search.measuring)
         low = self.dither.step(self.tables.index(base), self.floor_idx, allowed)
         if low is not None:
-            return low, False
-        return base, urgent or base > current_mhz
+            return Decision(low)
+        return Decision(base, urgent or base > now.current_mhz)
 
     def _follow(self, obs: Observation, choice: float, current_mhz: float) -> Tuple[float, bool]:
         """The model's pick, raised at once and lowered after the hold-down."""
@@ -174,9 +211,5 @@ class ThroughputController(Controller):
         self.below_since_s = None
         return current_mhz, False
 
-    def status(self) -> Dict[str, Any]:
-        return {
-            "rate_target_hz": self.policy.rate_hz,
-            "rate_hz": self.rate_hz,
-            "choice_mhz": self.choice_mhz,
-        }
+    def records(self) -> Tuple[Any, ...]:
+        return (RateState(self.policy.rate_hz, self.rate_hz, self.choice_mhz),)

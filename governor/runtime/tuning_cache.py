@@ -14,6 +14,7 @@ __all__ = [
     "Cached",
     "cached_block_size_for",
     "cached_tiles_for",
+    "keep_online_ppw",
     "load_online_ppw",
     "save_online_ppw",
 ]
@@ -123,3 +124,16 @@ def save_online_ppw(device: Device, workload: Optional[str], result: Mapping[str
     entry = {k: v for k, v in result.items() if v is not None}
     entry["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     return put_tuning(board_key(device), "online_ppw", workload or "builtin", entry)
+
+
+def keep_online_ppw(device: Device, workload: Optional[str], result: Dict[str, Any]) -> str:
+    """Keep a PPW clock found online in the board's profile; the line that says where (or
+    why it could not be kept)."""
+    try:
+        path = save_online_ppw(device, workload, result)
+    except (OSError, GovernorError) as err:
+        return f"PPW clock {result['clock_mhz']:g} MHz found online; not kept: {err}"
+    return (
+        f"PPW clock {result['clock_mhz']:g} MHz found online after "
+        f"{result['found_after_s']:.0f} s ({result['probes']} probes); kept in {path}"
+    )

@@ -21,7 +21,7 @@ from typing import Any, Callable, List, Optional
 
 from governor.runtime.controller_base import Controller, Observation
 from governor.runtime.model import ClockModel
-from governor.runtime.policies import Battery, FixedClock, Policy, PowerCap, Throughput
+from governor.runtime.policies import Policy
 
 __all__ = ["UnmetWatch", "clock_note"]
 
@@ -70,8 +70,8 @@ class UnmetWatch:
         self._policy, self._model = policy, model
         self._said = set()
         self._over_s = self._over_j = 0.0
-        if isinstance(policy, FixedClock):
-            text = clock_note(policy.clock_mhz, model.clocks_mhz, self.board)
+        if policy.requested_clock_mhz is not None:
+            text = clock_note(policy.requested_clock_mhz, model.clocks_mhz, self.board)
             if text is not None:
                 self._tell("clock", text)
 
@@ -80,12 +80,9 @@ class UnmetWatch:
         policy = self._policy
         if obs is None or policy is None:
             return
-        if isinstance(policy, PowerCap):
-            self._watch_cap(policy, obs)
-        elif isinstance(policy, Battery) or (
-            isinstance(policy, Throughput) and policy.budget_j is not None
-        ):
-            self._watch_budget(controller)
+        if policy.cap_limit is not None:
+            self._watch_cap(*policy.cap_limit, obs)
+        self._watch_budget(controller)
 
     def _tell(self, key: str, text: str) -> None:
         if key in self._said:
@@ -94,21 +91,21 @@ class UnmetWatch:
         self.unmet.append(text)
         self._say(text)
 
-    def _watch_cap(self, policy: PowerCap, obs: Observation) -> None:
+    def _watch_cap(self, cap_w: float, window_s: float, obs: Observation) -> None:
         if "cap" in self._said or self._model is None:
             return
         lowest = self._model.clocks_mhz[0]
-        if obs.power_w is None or obs.applied_mhz != lowest or obs.power_w <= policy.cap_w:
+        if obs.power_w is None or obs.applied_mhz != lowest or obs.power_w <= cap_w:
             self._over_s = self._over_j = 0.0
             return
         self._over_s += obs.dt_s
         self._over_j += obs.dt_s * obs.power_w
-        if self._over_s < min(policy.window_s, 3.0 * obs.dt_s) - 1e-9:
+        if self._over_s < min(window_s, 3.0 * obs.dt_s) - 1e-9:
             return
         mean_w = self._over_j / self._over_s if self._over_s > 0 else obs.power_w
         self._tell(
             "cap",
-            f"the power cap {policy.cap_w:g} W is below what {self.board} draws at its lowest "
+            f"the power cap {cap_w:g} W is below what {self.board} draws at its lowest "
             f"clock ({lowest:g} MHz: {mean_w:.3g} W measured): it cannot be met; the lowest "
             "clock is held",
         )
@@ -116,22 +113,14 @@ class UnmetWatch:
     def _watch_budget(self, controller: Controller) -> None:
         if "budget" in self._said:
             return
-        status = controller.status()
-        at_s = status.get("exhausted_at_s")
-        if at_s is None:
+        budget = controller.budget_state()
+        if budget is None or budget.exhausted_at_s is None:
             return
-        budget_j = status.get("budget_j")
-        target_s = status.get("target_s")
-        what = (
-            f"the energy budget of {budget_j:.4g} J ({budget_j / 3600.0:.3g} Wh)"
-            if budget_j is not None
-            else "the battery"
-        )
-        mission = f" of the {target_s:.4g} s mission" if target_s is not None else ""
-        scope = status.get("scope")
-        where = f", metered on the {scope}" if scope == "board" else ""
+        what = f"the energy budget of {budget.budget_j:.4g} J ({budget.budget_j / 3600.0:.3g} Wh)"
+        mission = f" of the {budget.target_s:.4g} s mission"
+        where = ", metered on the board" if budget.scope == "board" else ""
         self._tell(
             "budget",
-            f"{what} ran out {at_s:.3g} s into the mission{where}: it cannot last the rest"
-            f"{mission}",
+            f"{what} ran out {budget.exhausted_at_s:.3g} s into the mission{where}: it cannot "
+            f"last the rest{mission}",
         )

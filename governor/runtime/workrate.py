@@ -23,7 +23,7 @@ draw), so an estimate from power reads it as compute-bound. Work counted by the 
 from __future__ import annotations
 
 import collections
-from typing import Deque, Dict, List, Optional, Tuple
+from typing import Deque, Dict, Hashable, List, Optional, Tuple
 
 from governor.runtime.model import ClockModel
 
@@ -37,9 +37,9 @@ _Point = Tuple[float, float, float, float, float, float]
 class PhaseFit:
     """Seconds per unit and power against the clock for the load running now.
 
-    Periods are pooled by *run*: the two probe runs (``"lo"``, ``"hi"``: a few seconds each
-    at one clock) and the rest (``"run"``: the clocks the controller dithers between), each
-    one point at its time-weighted relative time. Counting whole units per period at clocks
+    Periods are pooled by *run* (any key: the battery controller's
+    :class:`~governor.runtime.battery_parts.probe.Run`): the two probe runs (a few seconds
+    each at one clock) and the rest (the clocks the controller dithers between), each one point at its time-weighted relative time. Counting whole units per period at clocks
     that alternate every period or two would charge a unit to the clock it ended at; with
     work as regular as a simulated load's the error locks to the alternation and does not
     average out, while a pool's count is off by at most a unit per switch into or out of it.
@@ -61,18 +61,20 @@ class PhaseFit:
 
     def reset(self) -> None:
         # per run: [seconds, units, energy J, Σ dt·t_rel, Σ dt·model power]
-        self.runs: Dict[str, List[float]] = {}
+        self.runs: Dict[Hashable, List[float]] = {}
         self.busy_s = 0.0
-        self.recent: Deque[Tuple[str, Tuple[float, float, float, float, float]]] = (
+        self.recent: Deque[Tuple[Hashable, Tuple[float, float, float, float, float]]] = (
             collections.deque()
         )
         # per run, the recent periods' sums (the layout of ``runs``), kept as periods come
         # and go so that :meth:`changed` does not sum RECENT periods every control step
-        self.recent_sums: Dict[str, List[float]] = {}
+        self.recent_sums: Dict[Hashable, List[float]] = {}
         self._fit: Optional[Tuple[float, float, float, float]] = None
         self._dirty = False
 
-    def add(self, run: str, clock_mhz: float, dt_s: float, units: float, power_w: float) -> None:
+    def add(
+        self, run: Hashable, clock_mhz: float, dt_s: float, units: float, power_w: float
+    ) -> None:
         """One busy period of ``run`` at ``clock_mhz``: ``units`` done in ``dt_s`` at
         ``power_w``."""
         if not (dt_s > 0 and units >= 0 and power_w >= 0):
@@ -114,7 +116,7 @@ class PhaseFit:
         row[4] += model_j
         self._dirty = True
 
-    def units_in(self, run: str) -> Tuple[float, float]:
+    def units_in(self, run: Hashable) -> Tuple[float, float]:
         """(seconds, units) pooled in ``run`` so far."""
         row = self.runs.get(run)
         return (row[0], row[1]) if row else (0.0, 0.0)

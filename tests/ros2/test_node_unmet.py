@@ -34,11 +34,13 @@ def test_a_cap_below_the_least_power_is_a_warning_in_the_diagnostics(ros, board)
 def test_a_met_request_says_no_and_an_unmet_one_warns():
     dev = governor.open_device("sim:orin-nano")
     sample = dev.sample()
-    ok = telemetry.device_status(dev, sample, policy="clock", status={"unmet": []})
+    ok = telemetry.device_status(dev, sample, policy="clock", status=telemetry.Governed(unmet=()))
     assert ok["level"] == telemetry.OK
     assert {"key": "request not met", "value": "no"} in ok["values"]
     said = "clock 5000 MHz is above sim:orin-nano's top clock: clamped to 624.75 MHz"
-    warn = telemetry.device_status(dev, sample, policy="clock", status={"unmet": [said]})
+    warn = telemetry.device_status(
+        dev, sample, policy="clock", status=telemetry.Governed(unmet=(said,))
+    )
     assert warn["level"] == telemetry.WARN and warn["message"] == said
     assert {"key": "request not met", "value": said} in warn["values"]
     dev.close()

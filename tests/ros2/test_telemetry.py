@@ -74,13 +74,17 @@ def board():
 
 def test_status_levels(board):
     sample = board.sample()
-    ok = telemetry.device_status(board, sample, policy="ppw", status={"power_w": 5.0})
+    ok = telemetry.device_status(
+        board, sample, policy="ppw", status=telemetry.Governed(power_w=5.0)
+    )
     assert ok["level"] == telemetry.OK and ok["message"] == "governing: ppw"
     keys = {kv["key"]: kv["value"] for kv in ok["values"]}
     assert keys["power (W)"] == "5.000" and keys["power scope"] == "cpu+gpu+cv"
     assert keys["VDD_IN voltage (V)"] == "5.000"
     hold = telemetry.device_status(
-        board, sample, status={"safe_hold": True, "safe_hold_reason": "power sensor stuck"}
+        board,
+        sample,
+        status=telemetry.Governed(safe_hold=True, safe_hold_reason="power sensor stuck"),
     )
     assert hold["level"] == telemetry.WARN and "power sensor stuck" in hold["message"]
     throttled = replace(sample, throttle_reasons=frozenset({"sw_thermal", "clocks_setting"}))

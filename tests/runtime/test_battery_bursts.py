@@ -77,5 +77,5 @@ def test_the_plan_counts_the_time_left_from_now(profile_of):
         power = used / t
         obs = observation(t, clock, power, elapsed_s=t, energy_used_j=used, dt_s=dt)
         clock, _ = ctl.decide(obs, [], clock)
-        assert ctl.target_w == pytest.approx((budget - used) / (duration - t), rel=1e-9)
-    assert ctl.target_w == pytest.approx(250.0)  # 25 J over the last 0.1 s
+        assert ctl.budget.target_w == pytest.approx((budget - used) / (duration - t), rel=1e-9)
+    assert ctl.budget.target_w == pytest.approx(250.0)  # 25 J over the last 0.1 s

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from governor.runtime.battery_parts.probe import EDGE_S, PROBE_S, ProbeRuns
+from governor.runtime.battery_parts.probe import EDGE_S, PROBE_S, ProbeRuns, Run
 from governor.runtime.model import ClockModel
 from governor.runtime.workrate import PhaseFit
 
@@ -22,31 +22,48 @@ def test_a_new_phase_probes_low_then_high_then_runs():
     assert probes.pair == work.probe_pair(6, 12) and lo_i == probes.pair[0]
     # enough units in the low run: on to the high one
     for _ in range(10):
-        work.add("lo", CLOCKS[lo_i], 0.1, 5.0, 50.0)
+        work.add(Run.LO, CLOCKS[lo_i], 0.1, 5.0, 50.0)
     probes.advance(work)
-    assert probes.run == "hi" and probes.probe_index(work, 0.0) == probes.pair[1]
+    assert probes.run is Run.HI and probes.probe_index(work, 0.0) == probes.pair[1]
     # no units at all: PROBE_S seconds end the run anyway
     steps = int(PROBE_S / 0.5)
     for _ in range(steps):
-        work.add("hi", CLOCKS[probes.pair[1]], 0.5, 0.0, 60.0)
+        work.add(Run.HI, CLOCKS[probes.pair[1]], 0.5, 0.0, 60.0)
     probes.advance(work)
-    assert probes.run == "run" and probes.probe_index(work, 6.0) is None
+    assert probes.run is Run.MIX and probes.probe_index(work, 6.0) is None
 
 
-def test_the_level_is_held_in_the_band_and_an_edge_pressed_long_is_probed_again():
-    work = _fit()
-    probes = ProbeRuns(capped_top=12, run="run", pair=(5, 7))
-    assert probes.hold(6.5, 6.0, (4, 8), 0.1, work) == 6.5  # inside: as asked
+def test_the_level_is_held_in_the_band_and_an_edge_pressed_long_asks_for_new_probes():
+    probes = ProbeRuns(capped_top=12, run=Run.MIX, pair=(5, 7))
+    assert probes.hold(6.5, 6.0, (4, 8), 0.1) == (6.5, False)  # inside: as asked
     assert probes.edge_s == 0.0
-    assert probes.hold(10.0, 6.0, (4, 8), 0.1, work) == 8.0  # above the band: its edge
-    assert probes.hold(10.0, 9.0, (4, 8), 0.1, work) == 9.0  # the plan's level widens it
-    assert probes.hold(1.0, 6.0, (4, 8), 0.1, work) == 4.0
-    steps = 0
-    while probes.run == "run":
-        probes.hold(10.0, 6.0, (4, 8), 0.5, work)
+    assert probes.hold(10.0, 6.0, (4, 8), 0.1) == (8.0, False)  # above the band: its edge
+    assert probes.hold(10.0, 9.0, (4, 8), 0.1) == (9.0, False)  # the plan's level widens it
+    assert probes.hold(1.0, 6.0, (4, 8), 0.1) == (4.0, False)
+    steps, again = 0, False
+    while not again:
+        level, again = probes.hold(10.0, 6.0, (4, 8), 0.5)
+        assert level == 8.0
         steps += 1
-    assert steps * 0.5 + 0.3 >= EDGE_S  # held at the edge that long, then probed there
-    assert probes.pair == work.probe_pair(8, 12) and probes.edge_s == 0.0
+    assert steps * 0.5 + 0.3 >= EDGE_S > (steps - 1) * 0.5  # held at the edge that long
+    # the hold only asks: the run and the pair are the controller's to change
+    assert (probes.run, probes.pair, probes.edge_s) == (Run.MIX, (5, 7), 0.0)
+    probes.probe_again((7, 9))
+    assert (probes.run, probes.pair) == (Run.LO, (7, 9))
     probes.restart()
-    assert (probes.run, probes.pair, probes.edge_s) == ("lo", None, 0.0)
+    assert (probes.run, probes.pair, probes.edge_s) == (Run.LO, None, 0.0)
     assert probes.probed() == (0, 12)
+
+
+def test_the_hold_leaves_the_phase_fit_alone():
+    """Asking for new probes does not reset a PhaseFit: none is given to the hold."""
+    work = _fit()
+    for _ in range(10):
+        work.add(Run.MIX, CLOCKS[6], 0.1, 5.0, 50.0)
+    before = work.units_in(Run.MIX)
+    assert before[1] == 50.0
+    probes = ProbeRuns(capped_top=12, run=Run.MIX, pair=(5, 7))
+    again = False
+    while not again:
+        _, again = probes.hold(10.0, 6.0, (4, 8), 0.5)
+    assert work.units_in(Run.MIX) == before

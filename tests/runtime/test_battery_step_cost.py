@@ -11,6 +11,7 @@ from battery_helpers import model_of, observation
 from governor.runtime.battery_parts import curves as curves_module
 from governor.runtime.battery_parts import share as share_module
 from governor.runtime.battery_parts.curves import BEND_TABLE
+from governor.runtime.battery_parts.probe import Run
 from governor.runtime.battery_parts.tables import concave, gaps
 from governor.runtime.controllers import BatteryController, Tick
 from governor.runtime.policies import Battery
@@ -41,7 +42,7 @@ def test_past_phases_gaps_are_not_recomputed_every_period(profile_of, monkeypatc
             t += 0.1
             clock = _step(ctl, model, t, clock, load, state)
     assert len(ctl.history.past) >= 2  # the prior and the memory phase, closed
-    assert ctl.probes.run == "run"  # the compute phase is past its probes
+    assert ctl.probes.run is Run.MIX  # the compute phase is past its probes
 
     calls = []
     real = curves_module.gaps
@@ -55,7 +56,7 @@ def test_past_phases_gaps_are_not_recomputed_every_period(profile_of, monkeypatc
     for _ in range(50):
         t += 0.1
         clock = _step(ctl, model, t, clock, loads[1], state)
-    assert ctl.phase_level is not None and ctl.probes.run == "run"
+    assert ctl.phase_level is not None and ctl.probes.run is Run.MIX
     # the phase now's gaps come from its fit directly; the past ones are cached
     assert calls == []
 

@@ -11,6 +11,7 @@ import math
 from battery_helpers import model_of
 from test_battery_step_cost import _step
 
+from governor.runtime.battery_parts.probe import Run
 from governor.runtime.controllers import BatteryController
 from governor.runtime.model import ClockModel
 from governor.runtime.policies import Battery
@@ -101,7 +102,7 @@ def test_the_mix_is_solved_every_third_period_and_its_level_held_between(profile
     assert len(idx) > 100
     runs = 0
     for a, b in zip(idx, idx[1:]):
-        if all(rows[k][0] == "run" and rows[k][4] == rows[a][4] for k in range(a, b + 1)):
+        if all(rows[k][0] is Run.MIX and rows[k][4] == rows[a][4] for k in range(a, b + 1)):
             assert b - a == every, (a, b)
             runs += 1
             # between them the level found is kept, and the clock asked is one of the two

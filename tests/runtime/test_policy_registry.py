@@ -163,3 +163,58 @@ def test_the_ros_node_refuses_an_option_it_cannot_carry_instead_of_dropping_it()
     assert make_policy(values)[0] == policies.PowerCap(cap_w=12)
     with pytest.raises(InvalidRequestError, match="takes no window_s"):
         from_policy(policies.PowerCap(cap_w=12, window_s=4))
+
+
+# -- the table is the one place (issue 44) -------------------------------------------------
+
+
+def test_each_row_makes_its_controller_with_the_callable_it_holds(monkeypatch):
+    from governor.runtime.model import ClockModel
+
+    clocks = (300.0, 600.0, 900.0)
+    model = ClockModel(clocks, (20.0, 40.0, 80.0), (3.0, 1.5, 1.0), 10.0, 600.0, True, "t")
+    made = []
+    for name, kind in list(policies.POLICIES.items()):
+        assert callable(kind.controller) and not isinstance(kind.controller, str), name
+
+        def factory(policy, model, context, real=kind.controller):
+            made.append((policy.name, context.interval_s))
+            return real(policy, model, context)
+
+        monkeypatch.setitem(policies.POLICIES, name, policies.PolicyKind(kind.policy, factory))
+    for name, spec in (
+        ("ppw", {}),
+        ("max", {}),
+        ("clock", {"clock_mhz": 600.0}),
+        ("power-cap", {"cap_w": 50.0}),
+        ("battery", {"energy_j": 1000.0, "duration_s": 60.0}),
+        ("throughput", {"rate_hz": 30.0}),
+    ):
+        policy = policies.from_spec(dict(spec, policy=name))
+        controller = policies.make_controller(policy, model, interval_s=0.25)
+        assert controller.initial_mhz() in clocks
+    assert made == [
+        (name, 0.25) for name in ("ppw", "max", "clock", "power-cap", "battery", "throughput")
+    ]
+
+
+def test_the_daemon_takes_the_policies_and_keys_the_table_gives():
+    from governor.runtime.daemon import config
+
+    assert config.POLICIES == ("none",) + tuple(
+        name for name, kind in policies.POLICIES.items() if kind.numbers is not None
+    )
+    assert set(config.POLICIES) == {"none"} | set(policies.NAMES)
+    for name, kind in policies.POLICIES.items():
+        assert set(kind.numbers or ()) <= set(kind.keys), name  # the policy's own fields
+    doc = config.parse_config(
+        '[policy]\npolicy = "battery"\nbattery_wh = 10\nhours = 1\n'
+        '[[device]]\nuri = "sim:orin-nano"\n',
+        "t.toml",
+    )
+    assert doc.devices[0].policy == {"policy": "battery", "battery_wh": 10.0, "hours": 1.0}
+    with pytest.raises(config.ConfigError, match="the battery policy needs hours"):
+        config.parse_config(
+            '[policy]\npolicy = "battery"\nbattery_wh = 10\n[[device]]\nuri = "sim:orin-nano"\n',
+            "t.toml",
+        )

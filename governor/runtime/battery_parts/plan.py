@@ -26,10 +26,15 @@ from typing import Optional, Tuple
 
 from governor.runtime.battery_parts.bursts import BurstStats
 
-__all__ = ["MissionPlan"]
+__all__ = ["MissionPlan", "smoothed"]
 
 PRIOR_BUSY_S = 5.0  # a new mission counts as busy until idle periods are seen
 SMOOTHING = 0.2  # share of the gap to the latest reading taken per period (idle, rest power)
+
+
+def smoothed(old: float, new: float) -> float:
+    """``old`` moved SMOOTHING of the way to the latest reading ``new``."""
+    return old + SMOOTHING * (new - old)
 
 
 @dataclass
@@ -66,11 +71,7 @@ class MissionPlan:
                 self.wait_s += self.bursts.run_s - self.run_wait_s
                 self.run_wait_s = self.bursts.run_s
             if scoped_w is not None and steady:
-                self.idle_w = (
-                    scoped_w
-                    if self.idle_w is None
-                    else self.idle_w + SMOOTHING * (scoped_w - self.idle_w)
-                )
+                self.idle_w = scoped_w if self.idle_w is None else smoothed(self.idle_w, scoped_w)
         else:
             self.busy_s += dt_s
             if busy:
@@ -79,9 +80,7 @@ class MissionPlan:
 
     def learn_rest(self, rest_w: float) -> None:
         """One busy period's board power beyond the GPU figure, smoothed."""
-        self.rest_w = (
-            rest_w if self.rest_w is None else self.rest_w + SMOOTHING * (rest_w - self.rest_w)
-        )
+        self.rest_w = rest_w if self.rest_w is None else smoothed(self.rest_w, rest_w)
 
     def gpu_target(self, busy_w: float, board_scope: bool) -> float:
         """The GPU's share of a busy target on the budget's scope."""

@@ -41,6 +41,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from governor._compat import toml_loads
 from governor.errors import InvalidRequestError
+from governor.runtime import policies as _policies
 
 __all__ = [
     "ACTIONS",
@@ -58,16 +59,16 @@ __all__ = [
 ACTIONS = ("status", "apply", "lock", "reset", "cap")  # cap: admins only (lease.py)
 #: profile policies a client may ask for with "apply"
 CLIENT_POLICIES = ("ppw", "max")
-#: policies the daemon may enforce from its config ("none": leave the device alone)
-POLICIES = ("none", "ppw", "max", "clock", "power-cap", "battery", "throughput")
-#: numeric policy parameters (runtime contract) and whether each must be > 0
-_POLICY_NUMBERS = ("cap_w", "battery_wh", "hours", "rate_hz", "clock_mhz")
-_POLICY_NEEDS = {
-    "clock": ("clock_mhz",),
-    "power-cap": ("cap_w",),
-    "battery": ("battery_wh", "hours"),
-    "throughput": ("rate_hz",),
-}
+#: the numbers each policy the daemon may enforce takes, all required ("none": leave the
+#: device alone), from the policy table's ``numbers``
+_POLICY_NEEDS: Dict[str, Tuple[str, ...]] = {"none": ()}
+_POLICY_NEEDS.update(
+    (name, kind.numbers) for name, kind in _policies.POLICIES.items() if kind.numbers is not None
+)
+#: policies the daemon may enforce from its config
+POLICIES = tuple(_POLICY_NEEDS)
+#: numeric policy parameters (runtime contract), each > 0
+_POLICY_NUMBERS = tuple(dict.fromkeys(key for keys in _POLICY_NEEDS.values() for key in keys))
 _DEFAULT_SOCKET = "/run/governor/governor.sock"
 _MAX_REQUEST_BYTES = (256, 65536)
 _MAX_CONNECTIONS = (1, 4096)
@@ -269,13 +270,9 @@ class _Checker:
         return spec
 
     def check_with_runtime(self, spec: Dict[str, Any], where: str) -> None:
-        """Let the runtime's own policy parser judge the spec too, when it is installed."""
+        """Let the runtime's own policy parser judge the spec too."""
         try:
-            from governor.runtime import policies
-        except ImportError:
-            return
-        try:
-            policies.from_spec(spec)
+            _policies.from_spec(spec)
         except InvalidRequestError as err:
             raise self.fail(where, str(err)) from None
 

@@ -192,12 +192,8 @@ class Slot:
     def policy_info(self) -> Dict[str, Any]:
         """What the metrics show: the policy in force, who set it and the budget left."""
         governor = self.governor
-        budget = None
-        if governor is not None:
-            try:
-                budget = governor.controller.status().get("remaining_j")
-            except Exception:  # a controller without a budget
-                budget = None
+        state = governor.controller.budget_state() if governor is not None else None
+        budget = state.remaining_j if state is not None else None
         if self.override:
             return {"policy": self.override.get("policy", "lock"), "source": "client"}
         name = (self.enforced or {}).get("policy") or "none"

@@ -18,7 +18,7 @@ from typing import Deque, List, Optional, Sequence
 from governor.runtime.controller_base import Observation, Tick
 from governor.runtime.throughput_parts.tables import ClockTables
 
-__all__ = ["FrameStats", "IdlePower"]
+__all__ = ["FrameStats", "IdlePower", "busy_seconds"]
 
 
 class FrameStats:
@@ -62,9 +62,7 @@ class FrameStats:
         """Take in one period's ticks (``rate_hz``: the policy's target, a frame's deadline
         being one period of it per unit). Returns the period's busy seconds."""
         flat = 0.0
-        busy_s = 0.0
         for tick in ticks:
-            busy_s += tick.busy_s or 0.0
             self.rate_times.append(tick.t_s)
             self.rate_units.append(tick.units)
             rel = tables.time_rel_at(tick.applied_mhz)
@@ -85,7 +83,7 @@ class FrameStats:
                 if self.capacity_top is None
                 else self.capacity_top + self.CAPACITY_GAIN * (sample - self.capacity_top)
             )
-        return busy_s
+        return busy_seconds(ticks)
 
     def _add_frame(self, busy_s: float, units: float, rel: float, rate_hz: float) -> None:
         """One frame that took ``busy_s`` for ``units`` at a clock of relative time ``rel``."""
@@ -174,3 +172,11 @@ class IdlePower:
             self.idle_w = sample
         else:
             self.idle_w += self.GAIN * (sample - self.idle_w)
+
+
+def busy_seconds(ticks: Sequence[Tick]) -> float:
+    """The seconds the ticks' frames took, as they report it (0 for a tick without)."""
+    busy_s = 0.0
+    for tick in ticks:
+        busy_s += tick.busy_s or 0.0
+    return busy_s

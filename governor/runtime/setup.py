@@ -1,0 +1,70 @@
+"""What a governor is made with, before it runs: the clock model of its device and policy,
+the policy's controller, and the notes making them gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, List, Mapping, Optional, Tuple, Union
+
+from governor.devices.base import Device, board_power_w
+from governor.errors import GovernorError
+from governor.runtime.controller_base import Controller
+from governor.runtime.model import ClockModel, model_for_device
+from governor.runtime.policies import Policy, make_controller
+from governor.runtime.tuning_cache import load_online_ppw
+
+__all__ = ["ProfileArg", "governed_controller", "loaded_model", "unmetered_board_note"]
+
+#: what ``Governor(profile=...)`` takes: a profile dict or path, None (look it up), False
+#: (none: the generic model)
+ProfileArg = Union[None, bool, Mapping[str, Any], str, Path]
+
+
+def loaded_model(
+    device: Device, profile: ProfileArg, policy: Policy
+) -> Tuple[ClockModel, Optional[str], List[str], List[str]]:
+    """(the clock model, the profile's path, what was found, warnings to say) for
+    ``policy`` on ``device`` (see :func:`~governor.runtime.model.model_for_device`)."""
+    loaded = model_for_device(device, profile, policy.model_workload)
+    warnings = []
+    for text in loaded.warnings:
+        if text == loaded.model.source and not loaded.model.fitted:
+            text += f"; calibrate it once with 'governor calibrate --device {device.uri}'"
+        warnings.append(text)
+    return loaded.model, loaded.profile_path, list(loaded.found_notes), warnings
+
+
+def governed_controller(
+    policy: Policy,
+    model: ClockModel,
+    device: Device,
+    interval_s: float,
+    battery: Optional[Callable[[], float]],
+) -> Controller:
+    """The controller of ``policy`` on ``model``, made by its row of the policy table
+    (:func:`~governor.runtime.policies.make_controller`); a PPW clock an earlier run found
+    online for this board is held at once instead of being searched again."""
+    return make_controller(
+        policy,
+        model,
+        interval_s=interval_s,
+        battery=battery,
+        energy_counter=device.capabilities.energy_counter,
+        kept_ppw=lambda workload: load_online_ppw(device, workload),
+    )
+
+
+def unmetered_board_note(device: Device) -> Optional[str]:
+    """What to say when a board-scope budget can only be metered on ``device``'s GPU
+    figure (None: the device reports whole-board power, or reading it failed, which the
+    telemetry checks say once running)."""
+    try:
+        has_board = board_power_w(device.sample()) is not None
+    except (GovernorError, OSError):
+        has_board = True
+    if has_board:
+        return None
+    return (
+        "the device reports no whole-board power: the battery budget is metered "
+        "on its GPU figure (scope gpu)"
+    )
