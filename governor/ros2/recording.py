@@ -111,4 +111,5 @@ def read_messages(path: Union[str, Path]):
     with open(path, "rb") as f:
         reader = make_reader(f, decoder_factories=[DecoderFactory()])
         for schema, channel, message, decoded in reader.iter_decoded_messages():
-            yield channel.topic, schema.name, message.log_time, decoded
+            # a channel without a schema (allowed by MCAP) has no type name to give
+            yield channel.topic, schema.name if schema else "", message.log_time, decoded
