@@ -71,10 +71,12 @@ def apply_command(
     from governor.devices.registry import open_device
     from governor.errors import InvalidRequestError
     from governor.runtime.model import fallback_model, model_from_profile
+    from governor.runtime.policies import CLIENT_POLICIES  # the profile policies: ppw, max
 
-    if target is not None and target not in ("ppw", "max"):
+    if target is not None and target not in CLIENT_POLICIES:
         raise InvalidRequestError(
-            f"apply takes ppw or max, not {target!r} (or --clock MHZ / --power-limit W)"
+            f"apply takes {' or '.join(CLIENT_POLICIES)}, not {target!r} "
+            "(or --clock MHZ / --power-limit W)"
         )
     if target is not None and clock is not None:
         raise InvalidRequestError(f"give either {target} or --clock, not both")

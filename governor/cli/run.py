@@ -136,9 +136,13 @@ def policy_spec(
     if scope is not None and scope not in ("board", "gpu"):
         raise typer.BadParameter(f"choose board or gpu, not {scope!r}", param_hint="--scope")
     if until is not None:
-        if policy not in ("battery", "throughput"):
+        from governor.runtime.policies import POLICIES
+
+        kind = POLICIES.get(policy)
+        if kind is None or not kind.has_mission:
+            with_end = " and ".join(n for n, k in POLICIES.items() if k.has_mission)
             raise typer.BadParameter(
-                "only the battery and throughput policies have a mission end", param_hint="--until"
+                f"only the {with_end} policies have a mission end", param_hint="--until"
             )
         if hours is not None:
             raise typer.BadParameter("give --hours or --until, not both", param_hint="--until")

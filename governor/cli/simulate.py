@@ -100,7 +100,9 @@ def simulate_command(
 
     spec = policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope, until)
     if battery_wh is not None and spec["hours"] is None and spec["until"] is None:
-        if policy in ("battery", "throughput"):
+        from governor.runtime.policies import POLICIES
+
+        if policy in POLICIES and POLICIES[policy].has_mission:
             spec["duration_s"] = duration_s  # the mission is the simulated run
     policy_from_options(spec)  # a missing or misplaced option names the option, exit 2
     mem_mhz, mem_note = _mem_clock(board, mem_clock)

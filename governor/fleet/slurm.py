@@ -230,8 +230,10 @@ def _names(text: str) -> Tuple[str, ...]:
 
 
 def _parse_policy(text: str) -> Tuple[str, Optional[float], Optional[float]]:
+    from governor.runtime.policies import CLIENT_POLICIES  # the profile policies: ppw, max
+
     text = text.strip().lower()
-    if text in ("ppw", "max", "none"):
+    if text in CLIENT_POLICIES or text == "none":
         return text, None, None
     name, _, number = text.partition("=")
     if name in ("clock", "power-limit"):
@@ -846,7 +848,9 @@ def _through_daemon(row, gpu, settings, policy, dev, say) -> None:
     row["via"] = "daemon"
     row["daemon_uri"] = uri
     try:
-        if policy in ("ppw", "max"):
+        from governor.runtime.policies import CLIENT_POLICIES
+
+        if policy in CLIENT_POLICIES:
             result = request("apply", policy=policy, device=uri)
         elif policy == "clock":
             mhz = dev.snap_clock_mhz(settings.clock_mhz)

@@ -524,13 +524,21 @@ class PolicyKind:
     daemon's config, :mod:`governor.runtime.daemon.config`, and the ROS 2 node's parameters,
     :mod:`governor.ros2.params`; None: not configured there). ``ticks``: it
     needs the app's progress (``gov.tick()``), so it runs only from the Python API, not
-    around a command (``governor run``).
+    around a command (``governor run``). ``static``: it comes down to one clock lock that
+    needs no control loop, so the daemon can enforce it without the runtime, and a client may
+    ask for it when it takes no numbers (:data:`CLIENT_POLICIES`).
     """
 
     policy: Type[Policy]
     controller: ControllerFactory
     numbers: Optional[Tuple[str, ...]] = ()
     ticks: bool = False
+    static: bool = False
+
+    @property
+    def has_mission(self) -> bool:
+        """Whether it spends a budget over a mission that ``--until`` can end."""
+        return "battery_wh" in self.keys
 
     @property
     def keys(self) -> Tuple[str, ...]:
@@ -547,17 +555,25 @@ class PolicyKind:
 POLICIES: Dict[str, PolicyKind] = {
     kind.policy.name: kind
     for kind in (
-        PolicyKind(MaxEfficiency, factories.ppw_controller),
-        PolicyKind(Performance, factories.top_clock_controller),
+        PolicyKind(MaxEfficiency, factories.ppw_controller, static=True),
+        PolicyKind(Performance, factories.top_clock_controller, static=True),
         PolicyKind(PowerCap, factories.power_cap_controller, numbers=("cap_w",)),
         PolicyKind(Battery, factories.battery_controller, numbers=("battery_wh", "hours")),
         PolicyKind(Throughput, factories.throughput_controller, numbers=("rate_hz",), ticks=True),
-        PolicyKind(FixedClock, factories.fixed_clock_controller, numbers=("clock_mhz",)),
+        PolicyKind(
+            FixedClock, factories.fixed_clock_controller, numbers=("clock_mhz",), static=True
+        ),
     )
 }
 
 #: policy names accepted by :func:`from_spec` (and ``--policy``)
 NAMES: Tuple[str, ...] = tuple(POLICIES)
+
+#: the policies a node daemon's client may ask for with "apply" unless its configuration
+#: says otherwise: the static ones that take no numbers (ppw, max)
+CLIENT_POLICIES: Tuple[str, ...] = tuple(
+    name for name, kind in POLICIES.items() if kind.static and not kind.numbers
+)
 
 _ALL_KEYS = frozenset(key for kind in POLICIES.values() for key in kind.keys) | {"policy"}
 

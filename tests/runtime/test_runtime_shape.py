@@ -82,3 +82,41 @@ def test_no_isinstance_over_policies_outside_the_policy_table():
         if pattern.search(code) and path.name != "policies.py"
     ]
     assert found == []
+
+
+POLICY_NAMES = ("ppw", "max", "power-cap", "battery", "throughput", "clock")
+
+
+def test_no_list_of_policy_names_outside_the_policy_table():
+    """Which policies take a mission end, which are one static lock, which a daemon client
+    may apply: each is a column of the table (``has_mission``, ``static``,
+    ``CLIENT_POLICIES``), not a tuple of names written again somewhere (help text aside)."""
+    names = "|".join(re.escape(n) for n in POLICY_NAMES)
+    pattern = re.compile(r"[\(\[\{]\s*['\"](" + names + r")['\"]\s*,\s*['\"](" + names + r")['\"]")
+    found = [
+        str(path)
+        for path, code in _sources()
+        if pattern.search(code) and path.name != "policies.py"
+    ]
+    assert found == []
+
+
+def test_the_tables_columns_say_what_the_old_lists_said():
+    from governor.runtime.policies import CLIENT_POLICIES, NAMES, POLICIES
+
+    assert CLIENT_POLICIES == ("ppw", "max")
+    assert {n for n, k in POLICIES.items() if k.has_mission} == {"battery", "throughput"}
+    assert {n for n, k in POLICIES.items() if k.static} == {"ppw", "max", "clock"}
+    assert set(NAMES) == set(POLICY_NAMES)
+
+
+def test_the_policy_help_of_the_commands_names_every_policy_of_the_table():
+    """The one list left in words: ``--policy``'s help (building it from the table would load
+    every controller whenever the command line starts)."""
+    from governor.runtime.policies import NAMES
+
+    for path in (PACKAGE / "cli" / "run.py", PACKAGE / "cli" / "ros2.py"):
+        text = path.read_text(encoding="utf-8")
+        (helped,) = re.findall(r'"--policy", help="([^"]+)"', text)
+        said = set(re.findall(r"[a-z-]+", helped)) - {"or", "none"}
+        assert said == set(NAMES), path

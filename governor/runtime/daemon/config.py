@@ -57,8 +57,8 @@ __all__ = [
 
 #: every action the protocol knows; a config's allow-list is a subset
 ACTIONS = ("status", "apply", "lock", "reset", "cap")  # cap: admins only (lease.py)
-#: profile policies a client may ask for with "apply"
-CLIENT_POLICIES = ("ppw", "max")
+#: profile policies a client may ask for with "apply" (from the policy table)
+CLIENT_POLICIES = _policies.CLIENT_POLICIES
 #: the numbers each policy the daemon may enforce takes, all required ("none": leave the
 #: device alone), from the policy table's ``numbers``
 _POLICY_NEEDS: Dict[str, Tuple[str, ...]] = {"none": ()}

@@ -52,6 +52,7 @@ from governor.devices.daemon.protocol import (
     ok_reply,
 )
 from governor.errors import DeviceLostError, GovernorError, InvalidRequestError
+from governor.runtime.daemon.actions import apply_policy, lock_clocks
 from governor.runtime.daemon.config import ConfigError, DaemonConfig, DeviceConfig
 from governor.runtime.daemon.connections import ConnectionLoop
 from governor.runtime.daemon.jobs import Authority
@@ -77,8 +78,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("governor.daemon")
-
-_TOLERANCE_MHZ = Device.CLOCK_TOLERANCE_MHZ
 
 
 # -- devices -----------------------------------------------------------------------------------
@@ -346,9 +345,9 @@ class DaemonServer:
         job = self.authority.job_of(peer) if request.action in ("apply", "lock") else None
         with slot.lock:
             if request.action == "apply":
-                result = self._apply(slot, request, peer, job)
+                result = apply_policy(slot, request, peer, job, self.config.allow_policies)
             elif request.action == "lock":
-                result = self._lock(slot, request, peer, job)
+                result = lock_clocks(slot, request, peer, job)
             elif request.action == "cap":
                 result = self.leases.grant(
                     slot,
@@ -378,45 +377,6 @@ class DaemonServer:
                 request.id,
             )
         return slot
-
-    def _apply(
-        self, slot: Slot, request: Request, peer: PeerCredentials, job: Optional[str]
-    ) -> Dict[str, Any]:
-        policy = str(request.policy)
-        if policy not in self.config.allow_policies:
-            from governor.runtime.daemon.config import CLIENT_POLICIES
-
-            code = "not-allowed" if policy in CLIENT_POLICIES else "bad-request"
-            raise ProtocolError(
-                code,
-                f"policy {policy!r} cannot be applied through the daemon; allowed: {', '.join(self.config.allow_policies)}",
-                request.id,
-            )
-        slot.stop_governor()
-        previous = slot.device.state().to_dict()
-        applied = slot.apply_static(policy)
-        slot.mark(applied, peer, job)
-        return {"device": slot.device.uri, "applied": applied, "previous": previous}
-
-    def _lock(
-        self, slot: Slot, request: Request, peer: PeerCredentials, job: Optional[str]
-    ) -> Dict[str, Any]:
-        lo_limit, hi_limit = slot.limits_mhz()
-        low = float(cast(float, request.min_mhz))  # decode_request requires it for a lock
-        high = float(request.max_mhz) if request.max_mhz is not None else low
-        for key, value in (("min_mhz", low), ("max_mhz", high)):
-            if value < lo_limit - _TOLERANCE_MHZ or value > hi_limit + _TOLERANCE_MHZ:
-                raise ProtocolError(
-                    "out-of-limits",
-                    f"{key} {value:g} MHz is outside the limits {lo_limit:g}-{hi_limit:g} MHz set for {slot.device.uri}",
-                    request.id,
-                )
-        slot.stop_governor()
-        previous = slot.device.state().to_dict()
-        lo, hi = slot.device.lock_gpu_clocks(slot.nearest_allowed(low), slot.nearest_allowed(high))
-        applied = {"gpu_clocks_mhz": [lo, hi]}
-        slot.mark(applied, peer, job)
-        return {"device": slot.device.uri, "applied": applied, "previous": previous}
 
     def _reset(self, slot: Slot) -> Dict[str, Any]:
         slot.stop_governor()

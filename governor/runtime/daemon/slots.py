@@ -142,7 +142,7 @@ class Slot:
                 )
                 self.governor.start()
                 self.enforced = {"policy": name, "by": "governor", "spec": spec}
-            elif name in ("ppw", "max", "clock"):
+            elif _is_static(name):
                 self.enforced = dict(self.apply_static(name), by="static")
             else:
                 raise GovernorError(
@@ -227,3 +227,11 @@ class Slot:
                 except GovernorError as err:
                     doc["governor"] = {"error": str(err)}
             return doc
+
+
+def _is_static(name: str) -> bool:
+    """Whether policy ``name`` is one clock lock the daemon can hold without a governor."""
+    from governor.runtime.policies import POLICIES
+
+    kind = POLICIES.get(name)
+    return kind is not None and kind.static
