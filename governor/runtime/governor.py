@@ -371,7 +371,16 @@ class Governor(BoardAnswers):
             return bool(self.controller.admit())
 
     def report(self) -> Dict[str, Any]:
-        """Energy, duration, mean power and mean clock measured over the run so far."""
+        """Energy, duration, mean power and mean clock measured over the run so far.
+
+        Keys: ``energy_j`` (the GPU's energy, J, as its rail or counter measures it),
+        ``board_energy_j`` (the whole board's, J, where a board-input rail or the simulator
+        gives it, else None), ``duration_s``, ``mean_power_w`` and ``max_power_w`` (W),
+        ``mean_clock_mhz``, ``unmeasured_s`` (time no reading covered), ``policy`` (its name),
+        ``device_lost`` (the GPU stopped answering or fell off the bus),
+        ``transient_retries`` and ``transient_failures`` (driver calls tried again, and those
+        that still failed).
+        """
         doc = self._telemetry.meter.to_dict()
         doc["policy"] = self.policy.name
         doc["device_lost"] = self._watch.lost
