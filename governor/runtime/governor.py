@@ -371,16 +371,9 @@ class Governor(BoardAnswers):
             return bool(self.controller.admit())
 
     def report(self) -> Dict[str, Any]:
-        """Energy, duration, mean power and mean clock measured over the run so far.
-
-        Keys: ``energy_j`` (the GPU's energy, J, as its rail or counter measures it),
-        ``board_energy_j`` (the whole board's, J, where a board-input rail or the simulator
-        gives it, else None), ``duration_s``, ``mean_power_w`` and ``max_power_w`` (W),
-        ``mean_clock_mhz``, ``unmeasured_s`` (time no reading covered), ``policy`` (its name),
-        ``device_lost`` (the GPU stopped answering or fell off the bus),
-        ``transient_retries`` and ``transient_failures`` (driver calls tried again, and those
-        that still failed).
-        """
+        """The run so far: ``energy_j`` (GPU, J), ``board_energy_j`` (None without a board
+        rail), ``duration_s``, ``mean_power_w``, ``max_power_w``, ``mean_clock_mhz``,
+        ``unmeasured_s``, ``policy``, ``device_lost``, ``transient_retries``/``_failures``."""
         doc = self._telemetry.meter.to_dict()
         doc["policy"] = self.policy.name
         doc["device_lost"] = self._watch.lost

@@ -226,7 +226,9 @@ def test_a_job_that_ends_gives_its_share_back_in_the_round_that_sees_it_end(clus
     path = cluster.nodes["node2"].dir / "jobs" / f"{cluster.memory}.json"
     doc = json.loads(wait_until("the job's record", lambda: path.exists() and path.read_text()))
     caps = re.findall(r"node2/nvml:0 cap [0-9.?]+ -> ([0-9.]+) W", log)
-    assert 100.0 < doc["mean_cap_w"] <= max(map(float, caps)) + 1e-6, (doc, caps)
+    # the log names a cap when it moves by more than 0.5 W; a renewal that moves it less
+    # (the split of the job's last rounds) is in force unlogged
+    assert 100.0 < doc["mean_cap_w"] <= max(map(float, caps)) + 0.5, (doc, caps)
     assert doc["gpus"][0]["mean_cap_w"] == doc["mean_cap_w"]
     assert doc["energy_j"] is not None
     assert f"cap_w={doc['mean_cap_w']:.1f}" in doc["admin_comment"]
