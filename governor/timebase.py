@@ -84,6 +84,8 @@ class VirtualClock(Clock):
             return
         step_s = min(s for _m, s in calls)
         left = float(duration_s)
+        with self._lock:
+            end_s = self._now_s + left  # where one sleep of the whole time would end
         for method, _s in calls:  # the state before the sleep (a clock just changed)
             method()
         while left > 0:
@@ -91,6 +93,8 @@ class VirtualClock(Clock):
             left = left - chunk if left - chunk > 1e-12 else 0.0
             with self._lock:
                 self._now_s += chunk
+                if not left and abs(self._now_s - end_s) < 1e-9:
+                    self._now_s = end_s  # the same time as unwatched, to the last bit
             for method, _s in calls:
                 method()
 

@@ -240,7 +240,7 @@ class EnergyMeter:
         self._thread: Optional[threading.Thread] = None
         self._watching = False
         self._said_sparse = False
-        integrating = any(
+        integrating = self._integrating = any(
             not c.counter or set(c.names) - {_GPU, c.gpu_rail} for c in self._channels
         )
         if background is None:
@@ -270,7 +270,7 @@ class EnergyMeter:
         """On a virtual clock without a thread, have the clock feed the meter while a window
         is open (the caller holds ``self._lock``)."""
         clock = self.clock
-        if self._thread is not None or want == self._watching:
+        if self._thread is not None or want == self._watching or not self._integrating:
             return
         if not isinstance(clock, VirtualClock):
             return
