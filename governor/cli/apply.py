@@ -170,6 +170,7 @@ def _apply_one(
                 notes.append(note)
                 typer.echo(f"governor: {note}", err=True)
         elif clock is not None:
+            values.check_clock_scale(clock, dev.supported_clocks_mhz(), dev.uri)
             clock_mhz = dev.snap_clock_mhz(clock)  # outside the range: refused
             note = clock_note(clock, dev.supported_clocks_mhz(), dev.uri)
             if note:

@@ -180,10 +180,13 @@ POLICY_FLAGS: Dict[str, str] = {
 }
 
 
-def policy_from_options(spec: Dict[str, Any], flags: Optional[Dict[str, str]] = None) -> Any:
+def policy_from_options(
+    spec: Dict[str, Any], flags: Optional[Dict[str, str]] = None, *, defaulted: bool = False
+) -> Any:
     """The policy of ``spec`` (from :func:`policy_spec`); a spec that names no policy (a
     required option missing, two that exclude each other, one of another policy) is a usage
-    error naming the options (``flags``, default :data:`POLICY_FLAGS`), exit code 2.
+    error naming the options (``flags``, default :data:`POLICY_FLAGS`), exit code 2;
+    ``defaulted``: the policy was not given (the message says it is the default).
 
     Raises:
         OptionValueError: the options do not make a policy.
@@ -194,6 +197,8 @@ def policy_from_options(spec: Dict[str, Any], flags: Optional[Dict[str, str]] = 
     names = POLICY_FLAGS if flags is None else flags
     problem = policies.spec_problem(spec, names.get)
     if problem is not None:
+        if defaulted and "not apply" in problem:
+            problem += f" (the default policy is {spec.get('policy')}; pick one with --policy)"
         raise values.OptionValueError(problem)
     return policies.from_spec(spec)
 
@@ -201,7 +206,12 @@ def policy_from_options(spec: Dict[str, Any], flags: Optional[Dict[str, str]] = 
 def run_command(
     command: Annotated[List[str], typer.Argument(help="The command to run, after --.")],
     device: DeviceOpt = "auto",
-    policy: PolicyOpt = "ppw",
+    policy: Annotated[
+        Optional[str],
+        typer.Option(
+            "--policy", help="ppw (the default), max, power-cap, battery, throughput or clock."
+        ),
+    ] = None,
     cap_w: CapOpt = None,
     battery_wh: BatteryOpt = None,
     hours: HoursOpt = None,
@@ -239,11 +249,12 @@ def run_command(
     quiet_runtime_log()
     plan = _validate(
         command,
-        policy_spec(policy, cap_w, battery_wh, hours, rate_hz, clock, scope, until),
+        policy_spec(policy or "ppw", cap_w, battery_wh, hours, rate_hz, clock, scope, until),
         json_out=json_out,
         json_file=json_file,
         job_stdout=job_stdout,
         kernel=kernel,
+        defaulted=policy is None,
     )
     plan.mem_clock_mhz = mem_clock
     code, docs = _govern_job(plan, device, interval_s)
@@ -283,13 +294,14 @@ def _validate(
     json_file: Optional[str],
     job_stdout: Optional[str],
     kernel: Optional[str] = None,
+    defaulted: bool = False,
 ) -> _RunPlan:
     """The policy, the battery it reads and the output streams, or a usage error, before
     anything runs or any device is touched."""
     from governor.runtime import policies
 
     usage = values.OptionValueError
-    pol = policy_from_options(spec)
+    pol = policy_from_options(spec, defaulted=defaulted)
     if policies.POLICIES[pol.name].ticks:
         raise usage(
             "--policy throughput needs the app to report progress with gov.tick(); "
@@ -350,6 +362,10 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
         note = last_auto_note() if device == "auto" else None
         if note:
             sys.stderr.write(f"governor: {note}; its compute load runs in real time\n")
+        wanted_mhz = plan.policy.requested_clock_mhz
+        for dev in devs:  # a unit slip is refused as apply refuses it, before any change
+            if wanted_mhz is not None:
+                values.check_clock_scale(wanted_mhz, dev.supported_clocks_mhz(), dev.uri)
         mem_clocks = [_pin_mem_clock(dev, plan.mem_clock_mhz) for dev in devs]
         govs = []
         for dev in devs:

@@ -57,7 +57,7 @@ Upper bounds, where a huge value is a typo or would run for ever:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import typer
 
@@ -287,3 +287,30 @@ def policy_number(key: str) -> Callback:
         return value
 
     return _mark(check, f"a policy's {key}")
+
+
+def check_clock_scale(clock_mhz: float, clocks_mhz: Sequence[float], board: str) -> None:
+    """Refuse a GPU clock off ``board``'s range by an order of magnitude or more (a unit
+    slip: ``--clock 1.3`` for 1.3 GHz): ``run`` and ``apply`` both call this before touching
+    the device, so both refuse it the same way (a clock merely outside the range is theirs
+    to clamp or refuse).
+
+    Raises:
+        OptionValueError: exit code 2, naming the unit it probably was.
+    """
+    if not clocks_mhz:
+        return
+    lo, hi = min(clocks_mhz), max(clocks_mhz)
+    if lo / 10.0 <= clock_mhz <= hi * 10.0:
+        return
+    span = f"{board}'s clocks: {lo:g}-{hi:g} MHz"
+    for unit, factor in (("GHz", 1000.0), ("kHz", 0.001), ("Hz", 1e-6)):
+        if lo * 0.5 <= clock_mhz * factor <= hi * 2.0:
+            raise OptionValueError(
+                f"--clock {clock_mhz:g} MHz: did you mean {unit}? --clock takes MHz "
+                f"({clock_mhz * factor:g} MHz; {span})"
+            )
+    raise OptionValueError(
+        f"--clock {clock_mhz:g} MHz is off the board's range by orders of magnitude ({span}); "
+        "--clock takes MHz"
+    )

@@ -26,8 +26,13 @@ Where the energy comes from, said in ``EnergyWindow.method``:
   read the running integral and extrapolate the last reading to the present, so they cost a
   few microseconds and never touch the sensors. Windows much shorter than ``poll_s`` then
   carry the last reading's power, not their own. On a virtual clock (simulated boards in
-  tests) there is no thread: the meter samples at ``begin``/``end`` when its last reading is
-  older than ``poll_s`` of device time, and ``meter.poll()`` adds readings in between.
+  tests) there is no thread: while a window is open the meter watches the clock, which
+  reads it before every sleep and after every ``poll_s`` of it, so whatever advances the
+  clock (``gov.step()``, a simulated app) feeds the window.
+
+``readings`` says how many power readings a window integrated and ``sparse`` whether that
+was fewer than one per ``2 * poll_s`` of its length (a stalled sampler, a failing sensor):
+its energy is then a coarse estimate, said once in the log too.
 
 ``gpu_energy_j`` is the device's own GPU figure (its ``power_w``, labelled by
 ``power_scope``), ``board_energy_j`` the board-input rail where the device has one, else
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -46,6 +52,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple, 
 
 from governor.devices.base import Device
 from governor.errors import GovernorError, InvalidRequestError
+from governor.timebase import VirtualClock
 
 __all__ = [
     "DeviceEnergy",
@@ -54,6 +61,8 @@ __all__ = [
     "energy_meter",
     "measure_energy",
 ]
+
+_LOG = logging.getLogger("governor.measure")
 
 _GPU = "\0gpu"  # key of the device's own figure among the integrated channels
 
@@ -82,6 +91,11 @@ class EnergyWindow:
     rails_j: Dict[str, float]
     method: str
     per_device: Tuple[DeviceEnergy, ...] = field(default=())
+    #: power readings integrated over the window (the fewest of its devices'); None where
+    #: energy counters cover everything it reports
+    readings: Optional[int] = None
+    #: fewer readings than one per ``2 * poll_s`` of the window: a coarse estimate
+    sparse: bool = False
 
     @property
     def energy_j(self) -> float:
@@ -102,6 +116,8 @@ class EnergyWindow:
             "board_energy_j": self.board_energy_j,
             "rails_j": dict(self.rails_j),
             "method": self.method,
+            "readings": self.readings,
+            "sparse": self.sparse,
             "devices": [
                 {
                     "uri": d.uri,
@@ -133,6 +149,7 @@ class _Channel:
         self.energy: List[float] = []
         self.power: List[float] = []
         self.t_last: Optional[float] = None
+        self.reads = 0  # readings integrated so far
         self._counter_base: Optional[float] = None
         self.read()
 
@@ -162,11 +179,12 @@ class _Channel:
                 energy, power = self.energy, self.power
                 for i, p in enumerate(values):
                     energy[i] += 0.5 * (power[i] + p) * dt
+                self.reads += 1
             self.power = list(values)
             self.t_last = t
 
-    def snapshot(self, now: float) -> Tuple[float, Optional[float], Tuple[float, ...]]:
-        """(now, counter J or None, integrals J extrapolated to ``now``)."""
+    def snapshot(self, now: float) -> Tuple[float, Optional[float], Tuple[float, ...], int]:
+        """(now, counter J or None, integrals J extrapolated to ``now``, readings so far)."""
         counter = self.device.energy_counter_j() if self.counter else None
         with self.lock:
             dt = now - self.t_last if self.t_last is not None else 0.0
@@ -174,7 +192,8 @@ class _Channel:
                 values = tuple(e + p * dt for e, p in zip(self.energy, self.power))
             else:
                 values = tuple(self.energy)
-        return now, counter, values
+            reads = self.reads
+        return now, counter, values, reads
 
     def stale(self, now: float) -> bool:
         return self.t_last is None or now - self.t_last >= self.poll_s
@@ -219,7 +238,9 @@ class EnergyMeter:
         self.history: Deque[EnergyWindow] = deque(maxlen=1000)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        integrating = any(
+        self._watching = False
+        self._said_sparse = False
+        integrating = self._integrating = any(
             not c.counter or set(c.names) - {_GPU, c.gpu_rail} for c in self._channels
         )
         if background is None:
@@ -245,9 +266,30 @@ class EnergyMeter:
             except Exception:  # a failed read: the integral carries the last power on
                 pass
 
+    def _watch(self, want: bool) -> None:
+        """On a virtual clock without a thread, have the clock feed the meter while a window
+        is open (the caller holds ``self._lock``)."""
+        clock = self.clock
+        if self._thread is not None or want == self._watching or not self._integrating:
+            return
+        if not isinstance(clock, VirtualClock):
+            return
+        if want:
+            clock.watch(self._on_clock, self.poll_s)
+        else:
+            clock.unwatch(self._on_clock)
+        self._watching = want
+
+    def _on_clock(self) -> None:
+        if any(getattr(ch.device, "_closed", False) for ch in self._channels):
+            return
+        self.poll()
+
     def close(self) -> None:
         """Stop the sampler thread (windows still open can no longer be closed)."""
         self._stop.set()
+        with self._lock:
+            self._watch(False)
         if self._thread is not None:
             self._thread.join(timeout=2.0)
             self._thread = None
@@ -279,6 +321,7 @@ class EnergyMeter:
             if name in self._open:
                 raise InvalidRequestError(f"energy window {name!r} is already open")
             self._open[name] = _Open(name, now, snaps)
+            self._watch(True)
 
     def end_window(self, name: str) -> EnergyWindow:
         """Close the window ``name`` and return what it measured.
@@ -292,6 +335,7 @@ class EnergyMeter:
         now, snaps = self._snaps()
         with self._lock:
             opened = self._open.pop(key, None)
+            self._watch(bool(self._open))
         if opened is None:
             raise InvalidRequestError(f"no energy window {key!r} is open")
         window = self._close(opened, label, now, snaps)
@@ -302,6 +346,7 @@ class EnergyMeter:
         """Forget an open window (no error if there is none)."""
         with self._lock:
             self._open.pop(name, None)
+            self._watch(bool(self._open))
 
     @property
     def open_windows(self) -> Tuple[str, ...]:
@@ -310,7 +355,8 @@ class EnergyMeter:
 
     def _close(self, opened: _Open, label: str, now: float, snaps: List[Any]) -> EnergyWindow:
         per: List[DeviceEnergy] = []
-        for ch, (_t0, c0, v0), (_t1, c1, v1) in zip(self._channels, opened.snaps, snaps):
+        counts: List[int] = []
+        for ch, (_t0, c0, v0, n0), (_t1, c1, v1, n1) in zip(self._channels, opened.snaps, snaps):
             diffs = {k: b - a for k, a, b in zip(ch.names, v0, v1)}
             gpu = diffs.pop(_GPU, 0.0)
             method = "integrated power"
@@ -318,6 +364,8 @@ class EnergyMeter:
                 gpu, method = c1 - c0, "energy counter"
                 if ch.gpu_rail in diffs:
                     diffs[ch.gpu_rail] = gpu
+            if method != "energy counter" or set(diffs) - {ch.gpu_rail}:
+                counts.append(n1 - n0)  # something in it was integrated
             board = diffs.get(ch.board_rail) if ch.board_rail else None
             per.append(DeviceEnergy(ch.device.uri, gpu, ch.scope, diffs, board, method))
         multi = len(per) > 1
@@ -327,15 +375,30 @@ class EnergyMeter:
                 rails[f"{d.uri}/{k}" if multi else k] = v
         boards = [d.board_energy_j for d in per if d.board_energy_j is not None]
         methods = sorted({d.method for d in per})
+        duration = now - opened.start_s
+        readings = min(counts) if counts else None
+        sparse = readings is not None and readings < int(duration / (2.0 * self.poll_s))
+        if sparse and not self._said_sparse:
+            self._said_sparse = True
+            _LOG.warning(
+                "energy window %r: %d power readings over %.3g s (poll_s %g): its energy is "
+                "a coarse estimate (is the sampler starved, or the sensor failing?)",
+                label,
+                readings,
+                duration,
+                self.poll_s,
+            )
         return EnergyWindow(
             name=label,
             start_s=opened.start_s,
-            duration_s=now - opened.start_s,
+            duration_s=duration,
             gpu_energy_j=sum(d.gpu_energy_j for d in per),
             board_energy_j=sum(boards) if len(boards) == len(per) else None,
             rails_j=rails,
             method=" + ".join(methods),
             per_device=tuple(per),
+            readings=readings,
+            sparse=sparse,
         )
 
     def measure(self, name: Optional[str] = None) -> _Measure:

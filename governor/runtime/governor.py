@@ -41,6 +41,7 @@ from governor.runtime.setup import (
     ProfileArg,
     governed_controller,
     loaded_model,
+    request_context,
     unmetered_board_note,
 )
 from governor.runtime.status import GovernorState, RunTotals, status_doc
@@ -119,7 +120,7 @@ class Governor(BoardAnswers):
         self._online_saved = False
         self._unmet = UnmetWatch(device.uri, self._note)
         self.controller = self._make_controller()
-        self._unmet.new_policy(self.policy, self.model)
+        self._unmet.new_policy(self.policy, self.model, *request_context(device, self.policy))
         if self.policy.budget_scope == "board" and battery is None:
             for text in filter(None, [unmetered_board_note(device)]):
                 self._note(text)
@@ -179,7 +180,7 @@ class Governor(BoardAnswers):
                 raise
             self._ticks.clear()  # progress under the old policy says nothing of the new
             self._telemetry.new_policy()  # a budget or a mission counts from here
-            self._unmet.new_policy(new, self.model)
+            self._unmet.new_policy(new, self.model, *request_context(self.device, new))
             if self._running:
                 try:
                     self._set_clock(self.controller.initial_mhz(), urgent=True)

@@ -621,7 +621,13 @@ def spec_problem(spec: Mapping[str, Any], spell: Optional[Spelling] = None) -> O
     extra = sorted(given - set(kind.keys))
     if extra:
         verb = "does" if len(extra) == 1 else "do"
-        return f"{_listed(extra, say, 'and')} {verb} not apply to the {name} policy"
+        owners = [n for n, k in POLICIES.items() if set(extra) <= set(k.keys)]
+        where = ""
+        if owners:
+            pick = say("policy") or "policy"
+            they = "it is" if len(extra) == 1 else "they are"
+            where = f"; {they} for {pick} " + " or ".join(owners)
+        return f"{_listed(extra, say, 'and')} {verb} not apply to the {name} policy{where}"
     missing = [key for key in kind.required if key not in given]
     if missing:
         return f"the {name} policy needs {_listed(missing, say, 'and')}"

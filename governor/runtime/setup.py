@@ -13,7 +13,14 @@ from governor.runtime.model import ClockModel, model_for_device
 from governor.runtime.policies import Policy, make_controller
 from governor.runtime.tuning_cache import load_online_ppw
 
-__all__ = ["ProfileArg", "governed_controller", "loaded_model", "unmetered_board_note"]
+__all__ = [
+    "ProfileArg",
+    "board_rest_w",
+    "governed_controller",
+    "loaded_model",
+    "request_context",
+    "unmetered_board_note",
+]
 
 #: what ``Governor(profile=...)`` takes: a profile dict or path, None (look it up), False
 #: (none: the generic model)
@@ -54,15 +61,39 @@ def governed_controller(
     )
 
 
+def board_rest_w(device: Device) -> Tuple[bool, Optional[float]]:
+    """One reading at the start: (whether ``device`` reports whole-board power, the rest of
+    the board in W: board input − GPU figure, None when not known). A failed read counts as
+    reporting it (the telemetry checks say so once running)."""
+    try:
+        sample = device.sample()
+    except (GovernorError, OSError):
+        return True, None
+    board_w = board_power_w(sample)
+    if board_w is None or sample.power_w is None:
+        return board_w is not None, None
+    return True, max(0.0, board_w - sample.power_w)
+
+
+def request_context(device: Device, policy: Policy) -> Tuple[Optional[float], Optional[float]]:
+    """What :mod:`.feasibility` adds to the clock model for ``policy``: (the rest of the board
+    in W, read once where the policy has an energy budget metered on the board, else None;
+    the device's highest power limit in W, None without one)."""
+    rest_w = None
+    if policy.budget_j is not None and (policy.budget_scope or "board") == "board":
+        rest_w = board_rest_w(device)[1]
+    try:
+        limits = device.power_limit_range()
+    except (GovernorError, OSError):
+        limits = None
+    return rest_w, (limits.max_w if limits is not None else None)
+
+
 def unmetered_board_note(device: Device) -> Optional[str]:
     """What to say when a board-scope budget can only be metered on ``device``'s GPU
     figure (None: the device reports whole-board power, or reading it failed, which the
     telemetry checks say once running)."""
-    try:
-        has_board = board_power_w(device.sample()) is not None
-    except (GovernorError, OSError):
-        has_board = True
-    if has_board:
+    if board_rest_w(device)[0]:
         return None
     return (
         "the device reports no whole-board power: the battery budget is metered "

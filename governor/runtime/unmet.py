@@ -4,6 +4,10 @@ A governor that cannot do what it was asked still governs (the nearest it can), 
 
 - a fixed clock outside the board's range is clamped to its end, one between two supported
   clocks is snapped to the nearer: said as soon as the policy is set;
+- an energy budget whose mean over its mission is below the board's idle power: said as soon
+  as the policy is set (:mod:`governor.runtime.feasibility`, which also notes, without
+  counting them unmet, a cap above the board's top draw and a budget the mission cannot
+  spend);
 - a power cap below what the board draws at its lowest clock: said once the lowest clock has
   been measured above the cap for the cap's window (at most three control periods);
 - an energy budget (the battery policy, a throughput battery floor) that ran out before the
@@ -20,6 +24,7 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional
 
 from governor.runtime.controller_base import Controller, Observation
+from governor.runtime.feasibility import request_findings
 from governor.runtime.model import ClockModel
 from governor.runtime.policies import Policy
 
@@ -65,8 +70,17 @@ class UnmetWatch:
         self._over_s = 0.0  # time at the lowest clock above the cap, and its energy
         self._over_j = 0.0
 
-    def new_policy(self, policy: Policy, model: ClockModel) -> None:
-        """Watch ``policy`` from now on; what it asks that cannot be met at all is said now."""
+    def new_policy(
+        self,
+        policy: Policy,
+        model: ClockModel,
+        rest_w: Optional[float] = None,
+        limit_max_w: Optional[float] = None,
+    ) -> None:
+        """Watch ``policy`` from now on; what it asks that cannot be met at all, or never
+        needs to be (:mod:`.feasibility`), is said now. ``rest_w``: the rest of the board
+        (W) read at the start, for a budget metered on the board; ``limit_max_w``: the device's
+        highest power limit (W), the top draw an uncalibrated model cannot tell."""
         self._policy, self._model = policy, model
         self._said = set()
         self._over_s = self._over_j = 0.0
@@ -74,6 +88,12 @@ class UnmetWatch:
             text = clock_note(policy.requested_clock_mhz, model.clocks_mhz, self.board)
             if text is not None:
                 self._tell("clock", text)
+        for finding in request_findings(policy, model, self.board, rest_w, limit_max_w):
+            if finding.unmet:
+                self._tell(finding.key, finding.text)
+            elif finding.key not in self._said:
+                self._said.add(finding.key)
+                self._say(finding.text)
 
     def observe(self, obs: Optional[Observation], controller: Controller) -> None:
         """After a control period: a cap that the lowest clock exceeds, a budget run out."""

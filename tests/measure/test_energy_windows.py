@@ -164,3 +164,62 @@ def test_sampler_thread_stops_when_the_device_closes():
     dev.close()
     thread.join(1.0)
     assert not thread.is_alive()
+
+
+def test_window_over_a_stepped_governor_is_right_without_poll():
+    """Issue 49: a window around a battery mission stepped by hand (background=False) read
+    only at begin and end and under-counted by a quarter; the clock now feeds it."""
+    from governor.runtime import Governor
+
+    dev = _loaded("sim:xavier-nx?noise=0")
+    board = dev.board
+    spec = {"policy": "battery", "battery_wh": 15, "hours": 1}
+    with Governor(dev, spec, background=False) as gov:
+        e0, t0 = dev.true_energy_j(), dev.clock.now_s()
+        with measure_energy(dev, "mission") as w:
+            for _ in range(600):
+                gov.step()
+        gpu_true = dev.true_energy_j() - e0
+        dt = dev.clock.now_s() - t0
+        s = gov.status()
+    dev.close()
+    spent_j = s["budget_j"] - s["remaining_j"]
+    board_truth = (gpu_true + sum(board.domains_w.values()) * dt) / board.regulator_efficiency
+    assert s["scope"] == "board"
+    assert w.board_energy_j == pytest.approx(board_truth, rel=0.01)
+    assert w.board_energy_j == pytest.approx(spent_j, rel=0.01)
+    assert w.readings >= 1000 and not w.sparse  # one per poll_s (0.05 s) of 60 s
+
+
+def test_a_window_with_too_few_readings_says_so(caplog):
+    dev = _loaded("sim:orin-nano?noise=0")
+    meter = EnergyMeter(dev)
+    meter.begin_window("w")
+    dev.clock.sleep(1.0)
+    sim_read = dev._read_sample
+
+    def failing():  # the sensor stops answering: the integral carries the last power on
+        raise governor.errors.TelemetryError("sensor gone")
+
+    dev._read_sample = failing
+    with caplog.at_level("WARNING", logger="governor.measure"):
+        dev.clock.sleep(4.0)
+        w = meter.end_window("w")
+        meter.begin_window("again")
+        dev.clock.sleep(4.0)
+        again = meter.end_window("again")
+    dev._read_sample = sim_read
+    dev.close()
+    assert w.readings == 20 and w.sparse  # 20 in the first second, none in the 4 after
+    assert again.readings == 0 and again.sparse
+    said = [r.getMessage() for r in caplog.records if "coarse estimate" in r.getMessage()]
+    assert len(said) == 1 and "'w': 20 power readings over 5 s" in said[0]
+    assert w.to_dict()["sparse"] is True
+
+
+def test_a_counter_window_has_no_readings_to_count():
+    dev = _loaded("sim:a100-pcie")
+    with measure_energy(dev, "step") as w:
+        dev.clock.sleep(2.0)
+    dev.close()
+    assert w.method == "energy counter" and w.readings is None and not w.sparse

@@ -44,3 +44,21 @@ def test_a_met_request_says_no_and_an_unmet_one_warns():
     assert warn["level"] == telemetry.WARN and warn["message"] == said
     assert {"key": "request not met", "value": said} in warn["values"]
     dev.close()
+
+
+def test_a_budget_below_idle_is_a_warning_from_the_start(ros, board):
+    """Issue 49: 1 Wh over 10 h is 0.1 W, below what the board draws idle: said when the
+    node sets the policy, long before the budget runs out (about 20 minutes in)."""
+    from governor.ros2 import GovernorNode
+
+    spec = {"policy": "battery", "battery_wh": 1, "hours": 10}
+    ros.add(GovernorNode(board, spec, context=ros.context))
+    probe = ros.probe()
+
+    def warned():
+        status = probe.last_status()
+        return status if status is not None and status.level == b"\x01" else None
+
+    status = wait_for(warned, what="a WARN status")
+    assert "0.1 W on average, below what the board draws idle" in status.message
+    assert "draws idle" in probe.values()["request not met"]

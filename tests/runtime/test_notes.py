@@ -97,7 +97,9 @@ def test_a_battery_floor_that_runs_out_says_when(nano):
             gov.tick(busy_s=0.01)
             gov.step()
         status = gov.status()
-    assert "ran out" in _once(status, "energy budget of 3.6 J")
+    assert "energy budget of 3.6 J" in _once(status, "ran out")
+    # and before it ran: 3.6 J over 60 s is below what the board draws idle
+    assert "0.06 W on average, below what the board draws idle" in _once(status, "draws idle")
 
 
 def test_a_new_policy_is_judged_afresh(nano):
