@@ -346,7 +346,7 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
         note = last_auto_note() if device == "auto" else None
         if note:
             sys.stderr.write(f"governor: {note}; its compute load runs in real time\n")
-        mem_clocks = [_pin_mem_clock(dev, plan.mem_clock_mhz) for dev in devs]
+        mem_clocks = [_job_mem_clock(dev, plan) for dev in devs]
         govs = []
         for dev in devs:
             gov = Governor(
@@ -401,6 +401,25 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
         for (dev, report), echo, mem_mhz in zip(reports, govs, mem_clocks)
     ]
     return code, docs
+
+
+def _job_mem_clock(dev: Any, plan: _RunPlan) -> Optional[float]:
+    """The memory clock of the job on ``dev`` (see :func:`_pin_mem_clock`): ``--mem-clock``
+    where given (a governed policy then governs the core clock alone); for the PPW policy
+    without it, the memory clock of the profile's (core, memory) pair, whose core clock the
+    policy's controller then holds; else the memory clock as it is."""
+    from governor.runtime import policies
+
+    if plan.mem_clock_mhz is None and plan.policy.name == policies.MaxEfficiency.name:
+        from governor.runtime.model import model_for_device, ppw_pair_for
+
+        model = model_for_device(dev, None, plan.policy.model_workload).model
+        pair, note = ppw_pair_for(dev, model)
+        if note:
+            sys.stderr.write(f"governor: {note}\n")
+        if pair is not None:  # the controller says the pair once it holds it
+            return _pin_mem_clock(dev, pair[1])
+    return _pin_mem_clock(dev, plan.mem_clock_mhz)
 
 
 def _pin_mem_clock(dev: Any, wanted_mhz: Optional[float]) -> Optional[float]:
