@@ -411,10 +411,20 @@ def _job_mem_clock(dev: Any, plan: _RunPlan) -> Optional[float]:
     from governor.runtime import policies
 
     if plan.mem_clock_mhz is None and plan.policy.name == policies.MaxEfficiency.name:
-        from governor.runtime.model import model_for_device, ppw_pair_for
+        from governor.runtime.model import core_table_at, model_for_device, ppw_pair_for
 
         model = model_for_device(dev, None, plan.policy.model_workload).model
         pair, note = ppw_pair_for(dev, model)
+        table = core_table_at(dev, pair[1]) if pair is not None else ()
+        if pair is not None and table and table != tuple(dev.supported_clocks_mhz()):
+            # the model and the profile's checks are of the core clocks offered now
+            note = (
+                f"the profile's PPW pair ({pair[0]:g} MHz core, {pair[1]:g} MHz memory) is "
+                f"set by 'governor apply ppw'; governor run cannot hold it on {dev.uri}, whose "
+                f"core clocks change with its memory clock: the core clock alone at "
+                f"{model.ppw_clock_mhz:g} MHz"
+            )
+            pair = None
         if note:
             sys.stderr.write(f"governor: {note}\n")
         if pair is not None:  # the controller says the pair once it holds it

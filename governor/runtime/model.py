@@ -355,7 +355,22 @@ def ppw_pair_for(device: Device, model: ClockModel) -> Tuple[Optional[Tuple[floa
         mem = device.snap_clock_mhz(pair[1], mem=True)
     except GovernorError as err:  # another board's pair: outside this one's table
         return None, f"{said} does not fit {device.uri} ({err}): {alone}"
+    table = core_table_at(device, mem)
+    if table and not (table[0] - 0.5 <= pair[0] <= table[-1] + 0.5):
+        return None, (
+            f"{said} does not fit {device.uri}: at {mem:g} MHz memory it offers "
+            f"{table[0]:g}-{table[-1]:g} MHz core: {alone}"
+        )
     return (pair[0], mem), ""
+
+
+def core_table_at(device: Device, mem_clock_mhz: float) -> Tuple[float, ...]:
+    """The core clocks ``device`` offers at ``mem_clock_mhz`` where they depend on the memory
+    clock (NVML: ``supported_clocks_by_mem_mhz``); empty where they do not (Jetson, sim)."""
+    by_mem = getattr(device, "supported_clocks_by_mem_mhz", None)
+    if by_mem is None:
+        return ()
+    return tuple(by_mem().get(mem_clock_mhz, ()))
 
 
 def prior_reason(doc: Mapping[str, Any], device: Device) -> Optional[str]:
