@@ -269,6 +269,8 @@ class _RunPlan:
         self.kernel = kernel
         #: --mem-clock: pinned through the device before the governor starts
         self.mem_clock_mhz: Optional[float] = None
+        #: the devices whose memory clock the run set (--mem-clock, or the PPW pair's)
+        self.mem_set: set = set()
 
 
 def _validate(
@@ -428,7 +430,10 @@ def _job_mem_clock(dev: Any, plan: _RunPlan) -> Optional[float]:
         if note:
             sys.stderr.write(f"governor: {note}\n")
         if pair is not None:  # the controller says the pair once it holds it
+            plan.mem_set.add(dev.uri)
             return _pin_mem_clock(dev, pair[1])
+    if plan.mem_clock_mhz is not None:
+        plan.mem_set.add(dev.uri)
     return _pin_mem_clock(dev, plan.mem_clock_mhz)
 
 
@@ -541,7 +546,18 @@ def _report(plan: _RunPlan, code: int, docs: List[Dict[str, Any]]) -> None:
                 f"governor: {plan.policy.describe()} on {d['device']}: "
                 f"{show(d['duration_s'], 's', '.2f')}, "
                 f"{show(d['energy_j'], 'J', '.1f')}, mean {show(d['mean_power_w'], 'W', '.1f')} at "
-                f"{show(d['mean_clock_mhz'], 'MHz', '.0f')}; exit code {code}"
+                f"{show(d['mean_clock_mhz'], 'MHz', '.0f')}"
+                + (
+                    f", memory {d['mem_clock_mhz']:g} MHz"
+                    if d["device"] in plan.mem_set and d["mem_clock_mhz"] is not None
+                    else ""
+                )
+                + (
+                    f" (board {d['board_energy_j']:.1f} J)"
+                    if d["device"] in plan.mem_set and d["board_energy_j"] is not None
+                    else ""
+                )
+                + f"; exit code {code}"
                 + (
                     f"; {d['transient_retries']} driver call(s) retried after a transient error"
                     if d["transient_retries"]
