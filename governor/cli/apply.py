@@ -163,12 +163,19 @@ def _apply_one(
         if target == "max":
             clock_mhz = dev.supported_clocks_mhz()[-1]
         elif target == "ppw":
-            clock_mhz, note = _ppw_clock(dev, workload, model_from_profile, fallback_model)
+            clock_mhz, note, pair, pair_note = _ppw_clock(
+                dev, workload, model_from_profile, fallback_model, mem_clock is None
+            )
             if note:
                 guessed = True
                 note += f"; calibrate it once with 'governor calibrate --device {dev.uri}'"
-                notes.append(note)
-                typer.echo(f"governor: {note}", err=True)
+            if pair is not None:  # the profile's (core, memory) pair: both clocks set
+                clock_mhz, mem_clock = pair
+                note = f"the profile's PPW pair: {pair[0]:g} MHz core, {pair[1]:g} MHz memory"
+            for said in (note, pair_note):
+                if said:
+                    notes.append(said)
+                    typer.echo(f"governor: {said}", err=True)
         elif clock is not None:
             values.check_clock_scale(clock, dev.supported_clocks_mhz(), dev.uri)
             clock_mhz = dev.snap_clock_mhz(clock)  # outside the range: refused
@@ -251,16 +258,22 @@ def _command_line(verb: str) -> str:
     return "governor " + " ".join([verb] + sys.argv[2:])[:180]
 
 
-def _ppw_clock(dev, workload, model_from_profile, fallback_model):
-    """The PPW clock and a note when guessed (no profile for this board, or another board's).
-    A malformed profile raises ProfileError before anything is changed."""
+def _ppw_clock(dev, workload, model_from_profile, fallback_model, with_pair=False):
+    """``(core clock, note, pair, pair note)``: the PPW clock and a note when guessed (no
+    profile for this board, or another board's). With ``with_pair`` (no ``--mem-clock``
+    given), the profile's (core, memory) pair where it keeps one and the device can set its
+    memory clock (else None, and the pair note says why the core clock is set alone). A malformed
+    profile raises ProfileError before anything is changed."""
+    from dataclasses import replace
+
     from governor.profiles.profile import lookup_profile_for
+    from governor.runtime.model import ppw_pair_for, prior_reason
 
     clocks = dev.supported_clocks_mhz()
     path, doc, notes = lookup_profile_for(dev)
     if doc is None:
         model = fallback_model(clocks, notes[0])
-        return model.ppw_clock_mhz, model.source
+        return model.ppw_clock_mhz, model.source, None, None
     if workload is not None and workload not in (doc.get("workloads") or {}):
         from governor.errors import InvalidRequestError
 
@@ -269,7 +282,12 @@ def _ppw_clock(dev, workload, model_from_profile, fallback_model):
             f"the profile has no calibration of workload {workload!r} (known: {known})"
         )
     model = model_from_profile(clocks, doc, workload=workload, source=f"profile {path}")
-    return model.ppw_clock_mhz, None
+    if not with_pair:
+        return model.ppw_clock_mhz, None, None, None
+    if prior_reason(doc, dev) is not None:  # not this unit's calibration: its own clock
+        model = replace(model, prior=True)
+    pair, pair_note = ppw_pair_for(dev, model)
+    return model.ppw_clock_mhz, None, pair, pair_note or None
 
 
 def reset_command(

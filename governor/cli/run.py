@@ -284,6 +284,8 @@ class _RunPlan:
         self.kernel = kernel
         #: --mem-clock: pinned through the device before the governor starts
         self.mem_clock_mhz: Optional[float] = None
+        #: the devices whose memory clock the run set (--mem-clock, or the PPW pair's)
+        self.mem_set: set = set()
 
 
 def _validate(
@@ -366,7 +368,7 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
         for dev in devs:  # a unit slip is refused as apply refuses it, before any change
             if wanted_mhz is not None:
                 values.check_clock_scale(wanted_mhz, dev.supported_clocks_mhz(), dev.uri)
-        mem_clocks = [_pin_mem_clock(dev, plan.mem_clock_mhz) for dev in devs]
+        mem_clocks = [_job_mem_clock(dev, plan) for dev in devs]
         govs = []
         for dev in devs:
             gov = Governor(
@@ -421,6 +423,38 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
         for (dev, report), echo, mem_mhz in zip(reports, govs, mem_clocks)
     ]
     return code, docs
+
+
+def _job_mem_clock(dev: Any, plan: _RunPlan) -> Optional[float]:
+    """The memory clock of the job on ``dev`` (see :func:`_pin_mem_clock`): ``--mem-clock``
+    where given (a governed policy then governs the core clock alone); for the PPW policy
+    without it, the memory clock of the profile's (core, memory) pair, whose core clock the
+    policy's controller then holds; else the memory clock as it is."""
+    from governor.runtime import policies
+
+    if plan.mem_clock_mhz is None and plan.policy.name == policies.MaxEfficiency.name:
+        from governor.runtime.model import core_table_at, model_for_device, ppw_pair_for
+
+        model = model_for_device(dev, None, plan.policy.model_workload).model
+        pair, note = ppw_pair_for(dev, model)
+        table = core_table_at(dev, pair[1]) if pair is not None else ()
+        if pair is not None and table and table != tuple(dev.supported_clocks_mhz()):
+            # the model and the profile's checks are of the core clocks offered now
+            note = (
+                f"the profile's PPW pair ({pair[0]:g} MHz core, {pair[1]:g} MHz memory) is "
+                f"set by 'governor apply ppw'; governor run cannot hold it on {dev.uri}, whose "
+                f"core clocks change with its memory clock: the core clock alone at "
+                f"{model.ppw_clock_mhz:g} MHz"
+            )
+            pair = None
+        if note:
+            sys.stderr.write(f"governor: {note}\n")
+        if pair is not None:  # the controller says the pair once it holds it
+            plan.mem_set.add(dev.uri)
+            return _pin_mem_clock(dev, pair[1])
+    if plan.mem_clock_mhz is not None:
+        plan.mem_set.add(dev.uri)
+    return _pin_mem_clock(dev, plan.mem_clock_mhz)
 
 
 def _pin_mem_clock(dev: Any, wanted_mhz: Optional[float]) -> Optional[float]:
@@ -532,7 +566,18 @@ def _report(plan: _RunPlan, code: int, docs: List[Dict[str, Any]]) -> None:
                 f"governor: {plan.policy.describe()} on {d['device']}: "
                 f"{show(d['duration_s'], 's', '.2f')}, "
                 f"{show(d['energy_j'], 'J', '.1f')}, mean {show(d['mean_power_w'], 'W', '.1f')} at "
-                f"{show(d['mean_clock_mhz'], 'MHz', '.0f')}; exit code {code}"
+                f"{show(d['mean_clock_mhz'], 'MHz', '.0f')}"
+                + (
+                    f", memory {d['mem_clock_mhz']:g} MHz"
+                    if d["device"] in plan.mem_set and d["mem_clock_mhz"] is not None
+                    else ""
+                )
+                + (
+                    f" (board {d['board_energy_j']:.1f} J)"
+                    if d["device"] in plan.mem_set and d["board_energy_j"] is not None
+                    else ""
+                )
+                + f"; exit code {code}"
                 + (
                     f"; {d['transient_retries']} driver call(s) retried after a transient error"
                     if d["transient_retries"]

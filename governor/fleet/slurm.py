@@ -600,25 +600,41 @@ def _decide(settings: Settings, partition: str, comment: str) -> Tuple[str, str]
     return settings.policy, why
 
 
-def _target(dev: Any, settings: Settings, policy: str) -> Tuple[Optional[float], Optional[str]]:
-    """The clock (MHz) to lock for ``policy``, and a note when it was guessed."""
+def _target(
+    dev: Any, settings: Settings, policy: str
+) -> Tuple[Optional[float], Optional[str], Optional[float]]:
+    """``(core clock, note, memory clock)`` to lock for ``policy`` (MHz; None: leave it):
+    for ``ppw``, the profile's (core, memory) pair where it keeps one and the GPU can set its
+    memory clock, else the core clock alone (the note says why, once)."""
     if policy == "max":
-        return dev.supported_clocks_mhz()[-1], None
+        return dev.supported_clocks_mhz()[-1], None, None
     if policy == "clock":
-        return dev.snap_clock_mhz(settings.clock_mhz), None
+        return dev.snap_clock_mhz(settings.clock_mhz), None, None
     if policy == "ppw":
+        from dataclasses import replace
+
         from governor.profiles.profile import lookup_profile_for
-        from governor.runtime.model import fallback_model, model_from_profile
+        from governor.runtime.model import (
+            fallback_model,
+            model_from_profile,
+            ppw_pair_for,
+            prior_reason,
+        )
 
         clocks = dev.supported_clocks_mhz()
         path, doc, notes = lookup_profile_for(dev)
         if doc is None:
             model = fallback_model(clocks, notes[0])
             hint = f"calibrate it once with 'governor calibrate --device {dev.uri}'"
-            return model.ppw_clock_mhz, f"{model.source}; {hint}"
+            return model.ppw_clock_mhz, f"{model.source}; {hint}", None
         model = model_from_profile(clocks, doc, source=f"profile {path}")
-        return model.ppw_clock_mhz, None
-    return None, None
+        if prior_reason(doc, dev) is not None:  # not this unit's calibration
+            model = replace(model, prior=True)
+        pair, why = ppw_pair_for(dev, model)
+        if pair is not None:
+            return pair[0], None, pair[1]
+        return model.ppw_clock_mhz, why or None, None
+    return None, None, None
 
 
 def _energy_j(dev: Any) -> Tuple[Optional[float], Optional[float]]:
@@ -799,7 +815,7 @@ def _prolog_gpu(gpu, settings, policy, job, opener, say) -> Dict[str, Any]:
         try:
             state_before = dev.state().to_dict()
             row["state_before"] = state_before
-            clock, note = _target(dev, settings, policy)
+            clock, note, mem_clock = _target(dev, settings, policy)
             if note:
                 row["notes"].append(note)
                 say(f"{gpu['uri']}: {note}")
@@ -809,6 +825,8 @@ def _prolog_gpu(gpu, settings, policy, job, opener, say) -> Dict[str, Any]:
                 say(text)
             if clock is not None:
                 row["clocks_mhz"] = list(dev.lock_gpu_clocks(clock))
+            if mem_clock is not None:  # the PPW pair's: in the job's layer, as the core's
+                row["mem_clock_mhz"] = dev.lock_mem_clock(mem_clock)
             if policy == "power-limit":
                 row["power_limit_w"] = dev.set_power_limit(settings.power_limit_w)
             dev.release(keep=True, merge=False)

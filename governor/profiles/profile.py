@@ -20,7 +20,7 @@ import platform
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from governor._compat import json_loads
 from governor._version import __version__
@@ -49,6 +49,7 @@ __all__ = [
     "list_profiles",
     "load_profile_for",
     "lookup_profile_for",
+    "ppw_pair",
     "save_calibration",
 ]
 
@@ -123,6 +124,36 @@ def _workload_key(load: Dict[str, str]) -> str:
     if load.get("kind") == "command":
         return "command:" + load.get("name", "")
     return load.get("kind", "builtin")
+
+
+def ppw_pair(
+    doc: Mapping[str, Any], workload: Optional[str] = None
+) -> Optional[Tuple[float, float]]:
+    """The (core, memory) clock pair with the least board energy per unit (MHz) that
+    ``governor calibrate`` kept for the load of ``doc``'s calibration (``workload``: one of
+    its ``workloads`` entries; None: the profile's own), or None where it kept none (a
+    board with one memory clock, or one whose memory clock it could not set).
+
+    The pair lives in ``tuning.ppw-pair.<load name>``; only the pair of the same load as
+    the calibration is its pair.
+
+    Raises:
+        ProfileError: the pair is there but its clocks are not positive numbers.
+    """
+    entry: Any = doc if workload is None else (doc.get("workloads") or {}).get(workload)
+    load = entry.get("load") if isinstance(entry, Mapping) else None
+    name = load.get("name") if isinstance(load, Mapping) else None
+    pairs = (doc.get("tuning") or {}).get("ppw-pair") or {}
+    if not name or not isinstance(pairs, Mapping) or name not in pairs:
+        return None
+    pair = pairs[name]
+    try:
+        core, mem = float(pair["clock_mhz"]), float(pair["mem_clock_mhz"])
+    except (KeyError, TypeError, ValueError):
+        core = mem = float("nan")
+    if not (math.isfinite(core) and math.isfinite(mem) and core > 0 and mem > 0):
+        raise ProfileError(f"tuning.ppw-pair.{name} must hold positive clock_mhz and mem_clock_mhz")
+    return core, mem
 
 
 def build_profile(

@@ -104,6 +104,9 @@ class ControlContext:
     #: the PPW clock an earlier run found online for this board, by workload (None: none
     #: kept); the PPW policy holds it instead of searching again
     kept_ppw: Optional[Callable[[Optional[str]], Optional[Dict[str, Any]]]] = None
+    #: the device's memory clock when the controller is made (MHz; None: not read): the PPW
+    #: policy holds the profile's pair's core clock while the memory clock is the pair's
+    mem_clock_mhz: Optional[float] = None
 
     @property
     def settle_s(self) -> float:

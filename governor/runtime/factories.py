@@ -58,6 +58,11 @@ def ppw_controller(policy: MaxEfficiency, model: ClockModel, context: ControlCon
         return OnlinePpwController(model, settle_s=context.settle_s)
     if model.prior:
         return PriorPpwController(model, settle_s=context.settle_s)
+    pair = model.ppw_pair_mhz
+    if pair is not None and context.mem_clock_mhz is not None:
+        if abs(context.mem_clock_mhz - pair[1]) < 0.5:  # the memory clock is the pair's
+            note = f"PPW pair: {pair[0]:g} MHz core at the pair's {pair[1]:g} MHz memory clock"
+            return StaticController(model, pair[0], notes=(note,))
     return StaticController(model, model.ppw_clock_mhz)
 
 

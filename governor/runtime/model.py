@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from governor.devices.base import Device
-from governor.errors import InvalidRequestError, ProfileError
+from governor.errors import GovernorError, InvalidRequestError, ProfileError
 from governor.models import formulas
 
 __all__ = [
@@ -52,6 +52,10 @@ class ClockModel:
     #: the profile was not made on this unit (a shipped reference profile, or another unit of
     #: the same model): its PPW clock is where an online search starts, not the answer
     prior: bool = False
+    #: the (core, memory) pair with the least board energy per unit that the profile keeps
+    #: for this load (MHz; None: none, e.g. a board with one memory clock). The core clock is
+    #: the pair's only while the memory clock is the pair's: else ``ppw_clock_mhz`` holds.
+    ppw_pair_mhz: Optional[Tuple[float, float]] = None
     #: table clock -> its index (the first of equal clocks); set in __post_init__
     index_of: Dict[float, int] = field(init=False, repr=False, compare=False, hash=False)
 
@@ -157,8 +161,13 @@ def model_from_profile(
             raise ProfileError(f"{source}: has no workloads.{workload} calibration")
         entry = workloads[workload]
         field = f"workloads.{workload}."
+    from governor.profiles.profile import ppw_pair
+
+    pair = ppw_pair(doc, workload)
+    if pair is not None:
+        pair = (_snap(clocks, pair[0]), pair[1])
     if entry.get("method", "model") == "best-probe":
-        return _from_probes(clocks, entry, source)
+        return replace(_from_probes(clocks, entry, source), ppw_pair_mhz=pair)
     try:
         pm = entry["power_model"]
         tm = entry.get("time_model")
@@ -189,6 +198,7 @@ def model_from_profile(
         ppw_clock_mhz=_snap(clocks, ppw),
         fitted=True,
         source=source,
+        ppw_pair_mhz=pair,
     )
 
 
@@ -326,6 +336,41 @@ def model_for_device(
         model = replace(model, prior=True)
         found_notes.append(f"the profile is {why}: its PPW clock is a starting point")
     return LoadedModel(model, path, found_notes, warnings)
+
+
+def ppw_pair_for(device: Device, model: ClockModel) -> Tuple[Optional[Tuple[float, float]], str]:
+    """The (core, memory) pair to set for the PPW policy on ``device`` (MHz, each snapped to
+    the device's tables) and ``""``; or None and why not, in one line (``""``: nothing to
+    say: the profile keeps no pair, or it is not this unit's calibration, whose PPW clock is
+    searched online from the core clock's). Where the device cannot set its memory clock,
+    the core clock alone (``model.ppw_clock_mhz``) is governed, as on a board with one."""
+    pair = model.ppw_pair_mhz
+    if pair is None or not model.fitted or model.prior:
+        return None, ""
+    said = f"the profile's PPW pair ({pair[0]:g} MHz core, {pair[1]:g} MHz memory)"
+    alone = f"the core clock alone at {model.ppw_clock_mhz:g} MHz"
+    if not device.capabilities.lock_mem_clock:
+        return None, f"{said} needs the memory clock, which {device.uri} cannot set: {alone}"
+    try:
+        mem = device.snap_clock_mhz(pair[1], mem=True)
+    except GovernorError as err:  # another board's pair: outside this one's table
+        return None, f"{said} does not fit {device.uri} ({err}): {alone}"
+    table = core_table_at(device, mem)
+    if table and not (table[0] - 0.5 <= pair[0] <= table[-1] + 0.5):
+        return None, (
+            f"{said} does not fit {device.uri}: at {mem:g} MHz memory it offers "
+            f"{table[0]:g}-{table[-1]:g} MHz core: {alone}"
+        )
+    return (pair[0], mem), ""
+
+
+def core_table_at(device: Device, mem_clock_mhz: float) -> Tuple[float, ...]:
+    """The core clocks ``device`` offers at ``mem_clock_mhz`` where they depend on the memory
+    clock (NVML: ``supported_clocks_by_mem_mhz``); empty where they do not (Jetson, sim)."""
+    by_mem = getattr(device, "supported_clocks_by_mem_mhz", None)
+    if by_mem is None:
+        return ()
+    return tuple(by_mem().get(mem_clock_mhz, ()))
 
 
 def prior_reason(doc: Mapping[str, Any], device: Device) -> Optional[str]:

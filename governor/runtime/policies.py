@@ -659,10 +659,12 @@ def make_controller(
     battery: Optional[Callable[[], float]] = None,
     energy_counter: bool = False,
     kept_ppw: Optional[Callable[[Optional[str]], Optional[Dict[str, Any]]]] = None,
+    mem_clock_mhz: Optional[float] = None,
 ) -> Controller:
     """The controller of ``policy``, made by the factory its row of :data:`POLICIES` holds.
     ``energy_counter``: whether the device meters energy; ``battery``: a reader of the
-    remaining energy; ``kept_ppw``: the PPW clocks earlier runs found (see
+    remaining energy; ``kept_ppw``: the PPW clocks earlier runs found; ``mem_clock_mhz``:
+    the device's memory clock now (see
     :class:`~governor.runtime.controller_base.ControlContext`).
 
     Raises:
@@ -672,6 +674,10 @@ def make_controller(
     if kind is None or not isinstance(policy, kind.policy):
         raise TypeError(f"no controller for {policy!r}")
     context = ControlContext(
-        interval_s=interval_s, energy_counter=energy_counter, battery=battery, kept_ppw=kept_ppw
+        interval_s=interval_s,
+        energy_counter=energy_counter,
+        battery=battery,
+        kept_ppw=kept_ppw,
+        mem_clock_mhz=mem_clock_mhz,
     )
     return kind.controller(policy, model, context)

@@ -58,6 +58,7 @@ def governed_controller(
         battery=battery,
         energy_counter=device.capabilities.energy_counter,
         kept_ppw=lambda workload: load_online_ppw(device, workload),
+        mem_clock_mhz=_mem_clock_mhz(device) if model.ppw_pair_mhz is not None else None,
     )
 
 
@@ -87,6 +88,16 @@ def request_context(device: Device, policy: Policy) -> Tuple[Optional[float], Op
     except (GovernorError, OSError):
         limits = None
     return rest_w, (limits.max_w if limits is not None else None)
+
+
+def _mem_clock_mhz(device: Device) -> Optional[float]:
+    """The memory clock ``device`` is at (its journaled lock, else what it reads); None where
+    it reads none."""
+    try:
+        state = device.state().mem_clock_mhz
+        return state if state is not None else device.sample().mem_clock_mhz
+    except (GovernorError, OSError):
+        return None
 
 
 def unmetered_board_note(device: Device) -> Optional[str]:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 from fakes.nvml import A100, T4, Gpu
 
 from governor.errors import InvalidRequestError
@@ -369,3 +370,63 @@ def test_who_is_governed_by_partition_and_by_the_jobs_comment():
     )
     assert "governor=off" in _job_comment(text)
     assert _job_comment("   AdminComment=governor:energy_j=1.0\n") == ""
+
+
+def _t4_profile_with_pair(capsys, core_mhz: float, mem_mhz: float) -> float:
+    """The T4's profile (calibrated on its simulated twin, with the fake T4's fingerprint) with
+    the (core, memory) pair ``governor calibrate`` keeps on a board with a memory axis;
+    returns the core calibration's PPW clock."""
+    import governor
+    from governor.paths import data_dir
+    from governor.profiles.profile import fingerprint
+
+    code, out, err = run_cli(capsys, "calibrate", "--device", "sim:t4", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    path = data_dir() / "profiles" / "t4.json"
+    profile = json.loads(path.read_text())
+    with governor.open_device("nvml:1") as dev:
+        profile["fingerprint"] = fingerprint(dev)
+    pair = {"clock_mhz": core_mhz, "mem_clock_mhz": mem_mhz}
+    profile.setdefault("tuning", {})["ppw-pair"] = {doc["load"]["name"]: pair}
+    path.write_text(json.dumps(profile))
+    return float(doc["ppw_optimal_clock_mhz"])
+
+
+def test_the_ppw_pair_is_set_by_the_prolog_and_the_epilog_restores_both(job, capsys):
+    _t4_profile_with_pair(capsys, 585.0, 405.0)
+    # a site's lock below the job's layer: the epilog puts it back, not the driver's default
+    site = subprocess.run(
+        [sys.executable, "-m", "governor", "apply", "--device", "nvml:1", "--mem-clock", "5001"],
+        env=dict(job.fake.env(), PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert site.returncode == 0, site.stderr
+    assert job.fake.gpu(1).mem_locked == (5001, 5001)
+    out = job("prolog", 21, SLURM_JOB_GPUS="1", CUDA_VISIBLE_DEVICES="1")
+    assert out.returncode == 0, out.stderr
+    assert job.fake.gpu(1).gpu_locked == (585, 585) and job.fake.gpu(1).mem_locked == (405, 405)
+    running = json.loads((job.records / "running" / "21.json").read_text())
+    assert running["gpus"][0]["mem_clock_mhz"] == 405.0
+    out = job("epilog", 21, SLURM_JOB_GPUS="1", CUDA_VISIBLE_DEVICES="1")
+    assert out.returncode == 0, out.stderr
+    assert job.fake.gpu(1).gpu_locked is None  # the job's core clock undone
+    assert job.fake.gpu(1).mem_locked == (5001, 5001)  # the site's lock, kept
+
+
+def test_without_a_pair_the_prolog_sets_the_core_clock_alone(job, capsys):
+    core = _t4_profile_with_pair(capsys, 585.0, 405.0)
+    from governor.paths import data_dir
+
+    path = data_dir() / "profiles" / "t4.json"
+    profile = json.loads(path.read_text())
+    del profile["tuning"]["ppw-pair"]
+    path.write_text(json.dumps(profile))
+    out = job("prolog", 22, SLURM_JOB_GPUS="1", CUDA_VISIBLE_DEVICES="1")
+    assert out.returncode == 0, out.stderr
+    assert job.fake.gpu(1).gpu_locked == (int(core), int(core))
+    assert job.fake.gpu(1).mem_locked is None
+    assert job("epilog", 22, SLURM_JOB_GPUS="1").returncode == 0
+    assert job.fake.gpu(1).gpu_locked is None and job.fake.gpu(1).mem_locked is None
