@@ -75,10 +75,9 @@ class Governor(BoardAnswers):
     Args:
         device: an open :class:`~governor.devices.base.Device` that can lock GPU clocks.
         policy: a :mod:`~governor.runtime.policies` object or a spec dictionary.
-        profile: the board profile (a dict or a path); None looks it up for the device; when
-            there is none (or it was made on another board; or ``profile=False``) the governor says so
-            (``status()["notes"]``) and falls back to a generic model. A malformed profile, or
-            one whose clocks lie outside the device's range, is an error, never a fallback.
+        profile: the board profile (a dict or a path); None looks it up. Without one (or with
+            another board's, or ``profile=False``) it says so in ``status()["notes"]`` and uses
+            a generic model; a malformed profile, or clocks outside the range, is an error.
         interval_s: the control period.
         background: run the loop in a thread (``start()``); False for ``step()``.
         battery: for the battery policy, a callable returning the remaining energy (J), e.g.

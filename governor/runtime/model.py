@@ -161,11 +161,7 @@ def model_from_profile(
             raise ProfileError(f"{source}: has no workloads.{workload} calibration")
         entry = workloads[workload]
         field = f"workloads.{workload}."
-    from governor.profiles.profile import ppw_pair
-
-    pair = ppw_pair(doc, workload)
-    if pair is not None:
-        pair = (_snap(clocks, pair[0]), pair[1])
+    pair = _pair_on(clocks, doc, workload)
     if entry.get("method", "model") == "best-probe":
         return replace(_from_probes(clocks, entry, source), ppw_pair_mhz=pair)
     try:
@@ -200,6 +196,16 @@ def model_from_profile(
         source=source,
         ppw_pair_mhz=pair,
     )
+
+
+def _pair_on(
+    clocks: Tuple[float, ...], doc: Mapping[str, Any], workload: Optional[str]
+) -> Optional[Tuple[float, float]]:
+    """The profile's PPW (core, memory) pair, its core clock snapped to ``clocks``."""
+    from governor.profiles.profile import ppw_pair
+
+    pair = ppw_pair(doc, workload)
+    return None if pair is None else (_snap(clocks, pair[0]), pair[1])
 
 
 def _interp(xs: Sequence[float], ys: Sequence[float], x: float) -> float:
