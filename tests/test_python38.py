@@ -56,23 +56,16 @@ def test_vermin_catches_a_3_9_feature(tmp_path):
 
 
 def _python38():
-    """A Python 3.8 interpreter if this machine has one (PATH, or pyenv's versions), else None."""
-    candidates = [os.environ.get("GOVERNOR_TEST_PYTHON38", ""), shutil.which("python3.8") or ""]
-    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    candidates += [str(p) for p in sorted(root.glob("versions/3.8*/bin/python3.8"))]
-    for exe in filter(None, candidates):
-        try:
-            out = subprocess.run(
-                [exe, "-c", "import sys; print(sys.version_info[:2])"],
-                capture_output=True,
-                text=True,
-                timeout=30,
-            )
-        except OSError:
-            continue
-        if out.returncode == 0 and out.stdout.strip() == "(3, 8)":
-            return exe
-    return None
+    """A Python 3.8 interpreter if this machine has one (the release check's own search:
+    GOVERNOR_TEST_PYTHON38, PATH, or pyenv's versions), else None."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "release_check", ROOT / "scripts" / "release_check.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.find_python38()
 
 
 @pytest.fixture(scope="module")
