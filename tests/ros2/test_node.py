@@ -43,7 +43,13 @@ def _truth_rail_w(node, board, seconds: float):
 def test_topics_carry_the_simulators_truth(start, board):
     node, probe = start({"policy": "clock", "clock_mhz": 510})
     wait_for(lambda: probe.diagnostics and probe.battery and len(probe.power) >= 5, what="topics")
-    truth, (t0, t1) = _truth_rail_w(node, board, 1.5)
+    # the window lasts until 8 readings fell in it (a busy machine may publish late, not wrong)
+    with node.lock:
+        t0, e0 = time.monotonic(), board.true_energy_j()
+    wait_for(lambda: len(probe.powers_between(t0 + 0.1, time.monotonic())) >= 8, what="readings")
+    with node.lock:
+        t1, e1 = time.monotonic(), board.true_energy_j()
+    truth = board.board.rail_powers_w((e1 - e0) / (t1 - t0))
     seen = probe.powers_between(t0 + 0.1, t1)  # the first reading may predate the window
     assert len(seen) >= 8
     mean = sum(seen) / len(seen)
@@ -165,29 +171,38 @@ def test_ticks_on_the_tick_topic_drive_the_throughput_policy(start, board):
     top = board.supported_clocks_mhz()[-1]
     lowest = board.supported_clocks_mhz()[0]
 
-    def publish_frames(work_top_s: float, until) -> None:
+    def publish_frames(work_top_s: float, until):
         """Frames at 30 Hz whose busy time is ``work_top_s`` at the top clock, scaled to the
-        clock the governor holds (a compute-bound frame)."""
+        clock the governor holds (a compute-bound frame); returns the frames sent and the
+        device's clock lock when ``until`` held."""
         # On a schedule, not sleep-after-publish: on a loaded 2-core machine the loop's own
         # time would otherwise lower the rate the governor sees below the 30 Hz asked for.
         start = time.monotonic()
         deadline = start + 10.0
         frame = 0
         while time.monotonic() < deadline:
-            with node.lock:
+            with node.lock:  # what the governor holds, and what the device has at that moment
                 held = node.governor.applied_clock_mhz
+                locked = board.state().gpu_clocks_mhz
             probe.tick.publish(Float64(data=work_top_s * top / held))
             if until(held):
-                return
+                return frame + 1, locked
             frame += 1
             time.sleep(max(0.0, start + frame / 30 - time.monotonic()))
         raise AssertionError(f"the clock stayed at {held} MHz")
 
-    publish_frames(0.004, lambda held: held == lowest)  # light frames: the lowest clock
-    publish_frames(0.020, lambda held: held >= 510.0)  # heavy ones: up again, at once
+    light, locked = publish_frames(0.004, lambda held: held == lowest)  # the lowest clock
+    assert locked == (lowest, lowest)  # on the device, not only in the governor's view
+    heavy, locked = publish_frames(0.020, lambda held: held >= 510.0)  # up again, at once
+    assert locked is not None and locked[0] == locked[1] >= 510.0
+    sent = light + heavy
+    # Every frame the node took reached the governor as one tick (the rate it shows depends on
+    # when the executor ran, which a shared machine does not promise; test_governor checks it
+    # on a virtual clock). Best effort may drop a frame, never invent one.
     with node.lock:
-        rate = node.governor.status()["rate_hz"]
-    assert 20 < rate < 40
+        counted = node._ticks
+    assert 0 < counted <= sent
+    wait_for(lambda: int(probe.values().get("frames", "0")) >= counted, what="frames shown")
 
 
 def test_frames_on_an_apps_topic_are_counted(start, ros):
