@@ -37,7 +37,7 @@ import bisect
 import math
 import random
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from governor.errors import InvalidRequestError
 from governor.fleet.allocate import (
@@ -270,6 +270,24 @@ def _events(world: _World, duration_s: int) -> Dict[int, List[Tuple[str, _Job]]]
     return out
 
 
+def _seconds(
+    world: _World, duration_s: int
+) -> Iterator[Tuple[int, Dict[int, _Job], List[_Job], List[_Job]]]:
+    """Each second ``t`` of the schedule: the jobs running (by GPU) once that second's jobs
+    ended and started (ends first, so that a GPU freed and taken in one second holds the new
+    job), and the jobs that ended and started in it."""
+    events = _events(world, duration_s)
+    running: Dict[int, _Job] = {}
+    for t in range(duration_s):
+        ended = [job for what, job in events.get(t, ()) if what == "end"]
+        started = [job for what, job in events.get(t, ()) if what == "start"]
+        for job in ended:
+            running.pop(job.gpu, None)  # type: ignore[arg-type]
+        for job in started:
+            running[job.gpu] = job  # type: ignore[index]
+        yield t, running, ended, started
+
+
 class _Run:
     """One policy over the world's schedule: its work, and the peaks of power and caps."""
 
@@ -315,15 +333,7 @@ class _Run:
 
 def _run_static(world: _World, budget_w: float, caps: Dict[str, float], duration_s: int) -> _Run:
     run = _Run(world, budget_w, caps)
-    events = _events(world, duration_s)
-    running: Dict[int, _Job] = {}
-    for t in range(duration_s):
-        for what, job in events.get(t, ()):
-            if what == "end":
-                running.pop(job.gpu, None)  # type: ignore[arg-type]
-        for what, job in events.get(t, ()):
-            if what == "start":
-                running[job.gpu] = job  # type: ignore[index]
+    for t, running, _, _ in _seconds(world, duration_s):
         run.sample(t, running)
     return run
 
@@ -335,34 +345,25 @@ def _run_controller(
     noise = random.Random(seed + 7919)
     floor = {g.gpu_id: g.min_cap_w for g in gpus}
     run = _Run(world, budget_w, floor)
-    events = _events(world, duration_s)
-    running: Dict[int, _Job] = {}
     learners: Dict[int, CurveLearner] = {}
     # what was measured since the last rebalance, per GPU: seconds, sum of cap, power, work
     window = [[0, 0.0, 0.0, 0.0] for _ in gpus]
     pending: Dict[str, float] = {}  # raises waiting for the falls to be confirmed
     last = -period_s
     rebalances = 0
-    for t in range(duration_s):
+    for t, running, ended, started in _seconds(world, duration_s):
         if pending:  # the nodes confirmed last second's falls: now the raises
             run.caps.update(pending)
             pending = {}
-        changed = False
-        for what, job in events.get(t, ()):
-            if what == "end":
-                running.pop(job.gpu, None)  # type: ignore[arg-type]
-                learners.pop(job.gpu, None)  # type: ignore[arg-type]
-                window[job.gpu] = [0, 0.0, 0.0, 0.0]  # type: ignore[index]
-                changed = True
-        for what, job in events.get(t, ()):
-            if what == "start":
-                g = job.gpu
-                assert g is not None
-                running[g] = job
-                learners[g] = CurveLearner(world.boards[gpus[g].board_name])
-                window[g] = [0, 0.0, 0.0, 0.0]
-                changed = True
-        if changed or t - last >= period_s:
+        for job in ended:
+            learners.pop(job.gpu, None)  # type: ignore[arg-type]
+            window[job.gpu] = [0, 0.0, 0.0, 0.0]  # type: ignore[index]
+        for job in started:
+            g = job.gpu
+            assert g is not None
+            learners[g] = CurveLearner(world.boards[gpus[g].board_name])
+            window[g] = [0, 0.0, 0.0, 0.0]
+        if ended or started or t - last >= period_s:
             for g, learner in learners.items():
                 n, cap_s, power_s, work_s = window[g]
                 if n:
@@ -455,16 +456,8 @@ def _run_oracle(world: _World, budget_w: float, duration_s: int) -> _Run:
     that compute changes (a job starts, ends, or a burst starts or ends), applied at once."""
     gpus = world.gpus
     run = _Run(world, budget_w, {g.gpu_id: g.min_cap_w for g in gpus})
-    events = _events(world, duration_s)
-    running: Dict[int, _Job] = {}
     computing: Tuple[int, ...] = ()
-    for t in range(duration_s):
-        for what, job in events.get(t, ()):
-            if what == "end":
-                running.pop(job.gpu, None)  # type: ignore[arg-type]
-        for what, job in events.get(t, ()):
-            if what == "start":
-                running[job.gpu] = job  # type: ignore[index]
+    for t, running, _, _ in _seconds(world, duration_s):
         now = tuple(sorted(g for g, job in running.items() if job.computing(t)))
         if now != computing or t == 0:
             computing = now
