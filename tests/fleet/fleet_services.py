@@ -128,6 +128,35 @@ def governor_wrapper(work: Path) -> Path:
     return path
 
 
+def stop_process(proc: Optional[subprocess.Popen], sig: int = signal.SIGTERM) -> None:
+    """Signal a service started by a test and wait for it (killed after 20 s)."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def start_munged(stack: Stack, w: Path, key: Path) -> None:
+    """munged in the foreground on ``w``'s socket with ``key``; returns once it listens."""
+    stack.start(
+        "munged",
+        [
+            which("munged"),
+            "-F",
+            f"--socket={w}/munge.sock",
+            f"--key-file={key}",
+            f"--pid-file={w}/munged.pid",
+            f"--seed-file={w}/munged.seed",
+            f"--log-file={w}/munged.log",
+        ],
+    )
+    wait_for("munged socket", lambda: (w / "munge.sock").exists(), 10, 0.05)
+
+
 def start_slurm(
     work: Path,
     fake_env: Dict[str, str],
@@ -228,19 +257,7 @@ PartitionName=debug Nodes=node1 Default=YES MaxTime=INFINITE State=UP
     )
     stack = Stack(w)
     try:
-        stack.start(
-            "munged",
-            [
-                which("munged"),
-                "-F",
-                f"--socket={w}/munge.sock",
-                f"--key-file={key}",
-                f"--pid-file={w}/munged.pid",
-                f"--seed-file={w}/munged.seed",
-                f"--log-file={w}/munged.log",
-            ],
-        )
-        wait_for("munged socket", lambda: (w / "munge.sock").exists(), 10, 0.05)
+        start_munged(stack, w, key)
         if accounting:
             _start_dbd(stack, w, dbd)
         stack.start("slurmctld", [which("slurmctld"), "-D", "-i"])

@@ -23,7 +23,16 @@ from types import SimpleNamespace
 from typing import Dict, List, Optional, Tuple
 
 from fakes.nvml import FakeNvml, Gpu
-from fleet_services import REPO, Stack, free_port, governor_wrapper, wait_for, which
+from fleet_services import (
+    REPO,
+    Stack,
+    free_port,
+    governor_wrapper,
+    start_munged,
+    stop_process,
+    wait_for,
+    which,
+)
 
 NODES = ("node1", "node2")
 #: per node: the UUIDs of its A100 (index 0) and T4 (index 1)
@@ -116,14 +125,7 @@ class Node:
 
     def stop_daemon(self, sig: int = signal.SIGTERM) -> None:
         proc, self.daemon = self.daemon, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop_process(proc, sig)
 
 
 class Sampler:
@@ -269,19 +271,7 @@ PartitionName=debug Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE State=U
         key.write_bytes(secrets.token_bytes(128))
         key.chmod(0o600)
         stack = self.stack = Stack(w)
-        stack.start(
-            "munged",
-            [
-                which("munged"),
-                "-F",
-                f"--socket={w}/munge.sock",
-                f"--key-file={key}",
-                f"--pid-file={w}/munged.pid",
-                f"--seed-file={w}/munged.seed",
-                f"--log-file={w}/munged.log",
-            ],
-        )
-        wait_for("munged socket", lambda: (w / "munge.sock").exists(), 10, 0.05)
+        start_munged(stack, w, key)
         stack.start("slurmctld", [which("slurmctld"), "-D", "-i"])
         wait_for("slurmctld", lambda: "UP" in stack.run("scontrol", "ping", check=False), 20)
         for name in NODES:
@@ -344,14 +334,7 @@ PartitionName=debug Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE State=U
 
     def stop_service(self, sig: int = signal.SIGTERM) -> None:
         proc, self.service_proc = self.service_proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop_process(proc, sig)
 
     def service_log(self) -> str:
         path = self.w / "service.out"
