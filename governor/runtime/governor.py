@@ -129,6 +129,7 @@ class Governor(BoardAnswers):
         self._dev_lock = threading.RLock()
         self._running = False
         self._applied: Optional[float] = None
+        self._applied_mem: Optional[float] = None  # the memory clock this governor set
         self._last_change_s = -math.inf
         self._steps = 0
         self._telemetry = Telemetry(device, self.model, fail_limit)
@@ -200,6 +201,20 @@ class Governor(BoardAnswers):
         """The GPU clock the governor holds now (MHz), None before start."""
         return self._applied
 
+    @property
+    def applied_mem_clock_mhz(self) -> Optional[float]:
+        """The memory clock the governor set (MHz), None where it does not govern memory
+        (the board then runs the memory clock it was at)."""
+        return self._applied_mem
+
+    def _mem_clock_set(self, mem_clock_mhz: Optional[float]) -> None:
+        """Record the memory clock this governor has just written to the device (None: it
+        handed the memory clock back); the kernel configurations follow the new pair."""
+        if mem_clock_mhz == self._applied_mem:
+            return
+        self._applied_mem = mem_clock_mhz
+        self._clock_moved(self._applied, mem_clock_mhz)
+
     def start(self) -> Governor:
         """Lock the device, journal it to disk, apply the first clock, start the loop."""
         if self._running:
@@ -249,6 +264,7 @@ class Governor(BoardAnswers):
                     restored = self.device.release()  # this governor's layer only
         finally:
             self._applied = None
+            self._applied_mem = None
             self._watch.applied_range = None
             self._exit_hooks.remove()
         return restored
@@ -329,7 +345,7 @@ class Governor(BoardAnswers):
         self._last_change_s = now
         self._changes += 1
         self._telemetry.changes_since_reading = True
-        self._clock_moved(lo)
+        self._clock_moved(lo, self._applied_mem)
 
     @property
     def lost(self) -> Optional[str]:
