@@ -33,11 +33,16 @@ class BoardAnswers:
         """The memory clock the governor set (MHz), None where it does not govern memory."""
         raise NotImplementedError
 
-    def _clock_moved(self, clock_mhz: Optional[float], mem_clock_mhz: Optional[float]) -> None:
-        """The governor holds (``clock_mhz``, ``mem_clock_mhz``) now: the kernels asked about
-        follow it (a memory clock of None: the board's default)."""
+    def _kernel_mem_clock_mhz(self) -> Optional[float]:
+        """The memory clock the kernel configurations answer for (None: the board's
+        default); the governor's own where it sets one."""
+        return self.applied_mem_clock_mhz
+
+    def _clock_moved(self, clock_mhz: Optional[float]) -> None:
+        """The governor holds ``clock_mhz`` (or a new memory clock) now: the kernels asked
+        about follow the operating point."""
         if self._kernel_configs is not None:
-            self._kernel_configs.clock_changed(clock_mhz, mem_clock_mhz)
+            self._kernel_configs.clock_changed(clock_mhz, self._kernel_mem_clock_mhz())
 
     def tiles(self, kernel: str, precision: str = "double") -> Cached:
         """The tiles chosen offline (``governor tiles --save``) for ``kernel`` on this board."""
@@ -56,11 +61,11 @@ class BoardAnswers:
 
     def kernel_config(self, kernel: str, precision: str = "double") -> Cached:
         """The tile and thread block for ``kernel`` at the operating point the governor holds
-        now (its clock and the memory clock it set: the default memory clock where it sets
-        none), from the board's table (``governor kernels table --save``); one dict lookup
-        per call."""
+        now (its clock, and the memory clock it set, else the one the device is locked at:
+        see :meth:`~governor.runtime.governor.Governor._kernel_mem_clock_mhz`), from the
+        board's table (``governor kernels table --save``); one dict lookup per call."""
         value, reason = self._follower().config(
-            kernel, self.applied_clock_mhz, precision, self.applied_mem_clock_mhz
+            kernel, self.applied_clock_mhz, precision, self._kernel_mem_clock_mhz()
         )
         return Cached(value, reason)
 

@@ -130,6 +130,8 @@ class Governor(BoardAnswers):
         self._running = False
         self._applied: Optional[float] = None
         self._applied_mem: Optional[float] = None  # the memory clock this governor set
+        self._locked_mem: Optional[float] = None  # the device's memory lock, read when asked
+        self._locked_mem_read = False
         self._last_change_s = -math.inf
         self._steps = 0
         self._telemetry = Telemetry(device, self.model, fail_limit)
@@ -213,7 +215,24 @@ class Governor(BoardAnswers):
         if mem_clock_mhz == self._applied_mem:
             return
         self._applied_mem = mem_clock_mhz
-        self._clock_moved(self._applied, mem_clock_mhz)
+        self._clock_moved(self._applied)
+
+    def _kernel_mem_clock_mhz(self) -> Optional[float]:
+        """The memory clock ``kernel_config`` answers for: the one this governor set, else
+        the one the device's memory is locked at (``device.state()``, read once, when a
+        kernel configuration is first asked for: a memory clock locked before the governor
+        started, as ``governor run`` and ``device.lock_mem_clock`` do), else None (the
+        board's default memory clock)."""
+        if self._applied_mem is not None:
+            return self._applied_mem
+        if not self._locked_mem_read:
+            self._locked_mem_read = True
+            try:
+                with self._dev_lock:
+                    self._locked_mem = self.device.state().mem_clock_mhz
+            except (GovernorError, OSError) as err:
+                log.debug("memory clock lock unreadable: %s", err)
+        return self._locked_mem
 
     def start(self) -> Governor:
         """Lock the device, journal it to disk, apply the first clock, start the loop."""
@@ -222,6 +241,7 @@ class Governor(BoardAnswers):
         _check_can_start(self.device, self.background)
         self.device.acquire(command=_command_line())
         self._owns = True
+        self._locked_mem_read = False  # kernel_config reads the memory lock afresh
         for note in self.device.ownership_notes + self.device.control_notes():
             self._note(note)
         try:
@@ -265,6 +285,7 @@ class Governor(BoardAnswers):
         finally:
             self._applied = None
             self._applied_mem = None
+            self._locked_mem_read = False
             self._watch.applied_range = None
             self._exit_hooks.remove()
         return restored
@@ -345,7 +366,7 @@ class Governor(BoardAnswers):
         self._last_change_s = now
         self._changes += 1
         self._telemetry.changes_since_reading = True
-        self._clock_moved(lo, self._applied_mem)
+        self._clock_moved(lo)
 
     @property
     def lost(self) -> Optional[str]:

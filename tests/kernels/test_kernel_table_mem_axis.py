@@ -212,6 +212,22 @@ def test_the_governor_answers_for_the_memory_clock_it_holds():
         dev.stop_workload()
 
 
+def test_a_memory_clock_locked_before_the_governor_starts_is_the_one_answered_for():
+    save_table(_axis_table())
+    dev = governor.open_device("sim:agx-orin")
+    dev.run_workload("memory")
+    try:
+        with dev:  # the path of governor run --mem-clock and of device.lock_mem_clock first
+            assert dev.lock_mem_clock(204.0) == 204.0
+            with Governor(dev, {"policy": "max"}, background=False) as gov:
+                gov.step()
+                assert gov.applied_mem_clock_mhz is None  # it sets no memory clock itself
+                config, reason = gov.kernel_config("jacobi-2d")
+                assert config == B and "memory 204 MHz" in reason
+    finally:
+        dev.stop_workload()
+
+
 # -- from the real cost model (compiles with NVRTC) ------------------------------------------
 
 
