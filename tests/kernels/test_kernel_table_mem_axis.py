@@ -281,3 +281,8 @@ def test_a_memory_bound_kernels_best_configuration_moves_with_the_memory_clock(c
     assert len(doc["mem_bands"][0]["bands"]) == 2  # 204 MHz: two configurations
     saved = load_table("agx-orin", "jacobi-2d")
     assert saved is not None and saved.at(top, 204.0) == table.at(top, 204.0)
+    code, out, _ = run_cli(capsys, "kernels", "table", "jacobi-2d", "--board", "agx-orin")
+    lines = out.splitlines()
+    assert code in (0, None) and "  memory clock 3199 MHz (default)" in lines
+    low = lines[lines.index("  memory clock 204 MHz") + 1 :]
+    assert len(low) == 2 and "tile i=32 x j=32" in low[1]  # the top clocks' own configuration
