@@ -122,7 +122,8 @@ def table_cmd(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """The least-energy tile and thread block at each clock of the board (compiles each)."""
+    """The least-energy tile and thread block at each clock of the board, and at each memory
+    clock where the board has several (compiles each)."""
     from governor.kernels.operating_points import best_table, save_table
 
     board = _board(board)
@@ -130,24 +131,41 @@ def table_cmd(
     saved = save_table(table) if save else None
     if json_out:
         doc = table.to_dict()
-        doc["bands"] = [
-            {"from_clock_mhz": lo, "to_clock_mhz": hi, **config.to_dict()}
-            for lo, hi, config in table.bands()
-        ]
+        doc["bands"] = _bands(table, None)
+        if table.has_mem_axis:
+            doc["mem_bands"] = [
+                {"mem_clock_mhz": m, "bands": _bands(table, m)} for m in table.mem_clocks_mhz
+            ]
         if saved is not None:
             doc["saved"] = str(saved)
         emit_json(doc)
         return
     typer.echo(f"{kernel} on {board} ({precision.value}): least energy per run at each clock")
-    for lo, hi, config in table.bands():
+    if not table.has_mem_axis:
+        _echo_bands(table, None, "  ")
+    for m in reversed(table.mem_clocks_mhz):
+        default = " (default)" if m == table.default_mem_clock_mhz else ""
+        typer.echo(f"  memory clock {m:g} MHz{default}")
+        _echo_bands(table, m, "    ")
+    if saved is not None:
+        typer.echo(f"saved to {saved}")
+
+
+def _bands(table: Any, mem_clock_mhz: Optional[float]) -> List[Dict[str, Any]]:
+    return [
+        {"from_clock_mhz": lo, "to_clock_mhz": hi, **config.to_dict()}
+        for lo, hi, config in table.bands(mem_clock_mhz)
+    ]
+
+
+def _echo_bands(table: Any, mem_clock_mhz: Optional[float], indent: str) -> None:
+    for lo, hi, config in table.bands(mem_clock_mhz):
         tile = " x ".join(f"{k}={v}" for k, v in config.tile.items())
         block = "x".join(str(d) for d in config.thread_block)
         typer.echo(
-            f"  {lo:>8g} - {hi:<8g} MHz  tile {tile}, thread block {block} "
+            f"{indent}{lo:>8g} - {hi:<8g} MHz  tile {tile}, thread block {block} "
             f"({config.threads_per_block} threads, {config.registers_per_thread} registers)"
         )
-    if saved is not None:
-        typer.echo(f"saved to {saved}")
 
 
 def _board(name: str) -> str:

@@ -15,6 +15,15 @@ configuration (the description's ``memory_share``) is an assumption per kernel, 
 there, not a measurement. The table keeps, for every clock, the
 configuration with the least energy per run (the most work per joule); at run time
 :meth:`ConfigTable.at` answers with one dict lookup.
+
+The memory axis: on a board with several memory clocks (the Jetsons' EMC rates, the Titan
+X's two), the table holds the best configuration at every (core, memory) pair
+(``mem_clocks_mhz``, ``mem_index``: one row per memory clock); a candidate's memory time
+follows the board's memory law at that memory clock (:func:`run_cost`,
+``simkernels.mem_time_scale``). ``clocks_mhz``/``index``/``energy_j`` stay the table at the
+board's default memory clock, so a table written before the axis (or read by code that knows
+none) answers as it always did, and :meth:`ConfigTable.at` without a memory clock answers
+for the default one.
 """
 
 from __future__ import annotations
@@ -168,7 +177,15 @@ class KernelConfig:
 
 @dataclass(frozen=True)
 class ConfigTable:
-    """The configuration chosen at each clock of a board, for one kernel."""
+    """The configuration chosen at each clock of a board, for one kernel; with a memory axis,
+    at each (core, memory) clock pair.
+
+    ``clocks_mhz``, ``index`` and ``energy_j`` are the table at the board's default memory
+    clock (the whole table where the board has one memory clock). ``mem_clocks_mhz`` (empty:
+    no memory axis), ``default_mem_clock_mhz`` (one of them), ``mem_index`` (per memory
+    clock, per core clock: which configuration; its default row is ``index``) and
+    ``mem_energy_j`` (the same shape, or empty) add the memory axis.
+    """
 
     kernel: str
     board: str
@@ -177,7 +194,14 @@ class ConfigTable:
     configs: Tuple[KernelConfig, ...]  # distinct configurations
     index: Tuple[int, ...]  # per clock: which configuration
     energy_j: Tuple[float, ...] = ()  # per clock: the model's energy per run of the choice
+    mem_clocks_mhz: Tuple[float, ...] = ()
+    default_mem_clock_mhz: Optional[float] = None
+    mem_index: Tuple[Tuple[int, ...], ...] = ()
+    mem_energy_j: Tuple[Tuple[float, ...], ...] = ()
     _by_clock: Dict[float, KernelConfig] = field(default_factory=dict, compare=False, repr=False)
+    _by_pair: Dict[Tuple[float, Optional[float]], KernelConfig] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if not self.clocks_mhz or len(self.clocks_mhz) != len(self.index):
@@ -186,6 +210,7 @@ class ConfigTable:
             raise ProfileError(f"kernel table {self.kernel}: index out of range")
         if list(self.clocks_mhz) != sorted(self.clocks_mhz):
             raise ProfileError(f"kernel table {self.kernel}: clocks must ascend")
+        self._check_mem_axis()
         named = tuple(
             c if c.kernel else dataclasses.replace(c, kernel=self.kernel, precision=self.precision)
             for c in self.configs
@@ -197,15 +222,52 @@ class ConfigTable:
             )
         object.__setattr__(self, "configs", named)  # every entry names its kernel
         self._by_clock.update({c: self.configs[i] for c, i in zip(self.clocks_mhz, self.index)})
+        self._by_pair.update({(c, None): config for c, config in self._by_clock.items()})
+        for m, row in zip(self.mem_clocks_mhz, self.mem_index):
+            self._by_pair.update({(c, m): self.configs[i] for c, i in zip(self.clocks_mhz, row)})
 
-    def at(self, clock_mhz: float) -> KernelConfig:
-        """The configuration for ``clock_mhz``: a dict lookup for a clock of the table, else
-        the entry of the highest table clock at or below it (the lowest clock's below)."""
-        hit = self._by_clock.get(clock_mhz)
+    def _check_mem_axis(self) -> None:
+        mems, rows = self.mem_clocks_mhz, self.mem_index
+        name = f"kernel table {self.kernel}"
+        if not mems:
+            if rows or self.mem_energy_j or self.default_mem_clock_mhz is not None:
+                raise ProfileError(f"{name}: a memory axis needs its mem_clocks_mhz")
+            return
+        if list(mems) != sorted(set(mems)) or not all(m > 0 for m in mems):
+            raise ProfileError(f"{name}: memory clocks must be positive and ascend")
+        if self.default_mem_clock_mhz not in mems:
+            raise ProfileError(f"{name}: default_mem_clock_mhz must be one of mem_clocks_mhz")
+        if len(rows) != len(mems) or any(len(row) != len(self.clocks_mhz) for row in rows):
+            raise ProfileError(
+                f"{name}: mem_index needs one configuration per (memory clock, clock) pair"
+            )
+        if any(not 0 <= i < len(self.configs) for row in rows for i in row):
+            raise ProfileError(f"{name}: mem_index out of range")
+        if tuple(rows[mems.index(self.default_mem_clock_mhz)]) != tuple(self.index):
+            raise ProfileError(f"{name}: mem_index at the default memory clock is not index")
+        energies = self.mem_energy_j
+        if energies and (
+            len(energies) != len(mems) or any(len(e) != len(self.clocks_mhz) for e in energies)
+        ):
+            raise ProfileError(f"{name}: mem_energy_j needs one energy per pair")
+
+    def at(self, clock_mhz: float, mem_clock_mhz: Optional[float] = None) -> KernelConfig:
+        """The configuration for ``clock_mhz`` (and ``mem_clock_mhz``; None: the default
+        memory clock; ignored by a table without a memory axis): a dict lookup for a pair of
+        the table, else the entry of the highest table clock at or below each (the lowest
+        one's below)."""
+        hit = self._by_pair.get((clock_mhz, mem_clock_mhz if self.mem_clocks_mhz else None))
         if hit is not None:
             return hit
         pos = max(0, bisect.bisect_right(self.clocks_mhz, clock_mhz) - 1)
-        return self.configs[self.index[pos]]
+        if mem_clock_mhz is None or not self.mem_clocks_mhz:
+            return self.configs[self.index[pos]]
+        row = max(0, bisect.bisect_right(self.mem_clocks_mhz, mem_clock_mhz) - 1)
+        return self.configs[self.mem_index[row][pos]]
+
+    @property
+    def has_mem_axis(self) -> bool:
+        return bool(self.mem_clocks_mhz)
 
     def ppw_clock_mhz(self) -> Optional[float]:
         """The clock of least energy per run at each clock's own configuration (the kernel's
@@ -215,24 +277,48 @@ class ConfigTable:
         best = min(range(len(self.energy_j)), key=lambda k: (self.energy_j[k], k))
         return self.clocks_mhz[best]
 
-    def bands(self) -> List[Tuple[float, float, KernelConfig]]:
-        """(lowest clock, highest clock, configuration) of each run of equal choices."""
+    def ppw_pair_mhz(self) -> Optional[Tuple[float, float]]:
+        """(core, memory) clock of least energy per run over the memory axis; None without
+        the axis or its energies."""
+        if not self.mem_clocks_mhz or not self.mem_energy_j:
+            return None
+        pairs = [
+            (e, -k, c, m)
+            for m, row in zip(self.mem_clocks_mhz, self.mem_energy_j)
+            for k, (c, e) in enumerate(zip(self.clocks_mhz, row))
+        ]
+        best = min(pairs)
+        return best[2], best[3]
+
+    def bands(
+        self, mem_clock_mhz: Optional[float] = None
+    ) -> List[Tuple[float, float, KernelConfig]]:
+        """(lowest clock, highest clock, configuration) of each run of equal choices, at
+        ``mem_clock_mhz`` (a memory clock of the table; None: the default one)."""
+        index = self.index
+        if mem_clock_mhz is not None and self.mem_clocks_mhz:
+            if mem_clock_mhz not in self.mem_clocks_mhz:
+                raise InvalidRequestError(
+                    f"{mem_clock_mhz:g} MHz is not a memory clock of the table "
+                    f"({', '.join(f'{m:g}' for m in self.mem_clocks_mhz)})"
+                )
+            index = self.mem_index[self.mem_clocks_mhz.index(mem_clock_mhz)]
         out: List[Tuple[float, float, KernelConfig]] = []
         start = 0
-        for k in range(1, len(self.index) + 1):
-            if k == len(self.index) or self.index[k] != self.index[start]:
+        for k in range(1, len(index) + 1):
+            if k == len(index) or index[k] != index[start]:
                 out.append(
                     (
                         self.clocks_mhz[start],
                         self.clocks_mhz[k - 1],
-                        self.configs[self.index[start]],
+                        self.configs[index[start]],
                     )
                 )
                 start = k
         return out
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        doc: Dict[str, Any] = {
             "kernel": self.kernel,
             "board": self.board,
             "precision": self.precision,
@@ -241,11 +327,19 @@ class ConfigTable:
             "index": list(self.index),
             "energy_j": list(self.energy_j),
         }
+        if self.mem_clocks_mhz:  # absent without the axis: such a table reads as before
+            doc["mem_clocks_mhz"] = list(self.mem_clocks_mhz)
+            doc["default_mem_clock_mhz"] = self.default_mem_clock_mhz
+            doc["mem_index"] = [list(row) for row in self.mem_index]
+            doc["mem_energy_j"] = [list(row) for row in self.mem_energy_j]
+        return doc
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> ConfigTable:
-        """Raises ProfileError on a malformed table."""
+        """Raises ProfileError on a malformed table (a table without the memory axis, as
+        every table written before it, reads as one without it)."""
         try:
+            default_mem = doc.get("default_mem_clock_mhz")
             return cls(
                 kernel=str(doc["kernel"]),
                 board=str(doc["board"]),
@@ -259,6 +353,12 @@ class ConfigTable:
                 ),
                 index=tuple(int(i) for i in doc["index"]),
                 energy_j=tuple(float(e) for e in doc.get("energy_j", ())),
+                mem_clocks_mhz=tuple(float(m) for m in doc.get("mem_clocks_mhz", ())),
+                default_mem_clock_mhz=None if default_mem is None else float(default_mem),
+                mem_index=tuple(tuple(int(i) for i in row) for row in doc.get("mem_index", ())),
+                mem_energy_j=tuple(
+                    tuple(float(e) for e in row) for row in doc.get("mem_energy_j", ())
+                ),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ProfileError(f"bad kernel configuration table: {err}") from None
@@ -379,11 +479,19 @@ def candidates(kernel: str, board: str, precision: str = "double") -> List[Candi
     return out
 
 
-def run_cost(board_spec: BoardSpec, candidate: Candidate, clock_mhz: float) -> Tuple[float, float]:
-    """(time_s, energy_j) of one run of ``candidate`` at ``clock_mhz`` on the whole board."""
+def run_cost(
+    board_spec: BoardSpec,
+    candidate: Candidate,
+    clock_mhz: float,
+    mem_clock_mhz: Optional[float] = None,
+) -> Tuple[float, float]:
+    """(time_s, energy_j) of one run of ``candidate`` at ``clock_mhz`` and ``mem_clock_mhz``
+    (None: the board's default memory clock) on the whole board."""
     from governor.tuning.blocks.simkernels import evaluate
 
-    point = evaluate(board_spec, [candidate.model], [candidate.config.thread_block], clock_mhz)
+    point = evaluate(
+        board_spec, [candidate.model], [candidate.config.thread_block], clock_mhz, mem_clock_mhz
+    )
     return point.time_s, point.energy_j
 
 
@@ -392,8 +500,11 @@ def best_table(
     board: str,
     precision: str = "double",
     clocks_mhz: Optional[Sequence[float]] = None,
+    mem_clocks_mhz: Optional[Sequence[float]] = None,
 ) -> ConfigTable:
-    """The least-energy configuration at each clock (the board's table by default).
+    """The least-energy configuration at each clock (the board's table by default), and at
+    each (clock, memory clock) pair where the board has several memory clocks
+    (``mem_clocks_mhz``: the board's by default; its default memory clock is always one).
 
     Raises:
         InvalidRequestError, DeviceNotFoundError, UnsupportedError: as :func:`candidates`.
@@ -402,18 +513,31 @@ def best_table(
 
     spec = get_board(board)
     clocks = tuple(sorted(float(c) for c in (clocks_mhz or spec.clocks_mhz)))
+    default_mem = spec.default_mem_clock_mhz
+    mems: Tuple[float, ...] = ()
+    if default_mem is not None:
+        wanted = {float(m) for m in (mem_clocks_mhz or spec.mem_clocks_mhz)} | {default_mem}
+        if any(not m > 0 for m in wanted):
+            raise InvalidRequestError("memory clocks must be positive")
+        mems = tuple(sorted(wanted)) if len(wanted) > 1 else ()
     cands = candidates(kernel, board, precision)
     configs: List[KernelConfig] = []
-    index: List[int] = []
-    energies: List[float] = []
-    for clock in clocks:
-        costs = [run_cost(spec, c, clock) for c in cands]
-        best = min(range(len(cands)), key=lambda k: (costs[k][1], k))
-        config = cands[best].config
-        if config not in configs:
-            configs.append(config)
-        index.append(configs.index(config))
-        energies.append(costs[best][1])
+
+    def column(mem_clock: Optional[float]) -> Tuple[List[int], List[float]]:
+        index: List[int] = []
+        energies: List[float] = []
+        for clock in clocks:
+            costs = [run_cost(spec, c, clock, mem_clock) for c in cands]
+            best = min(range(len(cands)), key=lambda k: (costs[k][1], k))
+            config = cands[best].config
+            if config not in configs:
+                configs.append(config)
+            index.append(configs.index(config))
+            energies.append(costs[best][1])
+        return index, energies
+
+    index, energies = column(None)  # the default memory clock: the table without the axis
+    rows = [(index, energies) if m == default_mem else column(m) for m in mems]
     return ConfigTable(
         kernel=kernel,
         board=board,
@@ -422,6 +546,10 @@ def best_table(
         configs=tuple(configs),
         index=tuple(index),
         energy_j=tuple(energies),
+        mem_clocks_mhz=mems,
+        default_mem_clock_mhz=default_mem if mems else None,
+        mem_index=tuple(tuple(r[0]) for r in rows),
+        mem_energy_j=tuple(tuple(r[1]) for r in rows),
     )
 
 

@@ -29,7 +29,11 @@ naming the file and the field::
   ``clock_mhz``: a positive clock; the ``kernel_configs`` entries (``governor kernels table``)
   hold ascending positive ``clocks_mhz``, ``configs`` (each a ``tile`` of positive integers and
   a ``thread_block`` of three positive integers, at most 1024 threads) and one ``index`` into
-  ``configs`` per clock; the other sections' entries are checked by the code that reads them.
+  ``configs`` per clock; with a memory axis (optional: tables written before it have none)
+  also ascending positive ``mem_clocks_mhz``, ``default_mem_clock_mhz`` among them and
+  ``mem_index``, one row per memory clock of one index per clock (its default row equal to
+  ``index``), and optionally ``mem_energy_j`` of the same shape; the other sections' entries
+  are checked by the code that reads them.
 
 :func:`check_calibrated` adds what a calibration must have (``board``, ``fingerprint``,
 ``ppw_optimal_clock_mhz``, ``power_model``); :func:`check_clocks_for` checks a profile's
@@ -396,6 +400,50 @@ class _Checker:
             for k in index
         ):
             raise self.fail(field + ".index", "must give one configuration per clock")
+        self.kernel_configs_mem_axis(entry, field, len(clocks), len(configs))
+
+    def kernel_configs_mem_axis(
+        self, entry: Mapping[str, Any], field: str, n_clocks: int, n_configs: int
+    ) -> None:
+        """The optional memory axis of a ``kernel_configs`` entry (see the module docstring)."""
+        keys = ("mem_clocks_mhz", "default_mem_clock_mhz", "mem_index")
+        if not any(k in entry for k in keys + ("mem_energy_j",)):
+            return  # a table without the axis
+        self.required(entry, keys, field + ".")
+        mems = [
+            self.positive(m, f"{field}.mem_clocks_mhz[{i}]")
+            for i, m in enumerate(self.array(entry["mem_clocks_mhz"], field + ".mem_clocks_mhz"))
+        ]
+        if len(mems) < 2 or mems != sorted(set(mems)):
+            raise self.fail(
+                field + ".mem_clocks_mhz", "must be an ascending list of two or more clocks"
+            )
+        default = self.positive(entry["default_mem_clock_mhz"], field + ".default_mem_clock_mhz")
+        if default not in mems:
+            raise self.fail(field + ".default_mem_clock_mhz", "must be one of mem_clocks_mhz")
+        rows = self.array(entry["mem_index"], field + ".mem_index")
+        if len(rows) != len(mems) or any(
+            not isinstance(row, list)
+            or len(row) != n_clocks
+            or any(
+                isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < n_configs for k in row
+            )
+            for row in rows
+        ):
+            raise self.fail(
+                field + ".mem_index", "must give one configuration per (memory clock, clock) pair"
+            )
+        if rows[mems.index(default)] != list(entry["index"]):
+            raise self.fail(field + ".mem_index", "at the default memory clock must equal index")
+        energies = self.array(entry.get("mem_energy_j", []), field + ".mem_energy_j")
+        if energies and (
+            len(energies) != len(mems)
+            or any(not isinstance(row, list) or len(row) != n_clocks for row in energies)
+        ):
+            raise self.fail(field + ".mem_energy_j", "must give one energy per pair")
+        for i, row in enumerate(energies):
+            for k, e in enumerate(row):
+                self.nonnegative(e, f"{field}.mem_energy_j[{i}][{k}]")
 
     def online_ppw_entry(self, value: Any, field: str) -> None:
         entry = self.obj(value, field)

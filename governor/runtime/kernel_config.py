@@ -1,10 +1,13 @@
 """The kernel configuration for the governor's operating point, and who to tell when it moves.
 
 Tables (``governor kernels table --save``, :mod:`governor.kernels.operating_points`) hold the
-configuration chosen for each clock. :class:`KernelConfigFollower` answers for the clock the
-governor holds now (one dict lookup), counts a generation that grows whenever a clock change
-moves a followed kernel into another configuration, and calls the registered callbacks then,
-so an app can rebuild its launch only when it must.
+configuration chosen for each clock, and for each (clock, memory clock) pair on a board with
+several memory clocks. :class:`KernelConfigFollower` answers for the operating point the
+governor holds now (one dict lookup), counts a generation that grows whenever a change of
+the clock or of the memory clock moves a followed kernel into another configuration, and
+calls the registered callbacks then, so an app can rebuild its launch only when it must. A
+memory clock of None (a governor that does not govern memory) answers for the board's
+default memory clock; a table without a memory axis answers the same at every memory clock.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ class KernelConfigFollower:
         self._tables: Dict[Tuple[str, str], ConfigTable] = {}
         self._current: Dict[Tuple[str, str], KernelConfig] = {}
         self._callbacks: List[Callback] = []
-        self._reasons: Dict[float, str] = {}
+        self._reasons: Dict[Tuple[float, Optional[float], bool], str] = {}
         self._lock = threading.Lock()
         self.generation = 0
 
@@ -73,9 +76,14 @@ class KernelConfigFollower:
         return TableLookup(self._tables[key], "")
 
     def config(
-        self, kernel: str, clock_mhz: Optional[float], precision: str = "double"
+        self,
+        kernel: str,
+        clock_mhz: Optional[float],
+        precision: str = "double",
+        mem_clock_mhz: Optional[float] = None,
     ) -> Tuple[Optional[KernelConfig], str]:
-        """(configuration or None, reason) for ``kernel`` at ``clock_mhz``; follows it. The
+        """(configuration or None, reason) for ``kernel`` at ``clock_mhz`` and
+        ``mem_clock_mhz`` (None: the board's default memory clock); follows it. The
         configuration names its kernel, precision and carveout:
         :func:`governor.kernels.build_launch` turns it into a launch."""
         key = (kernel, precision)
@@ -87,28 +95,32 @@ class KernelConfigFollower:
             table = lookup.table
         if clock_mhz is None:
             return None, "the governor has not set a clock yet"
-        config = table.at(clock_mhz)
+        config = table.at(clock_mhz, mem_clock_mhz)
         if key not in self._current:
             with self._lock:
                 self._current.setdefault(key, config)
-        reason = self._reasons.get(clock_mhz)
+        point = (clock_mhz, mem_clock_mhz, table.has_mem_axis)
+        reason = self._reasons.get(point)
         if reason is None:
-            reason = self._reasons[clock_mhz] = f"table for {self.board} at {clock_mhz:g} MHz"
+            reason = self._reasons[point] = _reason(self.board, *point)
         return config, reason
 
     def on_change(self, callback: Callback) -> None:
         """Call ``callback(kernel, config)`` whenever a followed kernel changes configuration."""
         self._callbacks.append(callback)
 
-    def clock_changed(self, clock_mhz: Optional[float]) -> None:
-        """Re-answer every followed kernel at ``clock_mhz``; bump the generation and call the
-        callbacks for each one whose configuration changed."""
+    def clock_changed(
+        self, clock_mhz: Optional[float], mem_clock_mhz: Optional[float] = None
+    ) -> None:
+        """Re-answer every followed kernel at ``clock_mhz`` and ``mem_clock_mhz`` (None: the
+        default memory clock); bump the generation and call the callbacks for each one whose
+        configuration changed."""
         if clock_mhz is None:
             return
         changed: List[Tuple[str, KernelConfig]] = []
         with self._lock:
             for key, old in list(self._current.items()):
-                new = self._tables[key].at(clock_mhz)
+                new = self._tables[key].at(clock_mhz, mem_clock_mhz)
                 if new != old:
                     self._current[key] = new
                     changed.append((key[0], new))
@@ -150,6 +162,16 @@ def kernel_ppw_policy(
 
 
 PRECISIONS = ("double", "single")
+
+
+def _reason(board: str, clock_mhz: float, mem_clock_mhz: Optional[float], axis: bool) -> str:
+    """Where an answer came from: the table's board and the operating point."""
+    text = f"table for {board} at {clock_mhz:g} MHz"
+    if mem_clock_mhz is None:
+        return text + (", the default memory clock" if axis else "")
+    if axis:
+        return f"{text}, memory {mem_clock_mhz:g} MHz"
+    return f"{text} (the table has no memory axis: the same at memory {mem_clock_mhz:g} MHz)"
 
 
 def _check_request(kernel: str, precision: str) -> None:

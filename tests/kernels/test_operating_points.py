@@ -108,6 +108,7 @@ def test_the_table_command_saves_what_the_governor_reads(capsys):
     )
     doc = json.loads(out)
     assert code == 0 and len(doc["clocks_mhz"]) == len(doc["index"]) > 1
+    assert "mem_clocks_mhz" not in doc and "mem_bands" not in doc  # one memory clock: no axis
     table = load_table("a100-sxm", "jacobi-2d")
     assert table is not None and table.to_dict()["configs"] == doc["configs"]
     for band in doc["bands"]:

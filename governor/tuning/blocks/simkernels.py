@@ -21,6 +21,14 @@ Energy uses the board's own physics (``BoardSpec.steady_gpu_power_w``): the GPU'
 at ``f`` over the whole run, plus the kernel's dynamic power on the SMs it holds, scaled down
 while SMs stall (low occupancy) or sit empty (the last, partial wave).
 
+The memory clock ``m`` (boards with several, ``BoardSpec.mem_clocks_mhz``): the memory part
+of ``τ`` is the one at the default memory clock times the board's memory load's
+t_mem(m)/t_mem(m_default) (:func:`mem_time_scale`: latency plus bandwidth, the law of
+:mod:`governor.models.memory` the catalog tabulates), and the power at ``m`` is the board's
+(its memory background power at ``m``; the dynamic part through the busy share u, which a
+longer memory part lowers). At the default memory clock every figure is the one without the
+axis, bit for bit.
+
 Concurrent kernels share the SMs: each receives a share proportional to its work (at least
 one SM), runs on it with its own block shape, and the set takes as long as the slowest. This
 static split is a simplification of the hardware's block scheduler, stated here so nobody
@@ -35,7 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from governor.devices.sim.physics import BoardSpec, Workload
 from governor.errors import InvalidRequestError
@@ -51,6 +59,7 @@ __all__ = [
     "evaluate",
     "kernel_by_name",
     "kernel_time_energy",
+    "mem_time_scale",
     "split_sms",
 ]
 
@@ -105,18 +114,47 @@ class KernelModel:
         return occupancy(arch, shape, self.registers_per_thread, self.shared_bytes(threads))
 
     def base_workload(self, board: BoardSpec) -> Workload:
-        """The roofline law of one full-occupancy run on the whole board (1 unit = 1 run)."""
+        """The roofline law of one full-occupancy run on the whole board (1 unit = 1 run).
+
+        On a board with several memory clocks the memory part, ``work_s·mem_fraction`` at the
+        default memory clock, follows the board's memory load across them
+        (:func:`mem_time_scale`); on a board with one it is the same at every clock."""
         top = board.clocks_mhz[-1]
         compute_s = self.work_s * (1.0 - self.mem_fraction)
+        mem_s = self.work_s * self.mem_fraction
+        axis = len(board.mem_clocks_mhz) > 1 and board.default_mem_clock_mhz is not None
         return Workload(
             name=f"kernel:{self.name}",
             compute_mcycles=max(compute_s * top, 1e-12),
-            mem_s=self.work_s * self.mem_fraction,
+            mem_s=mem_s,
             overlap_k=self.overlap_k,
             a_stall=0.1 * self.activity,
             a_busy=self.activity,
             mem_w=self.mem_w,
+            mem_clock_mhz=board.default_mem_clock_mhz if axis else None,
+            mem_s_at=_mem_s_at(board, mem_s) if axis and mem_s > 0 else {},
         )
+
+
+def mem_time_scale(board: BoardSpec, mem_clock_mhz: float) -> float:
+    """t_mem(m)/t_mem(m_default) of the board's memory load (``workloads["memory"]``): how
+    much longer a byte takes to move at ``mem_clock_mhz`` than at the default memory clock.
+    The law is the board's own (:meth:`Workload.mem_time_s`: the latency + bandwidth law of
+    :func:`governor.models.memory.mem_time_s` tabulated per memory clock on the Jetsons,
+    1/f_mem (:func:`governor.models.formulas.mem_time_s`) where one point is known); a
+    kernel's memory part is assumed to split into latency and bandwidth as that load's does.
+    """
+    load = board.workloads["memory"]
+    return load.mem_time_s(mem_clock_mhz) / load.mem_time_s(board.default_mem_clock_mhz)
+
+
+def _mem_s_at(board: BoardSpec, mem_s: float) -> Dict[float, float]:
+    """A kernel's memory part (s) at each memory clock of ``board``: ``mem_s`` itself at the
+    default (bit for bit), scaled by :func:`mem_time_scale` elsewhere."""
+    default = board.default_mem_clock_mhz
+    return {
+        m: mem_s if m == default else mem_s * mem_time_scale(board, m) for m in board.mem_clocks_mhz
+    }
 
 
 def board_arch(board: BoardSpec) -> ArchLimits:
@@ -168,6 +206,7 @@ class KernelSetPoint:
     kernel_time_s: Tuple[float, ...]
     kernel_energy_j: Tuple[float, ...]  # each kernel's dynamic energy plus its share of idle
     sms: Tuple[int, ...]
+    mem_clock_mhz: Optional[float] = None  # None: the board's default memory clock
 
 
 def kernel_time_energy(
@@ -178,13 +217,15 @@ def kernel_time_energy(
     clock_mhz: float,
     sms: int,
     total_sms: int,
+    mem_clock_mhz: Optional[float] = None,
 ) -> Tuple[float, float]:
-    """(time_s, dynamic energy_j) of one kernel on ``sms`` SMs at ``clock_mhz``."""
+    """(time_s, dynamic energy_j) of one kernel on ``sms`` SMs at ``clock_mhz`` and
+    ``mem_clock_mhz`` (None: the board's default memory clock)."""
     occ = model.occupancy(arch, block)
     if occ.blocks_per_sm < 1:  # pragma: no cover - occupancy() raises first
         raise InvalidRequestError(f"kernel {model.name!r}: block {block} cannot run")
     base = model.base_workload(board)
-    mem_clock = board.default_mem_clock_mhz
+    mem_clock = board.default_mem_clock_mhz if mem_clock_mhz is None else mem_clock_mhz
     t_full = base.time_per_unit_s(clock_mhz, mem_clock)
     w = arch.max_warps_per_sm
     tau = t_full * total_sms * w * 32 / model.threads
@@ -214,26 +255,35 @@ def evaluate(
     kernels: Sequence[KernelModel],
     blocks: Sequence[object],
     clock_mhz: float,
+    mem_clock_mhz: Optional[float] = None,
 ) -> KernelSetPoint:
-    """Time and energy of ``kernels`` run concurrently with ``blocks`` at ``clock_mhz``.
+    """Time and energy of ``kernels`` run concurrently with ``blocks`` at ``clock_mhz`` and
+    memory clock ``mem_clock_mhz`` (None: the board's default; the same figures bit for bit
+    as naming it). At another memory clock each kernel's memory part follows the board's
+    memory law (:func:`mem_time_scale`) and the memory's background power is the board's at
+    that clock (``BoardSpec.mem_background_w``), in the idle and the loaded power alike.
 
     Raises:
-        InvalidRequestError: a block that cannot launch, mismatched lengths, too many kernels.
+        InvalidRequestError: a block that cannot launch, mismatched lengths, too many
+            kernels, a memory clock that is not positive.
     """
     if len(blocks) != len(kernels):
         raise InvalidRequestError(
             f"{len(kernels)} kernels need {len(kernels)} blocks, got {len(blocks)}"
         )
+    if mem_clock_mhz is not None and not mem_clock_mhz > 0:
+        raise InvalidRequestError(f"memory clock must be positive, not {mem_clock_mhz!r} MHz")
     arch = board_arch(board)
     total = board_sms(board)
     shares = split_sms(kernels, total)
     parts = [
-        kernel_time_energy(board, arch, m, b, clock_mhz, s, total)
+        kernel_time_energy(board, arch, m, b, clock_mhz, s, total, mem_clock_mhz)
         for m, b, s in zip(kernels, blocks, shares)
     ]
     times = tuple(p[0] for p in parts)
     makespan = max(times)
-    idle_w = board.steady_gpu_power_w(clock_mhz, None, board.default_mem_clock_mhz)
+    mem_clock = board.default_mem_clock_mhz if mem_clock_mhz is None else mem_clock_mhz
+    idle_w = board.steady_gpu_power_w(clock_mhz, None, mem_clock)
     dyn = [p[1] for p in parts]
     energy = idle_w * makespan + sum(dyn)
     per_kernel = tuple(d + idle_w * t * s / total for d, t, s in zip(dyn, times, shares))
@@ -245,6 +295,7 @@ def evaluate(
         kernel_time_s=times,
         kernel_energy_j=per_kernel,
         sms=tuple(shares),
+        mem_clock_mhz=mem_clock_mhz,
     )
 
 
@@ -254,7 +305,8 @@ def equivalent_workload(board: BoardSpec, point: KernelSetPoint, name: str = "ke
     f = point.clock_mhz
     gain = board.static_w * board.leakage_per_c * board.thermal_r_c_per_w
     ambient_w = point.power_w * (1.0 - gain)
-    base = board.static_w + board.mem_background_w(board.default_mem_clock_mhz)
+    mem_clock = board.default_mem_clock_mhz if point.mem_clock_mhz is None else point.mem_clock_mhz
+    base = board.static_w + board.mem_background_w(mem_clock)
     dyn_per_activity = board.dyn_w_per_mhz * f * board.voltage.volts(f) ** 2
     activity = max(0.0, (ambient_w - base) / dyn_per_activity)
     return Workload(
