@@ -17,6 +17,7 @@ from governor.errors import DeviceNotFoundError, InvalidRequestError
 __all__ = [
     "DOACROSS_GPUS",
     "DoacrossGpu",
+    "board_doacross_gpu",
     "HHC_GPUS",
     "HhcGpu",
     "NESTS",
@@ -307,10 +308,34 @@ def doacross_gpu(name: str) -> DoacrossGpu:
     board = None if _builtin(DOACROSS_GPUS, name) else _catalog_board(name)
     if board is not None:
         from governor.devices.sim.catalog import get_board
-        from governor.tuning.analytic.simkernels import board_doacross_gpu
 
         return board_doacross_gpu(get_board(board))
     return _lookup(DOACROSS_GPUS, name, "GPU")
+
+
+def board_doacross_gpu(board: Any) -> DoacrossGpu:
+    """A catalog board's (:class:`~governor.devices.sim.physics.BoardSpec`) occupancy limits
+    as the DOACROSS model sees them, from its compute capability and SM count.
+
+    Raises:
+        UnsupportedError: the catalog gives no SM count or compute capability.
+    """
+    from governor.errors import UnsupportedError
+    from governor.tuning.occupancy import arch_limits
+
+    facts = board.facts
+    if "cc" not in facts or "sms" not in facts:
+        raise UnsupportedError(f"board {board.name} lacks the SM count or compute capability")
+    arch = arch_limits(str(facts["cc"]))
+    return DoacrossGpu(
+        name=board.name,
+        n_sm=int(facts["sms"]),
+        shared_per_sm_bytes=int(arch.shared_per_sm_bytes),
+        max_blocks_per_sm=int(arch.max_blocks_per_sm),
+        max_threads_per_sm=int(arch.max_threads_per_sm),
+        max_threads_per_block=int(arch.max_threads_per_block),
+        regs_per_sm=int(arch.regs_per_sm),
+    )
 
 
 def known(table: Dict[str, object]) -> Tuple[str, ...]:
