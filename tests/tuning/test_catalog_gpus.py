@@ -137,3 +137,25 @@ def test_hhc_has_constants_for_titan_x_and_says_how_to_get_the_others(capsys, da
     assert json.loads(out)["constants_source"] == "calibrated"
     profile = json.loads((data_dir / "profiles" / "nano.json").read_text())
     assert set(profile["tuning"]) >= {"hhc-constants", "tiles-hhc"}
+
+
+def test_a_live_maxwell_device_reads_as_the_catalog_describes_it() -> None:
+    """CUDA's properties of a GTX Titan X (compute capability 5.2, as deviceQuery reports
+    them) give the catalog's titan-x set: separate 96 KB shared memory, 24 KB L1/texture."""
+    props = {
+        "name": b"NVIDIA GeForce GTX TITAN X",
+        "major": 5,
+        "minor": 2,
+        "warpSize": 32,
+        "maxThreadsPerBlock": 1024,
+        "regsPerMultiprocessor": 65536,
+        "l2CacheSize": 3145728,
+        "sharedMemPerBlock": 49152,
+        "sharedMemPerMultiprocessor": 98304,
+    }
+    live = eatss.gpu_from_cuda_properties(props, name="titan-x")
+    shipped = eatss.find_gpu("titan-x")
+    assert live.to_dict() == dict(shipped.to_dict(), shared_fractions=[0.0, 0.25, 0.5])
+    # a Volta part keeps its one pool
+    volta = eatss.gpu_from_cuda_properties(dict(props, major=7, minor=0))
+    assert volta.shared_per_sm_bytes is None and volta.l1_bytes == 128 * KIB
