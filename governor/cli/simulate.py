@@ -104,7 +104,12 @@ def simulate_command(
 
         if policy in POLICIES and POLICIES[policy].has_mission:
             spec["duration_s"] = duration_s  # the mission is the simulated run
-    policy_from_options(spec)  # a missing or misplaced option names the option, exit 2
+    requested = policy_from_options(spec).requested_clock_mhz  # a bad option: exit 2
+    if requested is not None:  # a unit slip is refused as run and apply refuse it
+        from governor.devices.sim.catalog import get_board
+
+        spec_ = get_board(board)
+        values.check_clock_scale(requested, spec_.clocks_mhz, f"sim:{spec_.name}")
     mem_mhz, mem_note = _mem_clock(board, mem_clock)
     doc = simulate(
         board if mem_clock is None else f"{board}?mem_clock={mem_mhz!r}",

@@ -46,7 +46,9 @@ def register(app: typer.Typer) -> None:
         gpu: Annotated[
             Optional[str],
             typer.Option(
-                "--gpu", help="GPU resources: a100, xavier, 2080ti, a catalog board, cuda:N."
+                "--gpu",
+                help="GPU: a catalog board (nano, agx-orin...) or its sim:NAME URI, a100, "
+                "xavier, 2080ti, cuda:N; hhc: gtx980, titanx, titan-x.",
             ),
         ] = None,
         shared_fraction: Annotated[
@@ -54,7 +56,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--shared-fraction",
                 callback=values.number(ge=0, le=1),
-                help="Share of L1+shared given to shared memory.",
+                help="Share of L1+shared (Maxwell, Pascal: of shared) given to shared memory.",
             ),
         ] = 0.0,
         warp_fraction: Annotated[

@@ -150,7 +150,7 @@ def _run_hhc(stencil, nest, gpu, size, steps, within, objective, board) -> Dict[
         raise InvalidRequestError("--model hhc needs --stencil NAME (e.g. gradient2d)")
     if not gpu and not board:
         raise InvalidRequestError(
-            "--model hhc needs --gpu NAME (gtx980 or titanx) or --board NAME calibrated "
+            "--model hhc needs --gpu NAME (gtx980, titanx or titan-x) or --board NAME calibrated "
             "with `governor tiles-calibrate --model hhc`"
         )
     from governor.tuning.analytic import catalog

@@ -291,26 +291,16 @@ def policy_number(key: str) -> Callback:
 
 def check_clock_scale(clock_mhz: float, clocks_mhz: Sequence[float], board: str) -> None:
     """Refuse a GPU clock off ``board``'s range by an order of magnitude or more (a unit
-    slip: ``--clock 1.3`` for 1.3 GHz): ``run`` and ``apply`` both call this before touching
-    the device, so both refuse it the same way (a clock merely outside the range is theirs
-    to clamp or refuse).
+    slip: ``--clock 1.3`` for 1.3 GHz): ``run``, ``apply`` and ``simulate`` call this before
+    touching the device, so all refuse it the same way (a clock merely outside the range is
+    theirs to clamp or refuse); the :class:`~governor.runtime.Governor` refuses it too, with
+    the same text (:func:`governor.runtime.feasibility.clock_unit_slip`).
 
     Raises:
         OptionValueError: exit code 2, naming the unit it probably was.
     """
-    if not clocks_mhz:
-        return
-    lo, hi = min(clocks_mhz), max(clocks_mhz)
-    if lo / 10.0 <= clock_mhz <= hi * 10.0:
-        return
-    span = f"{board}'s clocks: {lo:g}-{hi:g} MHz"
-    for unit, factor in (("GHz", 1000.0), ("kHz", 0.001), ("Hz", 1e-6)):
-        if lo * 0.5 <= clock_mhz * factor <= hi * 2.0:
-            raise OptionValueError(
-                f"--clock {clock_mhz:g} MHz: did you mean {unit}? --clock takes MHz "
-                f"({clock_mhz * factor:g} MHz; {span})"
-            )
-    raise OptionValueError(
-        f"--clock {clock_mhz:g} MHz is off the board's range by orders of magnitude ({span}); "
-        "--clock takes MHz"
-    )
+    from governor.runtime.feasibility import clock_unit_slip
+
+    text = clock_unit_slip(clock_mhz, clocks_mhz, board, what="--clock")
+    if text is not None:
+        raise OptionValueError(text)

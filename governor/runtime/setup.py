@@ -18,6 +18,7 @@ __all__ = [
     "board_rest_w",
     "governed_controller",
     "loaded_model",
+    "rated_power_w",
     "request_context",
     "unmetered_board_note",
 ]
@@ -50,7 +51,19 @@ def governed_controller(
 ) -> Controller:
     """The controller of ``policy`` on ``model``, made by its row of the policy table
     (:func:`~governor.runtime.policies.make_controller`); a PPW clock an earlier run found
-    online for this board is held at once instead of being searched again."""
+    online for this board is held at once instead of being searched again.
+
+    Raises:
+        InvalidRequestError: a clock off the board's range by orders of magnitude (1.3 for
+            1.3 GHz), refused as the CLI refuses it, before anything reaches the device.
+    """
+    from governor.errors import InvalidRequestError
+    from governor.runtime.feasibility import clock_unit_slip
+
+    wanted = policy.requested_clock_mhz
+    slip = None if wanted is None else clock_unit_slip(wanted, model.clocks_mhz, device.uri)
+    if slip is not None:
+        raise InvalidRequestError(slip)
     return make_controller(
         policy,
         model,
@@ -76,10 +89,13 @@ def board_rest_w(device: Device) -> Tuple[bool, Optional[float]]:
     return True, max(0.0, board_w - sample.power_w)
 
 
-def request_context(device: Device, policy: Policy) -> Tuple[Optional[float], Optional[float]]:
+def request_context(
+    device: Device, policy: Policy
+) -> Tuple[Optional[float], Optional[float], Optional[float]]:
     """What :mod:`.feasibility` adds to the clock model for ``policy``: (the rest of the board
     in W, read once where the policy has an energy budget metered on the board, else None;
-    the device's highest power limit in W, None without one)."""
+    the device's highest power limit in W, None without one; the board's rated power in W
+    from the catalog, None for a board it does not list)."""
     rest_w = None
     if policy.budget_j is not None and (policy.budget_scope or "board") == "board":
         rest_w = board_rest_w(device)[1]
@@ -87,7 +103,21 @@ def request_context(device: Device, policy: Policy) -> Tuple[Optional[float], Op
         limits = device.power_limit_range()
     except (GovernorError, OSError):
         limits = None
-    return rest_w, (limits.max_w if limits is not None else None)
+    return rest_w, (limits.max_w if limits is not None else None), rated_power_w(device)
+
+
+def rated_power_w(device: Device) -> Optional[float]:
+    """The rated power of ``device``'s board in W (a Jetson module's rating, a card's power
+    limit) from the simulated catalog, which lists the same boards by the same model names;
+    None for a board it does not list."""
+    from governor.devices.sim.catalog import load_catalog
+
+    try:
+        spec = load_catalog().get(str(device.identity.model))
+    except (GovernorError, OSError, AttributeError):
+        return None
+    rated = getattr(spec, "power_limit_w", None) if spec is not None else None
+    return float(rated) if rated else None
 
 
 def _mem_clock_mhz(device: Device) -> Optional[float]:

@@ -76,11 +76,13 @@ class UnmetWatch:
         model: ClockModel,
         rest_w: Optional[float] = None,
         limit_max_w: Optional[float] = None,
+        rated_w: Optional[float] = None,
     ) -> None:
         """Watch ``policy`` from now on; what it asks that cannot be met at all, or never
         needs to be (:mod:`.feasibility`), is said now. ``rest_w``: the rest of the board
         (W) read at the start, for a budget metered on the board; ``limit_max_w``: the device's
-        highest power limit (W), the top draw an uncalibrated model cannot tell."""
+        highest power limit (W), the top draw an uncalibrated model cannot tell; ``rated_w``:
+        the board's rated power (W), the estimate where the device has no power limit."""
         self._policy, self._model = policy, model
         self._said = set()
         self._over_s = self._over_j = 0.0
@@ -88,7 +90,7 @@ class UnmetWatch:
             text = clock_note(policy.requested_clock_mhz, model.clocks_mhz, self.board)
             if text is not None:
                 self._tell("clock", text)
-        for finding in request_findings(policy, model, self.board, rest_w, limit_max_w):
+        for finding in request_findings(policy, model, self.board, rest_w, limit_max_w, rated_w):
             if finding.unmet:
                 self._tell(finding.key, finding.text)
             elif finding.key not in self._said:

@@ -35,9 +35,18 @@ def test_every_selected_configuration_fits_the_board_before_compiling(board):
         assert plan.shared_memory_bytes <= 48 * 1024
 
 
-def test_boards_without_an_eatss_resource_set_get_ppcg_defaults():
+def test_boards_without_an_eatss_resource_set_get_ppcg_defaults(monkeypatch):
+    # every catalog board has a resource set now; a board without one (a new board's profile)
+    # still gets PPCG's default tiles
+    monkeypatch.setattr("governor.kernels.select._eatss_resources", lambda board: None)
     sel = select_kernel_tiles("heat-3d", "nano")
     assert sel.selector == "ppcg-default" and sel.tiles == {"i": 32, "j": 32, "k": 32}
+    assert sel.note == "no EATSS resource set for nano: PPCG's default tiles (32 per loop)"
+
+
+def test_a_maxwell_jetson_gets_eatss_tiles_from_its_separate_shared_memory():
+    sel = select_kernel_tiles("gemm", "nano")
+    assert sel.selector == "eatss" and "EATSS on gemm" in sel.note
 
 
 def test_heat_3d_falls_back_to_a_smaller_warp_fraction():

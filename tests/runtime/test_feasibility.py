@@ -220,3 +220,75 @@ def test_an_option_of_another_policy_names_the_default_and_how_to_pick(capsys):
     assert code == 2 and "default" not in err
     assert "--cap-w does not apply to the max policy; it is for --policy power-cap" in err
     assert _no_journals()
+
+
+# -- an uncalibrated Jetson: the board's rated power is the estimate -------------------------
+
+
+def test_run_on_an_uncalibrated_jetson_says_a_cap_above_its_rated_power(capsys, tmp_path):
+    """No profile and no power limit on a Jetson: the catalog's module rating (AGX Orin 64GB:
+    60 W) is the top draw, said as an estimate; the device runs uncapped and is restored."""
+    code, err, report = _run(capsys, tmp_path, "--policy", "power-cap", "--cap-w", "25000")
+    assert code == 0
+    line = _said_once(err, "never binds")
+    assert line == (
+        "the power cap 25000 W is above what sim:agx-orin draws at its top clock (at most 60 W, "
+        "its rated power: an estimate, the board is not calibrated): it never binds, the "
+        "policy runs uncapped"
+    )
+    assert line in report["notes"] and report["unmet"] == []
+    assert report["restore_failed"] is None and _no_journals()
+
+
+def test_an_uncalibrated_jetson_says_a_budget_above_what_its_rating_can_spend():
+    dev = governor.open_device("sim:nano")
+    gov = Governor(dev, {"policy": "battery", "battery_wh": 50, "hours": 1}, background=False)
+    s = gov.status()
+    clocks = dev.state().gpu_clocks_mhz  # nothing set by making the governor
+    dev.close()
+    said = [n for n in s["notes"] if "left over" in n]
+    assert said == [
+        "the energy budget of 1.8e+05 J (50 Wh) is more than the 3600 s mission can spend: "
+        "the board at its top clock uses at most 3.6e+04 J (10 Wh) (at most 10 W, its rated "
+        "power: an estimate, the board is not calibrated); the rest is left over"
+    ]
+    assert s["unmet"] == [] and clocks is None
+    # within the rating nothing is said: an estimate cannot tell more
+    dev = governor.open_device("sim:nano")
+    gov = Governor(dev, {"policy": "battery", "battery_wh": 5, "hours": 1}, background=False)
+    assert not [n for n in gov.status()["notes"] if "left over" in n or "never binds" in n]
+    dev.close()
+
+
+# -- the unit slip: simulate and the API refuse it as run and apply do ------------------------
+
+
+def test_simulate_refuses_a_clock_in_ghz_as_run_does(capsys):
+    code, out, err = run_cli(
+        capsys, "simulate", "--board", "sim:agx-orin", "--policy", "clock", "--clock", "1.3"
+    )
+    assert (code, out) == (2, "")
+    assert err.strip().splitlines() == [
+        "governor: error: --clock 1.3 MHz: did you mean GHz? --clock takes MHz "
+        "(1300 MHz; sim:agx-orin's clocks: 306-1300.5 MHz)"
+    ]
+
+
+def test_the_api_refuses_a_clock_in_ghz_before_the_device_is_touched():
+    dev = governor.open_device(BOARD)
+    with pytest.raises(governor.InvalidRequestError) as info:
+        Governor(dev, {"policy": "clock", "clock_mhz": 1.3}, background=False)
+    assert str(info.value) == (
+        "clock_mhz 1.3 MHz: did you mean GHz? clock_mhz takes MHz "
+        "(1300 MHz; sim:agx-orin's clocks: 306-1300.5 MHz)"
+    )
+    assert dev.state().gpu_clocks_mhz is None and _no_journals()
+    with Governor(dev, {"policy": "max"}, background=False) as gov:
+        gov.step()
+        held = dev.state().gpu_clocks_mhz
+        with pytest.raises(governor.InvalidRequestError, match="1.3 MHz: did you mean GHz"):
+            gov.set_policy({"policy": "clock", "clock_mhz": 1.3})
+        gov.step()
+        assert gov.status()["policy"] == "max"  # the running one is kept
+        assert dev.state().gpu_clocks_mhz == held == (1300.5, 1300.5)
+    dev.close()

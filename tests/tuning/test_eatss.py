@@ -36,7 +36,12 @@ class Oracle:
         self.l1 = Fraction(gpu.l1_bytes, 4 * p)
         self.l2 = Fraction(gpu.l2_bytes, 4 * p)
         self.shpb = Fraction(gpu.shared_per_block_bytes, 4 * p)
-        self.sh = math.floor(self.l1 * Fraction(repr(s)))
+        if gpu.shared_per_sm_bytes is None:  # one pool: shared memory is carved out of L1
+            self.sh = math.floor(self.l1 * Fraction(repr(s)))
+            self.cache_cap = self.l1 - self.sh
+        else:  # separate shared memory (Maxwell, Pascal): the L1 cache keeps its size
+            self.sh = math.floor(Fraction(gpu.shared_per_sm_bytes, 4 * p) * Fraction(repr(s)))
+            self.cache_cap = self.l1
         self.align = math.floor(Fraction(repr(w)) * tpw)
         self.p = p
         loops = kernel.loops
@@ -80,7 +85,7 @@ class Oracle:
         b = math.prod(tiles[d] for d in self.kernel.parallel)
         if self.sh > 0 and self.shared and (m_sh > self.sh or m_sh > self.shpb):
             return False
-        if self.l1 - self.sh > 0 and m_c > self.l1 - self.sh:
+        if self.cache_cap > 0 and m_c > self.cache_cap:
             return False
         if m_c > self.l2:
             return False
@@ -136,8 +141,10 @@ def kernels(draw, max_loops: int = 3) -> Kernel:
 def small_gpus(draw) -> GpuResources:
     tpw = draw(st.sampled_from((4, 8, 16, 32)))
     l1_bytes = draw(st.integers(64, 65536))
+    separate = draw(st.one_of(st.none(), st.integers(64, 65536)))  # Maxwell/Pascal shared
     return GpuResources(
         name="tiny",
+        shared_per_sm_bytes=separate,
         threads_per_warp=tpw,
         threads_per_block=draw(st.sampled_from((tpw, 2 * tpw, 32, 48))),
         registers_per_sm=draw(st.integers(16, 16384)),
@@ -398,7 +405,7 @@ def test_unknown_names() -> None:
 def test_catalog_holds_thirty_kernels_and_three_gpus() -> None:
     assert len(eatss.builtin_kernels()) == 30
     assert {"a100", "xavier", "2080ti", "agx-orin", "orin-nano", "t4"} <= set(eatss.builtin_gpus())
-    assert "nano" not in eatss.builtin_gpus()  # Maxwell: L1 and shared are separate
+    assert eatss.builtin_gpus()["nano"].separate_shared  # Maxwell: L1 and shared are separate
 
 
 def test_user_files_load_and_bad_files_explain(tmp_path) -> None:

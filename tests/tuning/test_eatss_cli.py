@@ -259,7 +259,6 @@ def test_save_lands_on_the_board_of_the_device_not_the_gpu_spec_name(
         ),
         (["--gpu", "a100"], 1, "no GPU found on this machine: name the board"),
         (["--gpu", "a100", "-d", "sim:a100pcie"], 1, "unknown simulated board 'a100pcie'"),
-        (["--board", "nano"], 1, "no built-in GPU resources for board nano: give --gpu"),
         (["--board", "agx-orin", "-d", "sim:agx-orin"], 2, "--board or --device, not both"),
     ],
 )

@@ -9,14 +9,15 @@ trusting absolute times.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Dict, Mapping, Tuple, TypeVar
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Dict, Mapping, Optional, Tuple, TypeVar
 
 from governor.errors import DeviceNotFoundError, InvalidRequestError
 
 __all__ = [
     "DOACROSS_GPUS",
     "DoacrossGpu",
+    "board_doacross_gpu",
     "HHC_GPUS",
     "HhcGpu",
     "NESTS",
@@ -249,8 +250,49 @@ def stencil(name: str) -> Stencil:
     return _lookup(STENCILS, name, "stencil")
 
 
+def _catalog_board(name: str) -> Optional[str]:
+    """The simulated catalog's board that ``name`` (``nano``, ``sim:nano?seed=1``) names, or
+    None."""
+    from governor.devices.sim.catalog import board_names
+    from governor.errors import GovernorError
+
+    key = str(name).strip().lower()
+    if key.startswith("sim:"):
+        key = key[len("sim:") :]
+    key = key.split("?", 1)[0]
+    try:
+        return key if key in board_names() else None
+    except GovernorError:  # no catalog to read (a profiles folder of one's own)
+        return None
+
+
+def _builtin(table: Mapping[str, Any], name: str) -> bool:
+    key = str(name).strip().lower()
+    return key.replace("sim:", "", 1).replace("-", "").replace("_", "") in table
+
+
+# the catalog boards whose GPU the thesis measured, by catalog name
+_HHC_CATALOG = {"titan-x": "titanx"}
+
+
 def hhc_gpu(name: str) -> HhcGpu:
-    """The built-in HHC GPU ``name``. Raises DeviceNotFoundError for an unknown one."""
+    """The built-in HHC GPU ``name`` (a thesis GPU, or the catalog board ``titan-x``).
+
+    Raises:
+        DeviceNotFoundError: an unknown name, or a catalog board whose constants were never
+            measured (the message says how to measure them).
+    """
+    board = None if _builtin(HHC_GPUS, name) else _catalog_board(name)
+    if board in _HHC_CATALOG:
+        return replace(HHC_GPUS[_HHC_CATALOG[board]], name=board)
+    if board is not None:
+        raise DeviceNotFoundError(
+            f"no HHC constants for {board}: the HHC model needs L, tau_sync, T_sync and "
+            "C_iter measured on the GPU, and the built-in ones are the thesis's gtx980 and "
+            f"titanx (catalog board titan-x) only; calibrate them with `governor "
+            f"tiles-calibrate --model hhc --device sim:{board} --save`, then give --board "
+            f"{board} (the micro-benchmarks run on simulated boards only so far)"
+        )
     return _lookup(HHC_GPUS, name, "GPU")
 
 
@@ -260,8 +302,40 @@ def nest(name: str) -> Nest:
 
 
 def doacross_gpu(name: str) -> DoacrossGpu:
-    """The DOACROSS GPU ``name``. Raises DeviceNotFoundError for an unknown one."""
+    """The DOACROSS GPU ``name``: a built-in one, or any catalog board, whose occupancy limits
+    (SMs, shared memory, blocks, threads and registers per SM) follow from its compute
+    capability and SM count. Raises DeviceNotFoundError for an unknown one."""
+    board = None if _builtin(DOACROSS_GPUS, name) else _catalog_board(name)
+    if board is not None:
+        from governor.devices.sim.catalog import get_board
+
+        return board_doacross_gpu(get_board(board))
     return _lookup(DOACROSS_GPUS, name, "GPU")
+
+
+def board_doacross_gpu(board: Any) -> DoacrossGpu:
+    """A catalog board's (:class:`~governor.devices.sim.physics.BoardSpec`) occupancy limits
+    as the DOACROSS model sees them, from its compute capability and SM count.
+
+    Raises:
+        UnsupportedError: the catalog gives no SM count or compute capability.
+    """
+    from governor.errors import UnsupportedError
+    from governor.tuning.occupancy import arch_limits
+
+    facts = board.facts
+    if "cc" not in facts or "sms" not in facts:
+        raise UnsupportedError(f"board {board.name} lacks the SM count or compute capability")
+    arch = arch_limits(str(facts["cc"]))
+    return DoacrossGpu(
+        name=board.name,
+        n_sm=int(facts["sms"]),
+        shared_per_sm_bytes=int(arch.shared_per_sm_bytes),
+        max_blocks_per_sm=int(arch.max_blocks_per_sm),
+        max_threads_per_sm=int(arch.max_threads_per_sm),
+        max_threads_per_block=int(arch.max_threads_per_block),
+        regs_per_sm=int(arch.regs_per_sm),
+    )
 
 
 def known(table: Dict[str, object]) -> Tuple[str, ...]:

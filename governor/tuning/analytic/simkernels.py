@@ -152,17 +152,9 @@ def board_hhc_gpu(board: BoardSpec) -> HhcGpu:
 
 
 def board_doacross_gpu(board: BoardSpec) -> DoacrossGpu:
-    """The board's occupancy limits as the DOACROSS model sees them."""
-    arch = _arch(board)
-    return DoacrossGpu(
-        name=board.name,
-        n_sm=_int_fact(board, "sms"),
-        shared_per_sm_bytes=int(arch.shared_per_sm_bytes),
-        max_blocks_per_sm=int(arch.max_blocks_per_sm),
-        max_threads_per_sm=int(arch.max_threads_per_sm),
-        max_threads_per_block=int(arch.max_threads_per_block),
-        regs_per_sm=int(arch.regs_per_sm),
-    )
+    """The board's occupancy limits as the DOACROSS model sees them
+    (:func:`~governor.tuning.analytic.catalog.board_doacross_gpu`)."""
+    return catalog.board_doacross_gpu(board)
 
 
 @dataclass(frozen=True)

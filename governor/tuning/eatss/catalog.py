@@ -84,7 +84,7 @@ def find_gpu(name: str, gpu_spec_file: Optional[Path] = None) -> GpuResources:
     if name in known:
         return known[name]
     if name.startswith("sim:"):  # a simulated board's URI names its GPU
-        name = name[len("sim:") :]
+        name = name[len("sim:") :].split("?", 1)[0]
     if name == "cuda" or name.startswith("cuda:"):
         index = name.partition(":")[2] or "0"
         if not index.isdigit():
@@ -99,9 +99,7 @@ def find_gpu(name: str, gpu_spec_file: Optional[Path] = None) -> GpuResources:
         if name in board_names():
             raise DeviceNotFoundError(
                 f"{name} is a catalog board, but its GPU has no EATSS resource description "
-                "(profiles/eatss/boards.toml leaves out GPUs whose L1 and shared memory are "
-                "separate, and those whose figures are unknown); describe it in a file and pass "
-                "--gpu-spec FILE"
+                "in profiles/eatss/boards.toml; describe it in a file and pass --gpu-spec FILE"
             )
 
         raise DeviceNotFoundError(

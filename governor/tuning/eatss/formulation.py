@@ -177,7 +177,12 @@ def build_problem(
     l1 = Fraction(gpu.l1_bytes, 4 * p)
     l2 = math.floor(Fraction(gpu.l2_bytes, 4 * p))
     shpb = math.floor(Fraction(gpu.shared_per_block_bytes, 4 * p))
-    sh = math.floor(l1 * s)
+    if gpu.shared_per_sm_bytes is None:  # one L1 + shared pool: s carves shared memory out of it
+        sh = math.floor(l1 * s)
+        l1_cache = l1 - sh
+    else:  # separate shared memory (Maxwell, Pascal): s is its share; the L1 keeps its size
+        sh = math.floor(Fraction(gpu.shared_per_sm_bytes, 4 * p) * s)
+        l1_cache = l1
     align = math.floor(w * tpw)
 
     if sh > shpb:
@@ -253,7 +258,6 @@ def build_problem(
     constraints: List[Constraint] = []
     if sh > 0 and shared_refs:
         constraints.append(Constraint("shared memory", min(sh, shpb), merged(shared_refs)))
-    l1_cache = l1 - sh
     if l1_cache > 0:
         constraints.append(Constraint("L1 cache", math.floor(l1_cache), merged(cache_refs)))
     constraints.append(Constraint("L2 cache", l2, merged(cache_refs)))

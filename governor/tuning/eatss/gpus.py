@@ -36,6 +36,10 @@ _L1_SHARED_BYTES_BY_CC = {
     (9, 0): 256 * 1024,
 }
 
+# Maxwell and Pascal: the unified L1/texture cache alone, bytes (CUDA C++ Programming Guide,
+# "Compute Capability 5.x" and "6.x": 24 KB, 48 KB on 6.1); shared memory is separate.
+_L1_TEXTURE_BYTES_BY_CC = {(6, 1): 48 * 1024}
+
 
 @dataclass(frozen=True)
 class GpuResources:
@@ -50,17 +54,29 @@ class GpuResources:
     threads_per_warp: int
     threads_per_block: int
     registers_per_sm: int
-    l1_bytes: int  # combined L1 + shared memory per SM
+    l1_bytes: int  # combined L1 + shared memory per SM (the L1 cache alone when separate)
     l2_bytes: int
     shared_per_block_bytes: int
     shared_fractions: Tuple[float, ...] = (0.0,)
     source: str = field(default="", compare=False)
+    # Maxwell and Pascal (compute capability 5.x, 6.x) keep shared memory apart from the L1
+    # cache: this is then their shared memory per SM, ``l1_bytes`` the L1 cache alone, and a
+    # shared fraction is the share of this shared memory the tiles may use (the cache keeps
+    # its size). None: one pool of L1 + shared split by the shared fraction (Volta on).
+    shared_per_sm_bytes: Optional[int] = None
 
     def __post_init__(self) -> None:
         for key in _INT_FIELDS:
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InvalidRequestError(f"GPU {self.name}: {key} must be a positive integer")
+        separate = self.shared_per_sm_bytes
+        if separate is not None and (
+            not isinstance(separate, int) or isinstance(separate, bool) or separate <= 0
+        ):
+            raise InvalidRequestError(
+                f"GPU {self.name}: shared_per_sm_bytes must be a positive integer"
+            )
         fractions = tuple(float(s) for s in self.shared_fractions)
         for s in fractions:
             if not 0.0 <= s <= 1.0:
@@ -83,13 +99,21 @@ class GpuResources:
             name=name,
             shared_fractions=tuple(fractions),
             source=source,
+            shared_per_sm_bytes=doc.get("shared_per_sm_bytes"),
             **{k: doc[k] for k in _INT_FIELDS},
         )
+
+    @property
+    def separate_shared(self) -> bool:
+        """Whether shared memory is apart from the L1 cache (Maxwell, Pascal)."""
+        return self.shared_per_sm_bytes is not None
 
     def to_dict(self) -> Dict[str, Any]:
         doc: Dict[str, Any] = {"name": self.name}
         for key in _INT_FIELDS:
             doc[key] = getattr(self, key)
+        if self.shared_per_sm_bytes is not None:
+            doc["shared_per_sm_bytes"] = self.shared_per_sm_bytes
         doc["shared_fractions"] = list(self.shared_fractions)
         return doc
 
@@ -118,10 +142,16 @@ def gpu_from_cuda_properties(props: Mapping[str, Any], name: Optional[str] = Non
 
     The combined L1 + shared size is not a device attribute: it comes from the compute
     capability, or falls back to the shared memory per SM when the capability is not known.
+    Maxwell and Pascal (5.x, 6.x) get their separate shared memory and their L1/texture cache.
     """
     cc = (int(props.get("major", 0)), int(props.get("minor", 0)))
     shared_sm = int(props.get("sharedMemPerMultiprocessor", 0))
-    l1 = _L1_SHARED_BYTES_BY_CC.get(cc, shared_sm)
+    separate: Optional[int] = None
+    if cc[0] in (5, 6):  # Maxwell, Pascal: shared memory apart from the L1/texture cache
+        l1 = _L1_TEXTURE_BYTES_BY_CC.get(cc, 24 * 1024)
+        separate = shared_sm
+    else:
+        l1 = _L1_SHARED_BYTES_BY_CC.get(cc, shared_sm)
     raw_name = props.get("name", b"cuda")
     if isinstance(raw_name, bytes):
         raw_name = raw_name.decode("utf-8", "replace")
@@ -135,6 +165,7 @@ def gpu_from_cuda_properties(props: Mapping[str, Any], name: Optional[str] = Non
             l2_bytes=int(props.get("l2CacheSize", 0)),
             shared_per_block_bytes=int(props.get("sharedMemPerBlock", 0)),
             shared_fractions=(0.0, 0.25, 0.5),
+            shared_per_sm_bytes=separate,
             source=f"CUDA device properties (compute capability {cc[0]}.{cc[1]})",
         )
     except InvalidRequestError as err:
