@@ -32,10 +32,16 @@ class FrameStats:
     units, divided by the time model's ``t_rel`` at the clock it ran at)."""
 
     WINDOW = 90  # frames remembered for the deadline with an explicit margin
-    LONG_FRAMES = 600  # frames in the learnt deadline and the long mean of the work per frame
+    #: frames in the learnt deadline and the long mean of the work per frame (and the late
+    #: frames the dither's stop counts): 600 left the deadline, the fourth-slowest of them,
+    #: a table step up one window in several at heavy frames (issue 46: docs/benchmarks/
+    #: throughput.md)
+    LONG_FRAMES = 1200
     LATE_SHARE = 0.005  # of the frames the learnt deadline may let run late
     MIN_FRAMES = 30  # frames before their spread is trusted
-    YOUNG_HEADROOM = 0.25  # over the slowest frame with one frame seen; / sqrt(frames)
+    #: over the slowest frame with one frame seen; / sqrt(frames) (0.25 held a table step
+    #: up for the first second at heavy frames: 0.4 % of a minute on the Orin Nano)
+    YOUNG_HEADROOM = 0.1
     FLAT_MARGIN = 0.1  # headroom without busy_s (no spread known), unless margin is given
     RATE_SPAN_S = 2.0  # the tick rate is the units ticked over this span
     CAPACITY_GAIN = 0.3  # per period, of the gap to the latest flat-out sample
