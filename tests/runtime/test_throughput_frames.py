@@ -89,15 +89,17 @@ def test_the_tick_rate_counts_the_units_of_the_last_two_seconds():
     assert frames.rate_hz == pytest.approx(30.0, rel=0.03)
 
 
-def test_late_frames_are_counted_over_the_long_window_only():
+def test_late_frames_are_counted_over_the_late_window_only():
     tables = ClockTables(small_model())
     frames = FrameStats()
     late = 1.5 / RATE_HZ  # longer than a period at the top clock
-    _feed(frames, tables, [late] * 10 + [0.01] * FrameStats.LONG_FRAMES)
-    assert frames.late_count == 0  # the late ones dropped out of the window
+    _feed(frames, tables, [late] * 10 + [0.01] * FrameStats.LATE_FRAMES)
+    assert frames.late_count == 0  # the late ones dropped out of the stop's window
+    assert frames.ranked.count(late) == 10  # but still in the deadline's (LONG_FRAMES)
     _feed(frames, tables, [late] * 3, t0=100.0)
     assert frames.late_count == 3
-    assert frames.late_share(0.02) == pytest.approx(3 / FrameStats.LONG_FRAMES)
+    n = FrameStats.LATE_FRAMES + 13
+    assert frames.late_share(0.02) == pytest.approx(13 / n)
 
 
 def test_the_idle_power_is_solved_from_a_metered_period_and_its_busy_share():
