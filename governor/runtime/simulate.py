@@ -244,6 +244,7 @@ def simulate(
     noise: bool = True,
     scope: Optional[str] = None,
     admit: bool = True,
+    mem_clock_mhz: Optional[float] = None,
 ) -> Dict[str, Any]:
     """Run ``policy`` on ``sim:<board>`` over ``trace`` for ``duration_s`` of virtual time.
 
@@ -269,6 +270,8 @@ def simulate(
         raise InvalidRequestError(f"duration_s must be within 0..604800 s, not {duration_s!r}")
     uri = f"sim:{board}?seed={int(seed)}" + ("" if noise else "&noise=0")
     dev = cast("SimDevice", open_device(uri))  # a sim: URI opens a simulated board
+    if mem_clock_mhz is not None:
+        dev.lock_mem_clock(mem_clock_mhz)
     meter = _Metering.of(pol, scope)
     gov = Governor(
         dev,
