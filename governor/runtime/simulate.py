@@ -175,6 +175,7 @@ class _Recorder:
         self.demand_s = 0.0
         self.demand_energy_j = 0.0
         self.clock_s = 0.0
+        self.mem_clock_s = 0.0  # the memory clock's time integral (MHz·s)
         self.lasted_s: Optional[float] = None
         self.demand = False
 
@@ -201,6 +202,8 @@ class _Recorder:
         dt = now - self.t_last
         if dt <= 0:
             return
+        mem = dev.true_mem_clock_mhz()  # the one the period ran at
+        self.mem_clock_s += (mem or 0.0) * dt
         e_gpu = dev.true_energy_j()
         gpu_w = (e_gpu - self.e_gpu_last) / dt
         figure_w = self.figure_w(gpu_w)
@@ -384,6 +387,7 @@ def _results(
         "mean_power_w": rec.energy_j / d if d > 0 else 0.0,
         "max_power_w": rec.max_power_w,
         "mean_clock_mhz": rec.clock_s / d if d > 0 else None,
+        "mean_mem_clock_mhz": rec.mem_clock_s / d if d > 0 and rec.mem_clock_s else None,
         "time_above_cap_s": rec.above_s,
         "time_above_cap_instant_s": rec.above_instant_s,
         "work_done": run.work,
