@@ -43,62 +43,153 @@ if TYPE_CHECKING:
 
 __all__ = ["MemoryKnob", "memory_knob", "next_knob"]
 
-SHARE_UP = 0.04  # a memory share above this goes back to the default memory clock
+SHARE_UP = 0.04  # a memory share the controller reads above this: memory-bound, no test
+FIRST_TEST_S = 1.0  # busy seconds at the default memory clock before the first test
+RETEST_S = (10.0, 80.0)  # after a failed test: the first wait, and the longest (doubling)
+RECHECK_S = 2.0  # busy seconds at the lower memory clock between two checks
+TEST_SETTLE = 0  # periods a test waits at the lower memory clock before it reads
+TEST_PERIODS = 4  # periods a test waits for a core clock it has a reference at
+REF_AGE_S = 3.0  # the oldest reference a test compares with (s)
+DROP_MARGIN = 1.6  # a drop this many times the calibration load's says memory-bound
 
 
 class MemoryKnob:
     """The memory clock beside a battery controller's core clock (see the module)."""
 
     def __init__(
-        self, device: Device, table_mhz: Tuple[float, ...], default_mhz: float, low_mhz: float
+        self,
+        device: Device,
+        table_mhz: Tuple[float, ...],
+        default_mhz: float,
+        low_mhz: float,
+        drop_w: Optional[float] = None,
     ) -> None:
         self.device = device
         self.table_mhz = table_mhz
         self.default_mhz = default_mhz
         self.low_mhz = low_mhz  # the busy compute-bound phase's
+        self.drop_w = drop_w  # the calibration load's power drop at low_mhz (None: unknown)
         self.mem_mhz = default_mhz  # where it is now
-        self.saved_w: Dict[float, float] = {}  # power drop at each memory clock (W)
-        self._before: Optional[Tuple[float, float]] = None  # (ratio, mem) of the last busy
         self.changes = 0
         self.off = False  # the device refused a memory clock: the core clock alone
+        self.searched = False  # the controller searches the memory axis (online PPW)
+        # the test of a lower memory clock compares busy periods at one core clock: the
+        # latest at the default memory clock per core clock (time, power on the scope the
+        # drop was measured on, GPU figure), and the latest at low_mhz (time, power)
+        self.refs: Dict[float, Tuple[float, float, float]] = {}
+        self.lows: Dict[float, Tuple[float, float]] = {}
+        self.testing = 0  # periods into a test (0: none under way)
+        self.verified = False  # low_mhz passed its test for the load now
+        self.default_s = 0.0  # busy seconds at the default since the last test
+        self.wait_s = FIRST_TEST_S  # busy seconds at the default before the next test
+        self.low_s = 0.0  # busy seconds at low_mhz since the last check
+        self.saved_w: Optional[float] = None  # GPU figure's drop at low_mhz (compute-bound)
+        self.raw: Optional[Observation] = None  # the last period as read
 
     def adjust(self, obs: Observation, controller: Controller) -> Observation:
-        """``obs`` as ``controller`` is to see it: a busy period's power at a lower memory
-        clock raised by the drop that memory clock brings (learnt at the first busy period
-        after a switch, from the last one at the default, each over the controller's
-        corrected model power at the clock that ran)."""
-        if self.off or obs.busy is False or obs.power_w is None:
+        """``obs`` as ``controller`` is to see it, so that it reads the load, not the memory
+        clock: a busy period at the lower memory clock once it passed its test has its
+        power raised by the drop that memory clock brings a compute-bound load (measured
+        at the tests that passed); one at another memory clock than the default (a test,
+        the first after a wait) has no power reading for the controller to learn from (the
+        budget meters the energy all the same)."""
+        self.raw = obs  # what the device read: the knob's own decision reads it
+        if self.off or self.searched or obs.busy is False or obs.power_w is None:
             return obs
-        tracker = getattr(controller, "tracker", None)
-        f = obs.applied_mhz
-        model_power_w = tracker.predicted_w(f) if tracker else controller.model.power_at(f)
-        mem = self.mem_mhz
-        if mem == self.default_mhz:
-            if model_power_w > 0:
-                self._before = (obs.power_w / model_power_w, mem)
+        if self.mem_mhz == self.default_mhz:
             return obs
-        if mem not in self.saved_w and self._before is not None:
-            expected = self._before[0] * model_power_w
-            self.saved_w[mem] = max(0.0, expected - obs.power_w)
-        drop = self.saved_w.get(mem, 0.0)
-        return dataclasses.replace(obs, power_w=obs.power_w + drop) if drop else obs
+        if self.mem_mhz == self.low_mhz and self.verified and not self.testing:
+            return dataclasses.replace(obs, power_w=obs.power_w + (self.saved_w or 0.0))
+        return dataclasses.replace(obs, power_w=None)
 
     def choose(self, controller: Controller, obs: Observation) -> float:
-        """The memory clock for the next period (see the module)."""
-        plan = getattr(getattr(controller, "budget", None), "plan", None)
+        """The memory clock for the next period (see the module); a controller that
+        searches the memory axis itself (online PPW: ``mem_wanted_mhz``) is followed."""
+        if self.searched:
+            offer = getattr(controller, "offer_mem", None)
+            if offer is not None and not getattr(controller, "mem_table", ()):
+                offer(self.table_mhz)
+            wanted = getattr(controller, "mem_wanted_mhz", None)
+            return self.mem_mhz if wanted is None else float(wanted)
+        if self.raw is not None and self.raw.t_s == obs.t_s:
+            obs = self.raw  # the period as read, not as the controller was shown it
         if obs.busy is False:
+            self.refs.clear()  # the load after a pause may be another
+            self.verified = False
+            self.lows.clear()
+            self.testing = 0
+            plan = getattr(getattr(controller, "budget", None), "plan", None)
             if plan is not None and plan.bursts.waiting():
                 return self.table_mhz[0]
             return self.mem_mhz
-        share = getattr(controller, "share", None)
-        k = getattr(share, "k", None)
-        if k is None:
+        power = obs.board_power_w if obs.board_power_w is not None else obs.power_w
+        if power is None or obs.power_w is None or self.drop_w is None:
             return self.default_mhz
-        if self.mem_mhz == self.low_mhz:
-            return self.low_mhz if k <= SHARE_UP else self.default_mhz
-        from governor.runtime.battery_parts.share import SHARE_SAME
+        if self.mem_mhz == self.default_mhz:
+            return self._at_default(controller, obs, power)
+        if self.mem_mhz != self.low_mhz or not (self.verified or self.testing):
+            # (a wait's lowest clock): as at the start
+            self.default_s = 0.0
+            return self.default_mhz
+        return self._at_low(obs, power)
 
-        return self.low_mhz if k <= SHARE_SAME else self.default_mhz
+    def _at_default(self, controller: Controller, obs: Observation, power: float) -> float:
+        """A busy period at the default memory clock: the reference at its core clock, and
+        a test of the lower memory clock once due (never for a load the controller reads
+        memory-bound)."""
+        assert obs.power_w is not None
+        self.refs[obs.applied_mhz] = (obs.t_s, power, obs.power_w)
+        self.default_s += obs.dt_s
+        k = getattr(getattr(controller, "share", None), "k", None)
+        if self.low_mhz >= self.default_mhz or (k is not None and k > SHARE_UP):
+            return self.default_mhz
+        if self.default_s < self.wait_s - 1e-9:
+            return self.default_mhz
+        self.testing = 1
+        return self.low_mhz
+
+    def _at_low(self, obs: Observation, power: float) -> float:
+        """A busy period at the lower memory clock: the test's verdict against the latest
+        period at the default memory clock and this core clock (a drop well beyond the
+        calibration load's is a memory-bound load slowed down: back to the default, tested
+        again later), a sudden fall at one core clock (the load changed), or the periodic
+        check."""
+        assert self.drop_w is not None and obs.power_w is not None
+        f, now = obs.applied_mhz, obs.t_s
+        if self.testing:
+            self.testing += 1
+            ref = self.refs.get(f)
+            if self.testing <= TEST_SETTLE + 1 or ref is None or now - ref[0] > REF_AGE_S:
+                if self.testing > TEST_PERIODS:  # no period at a clock to compare with
+                    self.testing = 0
+                    self.default_s = 0.0
+                    return self.default_mhz
+                return self.low_mhz
+            self.testing = 0
+            if ref[1] - power > DROP_MARGIN * self.drop_w + 0.01 * ref[1]:
+                self.default_s = 0.0
+                self.wait_s = min(RETEST_S[1], max(RETEST_S[0], 2.0 * self.wait_s))
+                return self.default_mhz
+            saved = max(0.0, ref[2] - obs.power_w)
+            self.saved_w = saved if self.saved_w is None else 0.8 * self.saved_w + 0.2 * saved
+            self.wait_s = self.low_s = 0.0
+            self.verified = True
+            self.lows = {f: (now, power)}
+            return self.low_mhz
+        self.low_s += obs.dt_s
+        prev = self.lows.get(f)
+        self.lows[f] = (now, power)
+        fell = (
+            prev is not None
+            and now - prev[0] <= REF_AGE_S
+            and (prev[1] - power > self.drop_w + 0.02 * power)
+        )
+        if fell or self.low_s >= RECHECK_S - 1e-9:  # back for a period (the load changed:
+            self.default_s = 0.0  # a while), then tested again
+            self.verified = False
+            self.wait_s = FIRST_TEST_S if fell else 0.0
+            return self.default_mhz
+        return self.low_mhz
 
     def step(self, controller: Controller, obs: Observation, note: Callable[[str], None]) -> None:
         """Choose and set the memory clock for the next period; where the device refuses
@@ -116,7 +207,7 @@ class MemoryKnob:
         """This knob under a new policy: itself for the battery policy; for another, the
         memory clock back at the default (its lock stays in the governor's layer, restored
         with it) and None."""
-        if policy_name == "battery":
+        if policy_name == ("ppw" if self.searched else "battery"):
             return self
         self.apply(self.default_mhz)
         return None
@@ -147,7 +238,8 @@ def memory_knob(device: Device, policy_name: str, model: ClockModel) -> Optional
     pinned by a lock)."""
     pair = model.ppw_pair_mhz
     pair_mem_mhz = pair[1] if pair else None
-    if policy_name != "battery" or not device.capabilities.lock_mem_clock:
+    searched = policy_name == "ppw" and not model.fitted  # online PPW searches both
+    if not (policy_name == "battery" or searched) or not device.capabilities.lock_mem_clock:
         return None
     try:
         table = tuple(device.supported_mem_clocks_mhz())
@@ -160,4 +252,6 @@ def memory_knob(device: Device, policy_name: str, model: ClockModel) -> Optional
         return None
     default = float(now)
     low = default if pair_mem_mhz is None or pair_mem_mhz >= default else float(pair_mem_mhz)
-    return MemoryKnob(device, table, default, low)
+    knob = MemoryKnob(device, table, default, low, model.pair_drop_w)
+    knob.searched = searched
+    return knob

@@ -257,6 +257,9 @@ class OnlinePpwController(Controller):
         self.probe = self._next()
         self.best: Optional[int] = None  # the clock found (an index), once the search is over
         self.handout = Handout(self.probe)
+        # the memory axis at the clock found, where the governor may set it (mem_knob.py)
+        self.mem_table: Sequence[float] = ()
+        self.mem_search: Optional[Any] = None  # a ppw_mem_search.MemAxisSearch once begun
 
     def _next(self) -> Optional[int]:
         costs = self.costs
@@ -286,9 +289,11 @@ class OnlinePpwController(Controller):
         result once the search is over)."""
         self.elapsed_s = obs.elapsed_s + obs.dt_s
         clocks = self.model.clocks_mhz
-        if self.probe is None:
-            return
         units = sum(t.units for t in ticks)
+        if self.probe is None:
+            if self.mem_search is not None and not self.mem_search.done:
+                self._observe_mem(obs, units)
+            return
         if obs.busy is False or obs.power_w is None or obs.applied_mhz != clocks[self.probe]:
             return
         self.held_s += obs.dt_s
@@ -308,12 +313,41 @@ class OnlinePpwController(Controller):
         self.probe = self._next()
         if self.probe is None:
             self.best = min(self.costs, key=lambda i: (self.costs[i], i))
-            self.result = {
+            found: Dict[str, Any] = {
                 "clock_mhz": clocks[self.best],
                 "probes": len(self.costs),
                 "found_after_s": self.elapsed_s,
                 "cost": "energy per unit of work" if units > 0 else "energy per cycle",
             }
+            if len(self.mem_table) > 1 and units > 0:  # the memory axis next, by work
+                from governor.runtime.ppw_mem_search import MemAxisSearch
+
+                self.mem_search = MemAxisSearch(self.mem_table, self.settle_s)
+                self._found: Dict[str, Any] = found
+            else:
+                self.result = found
+
+    @property
+    def mem_wanted_mhz(self) -> Optional[float]:
+        """The memory clock the search holds (None: none searched, the core clock alone)."""
+        return self.mem_search.wanted_mhz if self.mem_search is not None else None
+
+    def offer_mem(self, table_mhz: Sequence[float]) -> None:
+        """The memory clocks the governor may set (:mod:`.mem_knob`): searched after the
+        core clock, at it, where the app reports its work."""
+        self.mem_table = tuple(table_mhz)
+
+    def _observe_mem(self, obs: Observation, units: float) -> None:
+        search = self.mem_search
+        assert search is not None
+        search.add(obs, units)
+        if search.done:
+            self.result = dict(
+                self._found,
+                mem_clock_mhz=search.wanted_mhz,
+                probes=self._found["probes"] + len(search.costs),
+                found_after_s=self.elapsed_s,
+            )
 
     def choose(self, now: Now) -> Decision:
         """The probe's clock, or the clock found; urgent when it is a new one."""
