@@ -33,6 +33,13 @@ __all__ = [
 ]
 
 
+#: with the app's work, a probe of the search over the whole table goes on until it has
+#: counted this many units (an app's count of whole units errs by one at each end), up to
+#: MAX_MEASURE_S of busy time
+MIN_UNITS = 60.0
+MAX_MEASURE_S = 10.0
+
+
 @dataclass
 class ProbeMeter:
     """The cost of holding one clock: settle for ``settle_s`` of busy time (power readings
@@ -304,6 +311,8 @@ class OnlinePpwController(Controller):
         self.units += units
         if self.busy_s < self.measure_s - 1e-9:
             return
+        if 0 < self.units < MIN_UNITS and self.busy_s < MAX_MEASURE_S - 1e-9:
+            return  # a count of whole units errs by one: a probe counts enough of them
         if self.units > 0:
             cost = self.energy_j / self.units
         else:

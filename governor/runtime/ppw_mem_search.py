@@ -24,8 +24,8 @@ __all__ = ["MEM_MEASURE_S", "MemAxisSearch"]
 
 #: busy seconds each memory probe meters: a memory clock moves a load's energy per unit by a
 #: few percent, so its probes measure longer than the core's (an app's count of whole units
-#: errs by one unit in about 150 over 10 s at 15 units a second)
-MEM_MEASURE_S = 10.0
+#: errs by one unit in about 75 over 5 s at 15 units a second)
+MEM_MEASURE_S = 5.0
 
 
 class MemAxisSearch:
