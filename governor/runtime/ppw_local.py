@@ -33,9 +33,9 @@ __all__ = [
 ]
 
 
-#: with the app's work, a probe of the search over the whole table goes on until it has
-#: counted this many units (an app's count of whole units errs by one at each end), up to
-#: MAX_MEASURE_S of busy time
+#: with an app that counts whole units (frames, batches), a probe of the search over the
+#: whole table goes on until it has counted this many (such a count errs by one unit at
+#: each end), up to MAX_MEASURE_S of busy time
 MIN_UNITS = 60.0
 MAX_MEASURE_S = 10.0
 
@@ -264,6 +264,7 @@ class OnlinePpwController(Controller):
         self.probe = self._next()
         self.best: Optional[int] = None  # the clock found (an index), once the search is over
         self.handout = Handout(self.probe)
+        self.whole = True  # the app counts whole units (frames, batches) so far
         # the memory axis at the clock found, where the governor may set it (mem_knob.py)
         self.mem_table: Sequence[float] = ()
         self.mem_search: Optional[Any] = None  # a ppw_mem_search.MemAxisSearch once begun
@@ -311,7 +312,8 @@ class OnlinePpwController(Controller):
         self.units += units
         if self.busy_s < self.measure_s - 1e-9:
             return
-        if 0 < self.units < MIN_UNITS and self.busy_s < MAX_MEASURE_S - 1e-9:
+        self.whole = self.whole and all(float(t.units).is_integer() for t in ticks)
+        if self.whole and 0 < self.units < MIN_UNITS and self.busy_s < MAX_MEASURE_S - 1e-9:
             return  # a count of whole units errs by one: a probe counts enough of them
         if self.units > 0:
             cost = self.energy_j / self.units
