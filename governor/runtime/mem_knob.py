@@ -44,11 +44,11 @@ if TYPE_CHECKING:
 __all__ = ["MemoryKnob", "memory_knob", "next_knob"]
 
 SHARE_UP = 0.04  # a memory share the controller reads above this: memory-bound, no test
-FIRST_TEST_S = 1.0  # busy seconds at the default memory clock before the first test
-RETEST_S = (10.0, 80.0)  # after a failed test: the first wait, and the longest (doubling)
+FIRST_TEST_S = 2.0  # busy seconds at the default memory clock before the first test
+RETEST_S = (20.0, 160.0)  # after a failed test: the first wait, and the longest (doubling)
 RECHECK_S = 2.0  # busy seconds at the lower memory clock between two checks
 TEST_SETTLE = 0  # periods a test waits at the lower memory clock before it reads
-TEST_PERIODS = 4  # periods a test waits for a core clock it has a reference at
+TEST_PERIODS = 1  # periods a test waits for a core clock it has a reference at
 REF_AGE_S = 3.0  # the oldest reference a test compares with (s)
 # below this share of the top core clock a memory-bound load's drop comes near a
 # compute-bound one's (the SMs draw little either way: tx2 at 115 MHz, 1.2 times): no test
