@@ -165,8 +165,7 @@ def model_from_profile(
             raise ProfileError(f"{source}: has no workloads.{workload} calibration")
         entry = workloads[workload]
         field = f"workloads.{workload}."
-    pair = _pair_on(clocks, doc, workload)
-    drop = _pair_drop_w(doc, entry, pair)
+    pair, drop = _pair_and_drop(clocks, doc, entry, workload)
     if entry.get("method", "model") == "best-probe":
         return replace(_from_probes(clocks, entry, source), ppw_pair_mhz=pair, pair_drop_w=drop)
     try:
@@ -212,6 +211,14 @@ def _pair_on(
 
     pair = ppw_pair(doc, workload)
     return None if pair is None else (_snap(clocks, pair[0]), pair[1])
+
+
+def _pair_and_drop(
+    clocks: Tuple[float, ...], doc: Mapping[str, Any], entry: Mapping[str, Any], workload: Any
+) -> Tuple[Optional[Tuple[float, float]], Optional[float]]:
+    """The profile's PPW pair (:func:`_pair_on`) and its power drop (:func:`_pair_drop_w`)."""
+    pair = _pair_on(clocks, doc, workload)
+    return pair, _pair_drop_w(doc, entry, pair)
 
 
 def _pair_drop_w(
