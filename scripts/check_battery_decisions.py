@@ -2,6 +2,12 @@
 
     python scripts/check_battery_decisions.py [--boards a,b] [--duration-s 600]
     python scripts/check_battery_decisions.py --tree /path/to/other/checkout
+    python scripts/check_battery_decisions.py --mem-clock default
+
+``--mem-clock default`` pins the memory clock at each board's default (a lock, as ``governor
+run --mem-clock`` takes), on the boards with a memory axis, so the battery policy governs
+the core clock alone there too: the core-only decisions, comparable with a tree from before the
+memory clock was governed (whose boards' memory clocks stay at the default).
 
 A change meant only to make the control step cheaper must leave every decision as it was.
 This runs battery missions on the simulated boards (steady, bursty and step traces; the job
@@ -33,6 +39,8 @@ from governor.runtime.simulate import simulate
 from bench_runtime import _TickingApp
 docs = json.load(open(sys.argv[3]))
 duration = float(sys.argv[4])
+pin = sys.argv[5] == "default"
+from governor.devices.sim.catalog import get_board
 asked = []
 real = G.Governor._set_clock
 def record(self, clock_mhz, *, urgent):
@@ -48,7 +56,10 @@ for board, doc in docs.items():
                 spec = {"policy": "battery", "energy_j": 0.75 * top["board_energy_j"],
                         "duration_s": duration, "scope": "board"}
                 asked.clear()
-                r = simulate(board, spec, trace, duration, profile=doc)
+                spec_b = get_board(board)  # a board with one memory clock has nothing to pin
+                axis = pin and len(spec_b.mem_clocks_mhz) > 1
+                extra = {"mem_clock_mhz": spec_b.default_mem_clock_mhz} if axis else {}
+                r = simulate(board, spec, trace, duration, profile=doc, **extra)
             clocks = hashlib.sha256("\n".join(asked).encode()).hexdigest()[:12]
             line = f"{board} {trace} {'ticks' if ticks else 'no-ticks'} {clocks} {len(asked)} {r['work_done']!r} {r['board_energy_j']!r}"
             total.update(line.encode())
@@ -64,6 +75,12 @@ def main() -> None:
     parser.add_argument(
         "--tree", type=Path, default=REPO, help="checkout whose governor package decides"
     )
+    parser.add_argument(
+        "--mem-clock",
+        choices=("default",),
+        default="",
+        help="pin the memory clock at each board's default (the core-only decisions)",
+    )
     args = parser.parse_args()
     if not (args.tree / "governor" / "__init__.py").is_file():
         sys.exit(f"check_battery_decisions: {args.tree} holds no governor package")
@@ -76,7 +93,8 @@ def main() -> None:
         args.tree,
         args.boards,
         lambda profiles: (
-            [CHILD, str(args.tree), str(REPO / "scripts"), profiles] + [repr(args.duration_s)]
+            [CHILD, str(args.tree), str(REPO / "scripts"), profiles]
+            + [repr(args.duration_s), args.mem_clock]
         ),
     )
 

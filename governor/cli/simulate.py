@@ -112,7 +112,7 @@ def simulate_command(
         values.check_clock_scale(requested, spec_.clocks_mhz, f"sim:{spec_.name}")
     mem_mhz, mem_note = _mem_clock(board, mem_clock)
     doc = simulate(
-        board if mem_clock is None else f"{board}?mem_clock={mem_mhz!r}",
+        board,
         spec,
         trace,
         duration_s,
@@ -120,13 +120,13 @@ def simulate_command(
         seed=seed,
         scope=scope,
         admit=not no_admit,
+        mem_clock_mhz=None if mem_clock is None else mem_mhz,  # a lock: the core-only baseline
     )
     doc["board"] = board
-    if mem_clock is not None:  # the runtime's notes name the URI it opened
-        doc["notes"] = [n.replace(f"?mem_clock={mem_mhz!r}", "") for n in doc["notes"]]
-    # nothing in the run changes the memory clock (no policy governs it yet): its mean is the
-    # clock it was pinned at, or the board's default
-    doc["mem_clock_mhz"] = mem_mhz
+    # the mean memory clock the run ran at: the pinned one, the board's default, or what the
+    # battery policy chose beside the core clock
+    mean_mem = doc.pop("mean_mem_clock_mhz")
+    doc["mem_clock_mhz"] = round(mean_mem, 1) if mem_mhz is not None and mean_mem else None
     if mem_note:
         doc["notes"] = [mem_note] + list(doc["notes"])
     if json_out:

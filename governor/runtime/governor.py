@@ -36,6 +36,7 @@ from governor.runtime.board_answers import BoardAnswers
 from governor.runtime.controller_base import Controller, Now, Observation, Tick
 from governor.runtime.exit_hooks import ExitHooks
 from governor.runtime.loop import BackgroundLoop
+from governor.runtime.mem_knob import memory_knob, next_knob
 from governor.runtime.model import ClockModel
 from governor.runtime.setup import (
     ProfileArg,
@@ -86,9 +87,8 @@ class Governor(BoardAnswers):
         fail_limit: consecutive failed readings before the safe hold.
 
     Raises:
-        InvalidRequestError: bad policy or interval; ProfileError: a malformed profile
-            (one line naming the file and field); UnsupportedError: the device cannot
-            lock its GPU clock (from ``start()``); DeviceBusyError: another governor holds it.
+        InvalidRequestError: bad policy or interval; ProfileError: a malformed profile (its
+            file and field); UnsupportedError: no GPU clock lock (``start()``); DeviceBusyError.
     """
 
     def __init__(
@@ -119,6 +119,7 @@ class Governor(BoardAnswers):
         self._online_saved = False
         self._unmet = UnmetWatch(device.uri, self._note)
         self.controller = self._make_controller()
+        self._mem = memory_knob(device, self.policy.name, self.model)  # None: core alone
         self._unmet.new_policy(self.policy, self.model, *request_context(device, self.policy))
         if self.policy.budget_scope == "board" and battery is None:
             for text in filter(None, [unmetered_board_note(device)]):
@@ -177,6 +178,7 @@ class Governor(BoardAnswers):
                 if new.model_workload != old[0].model_workload:
                     self.model = self._load_model(self._profile_arg)
                 self.controller = self._make_controller()
+                self._mem = next_knob(self._mem, self.device, new.name, self.model)
             except BaseException:
                 self.policy, self.model, self.controller, self._online_saved = old
                 raise
@@ -329,6 +331,7 @@ class Governor(BoardAnswers):
                 return
             self._telemetry.tick_read = False
             current = self._applied if self._applied is not None else self.model.top_mhz
+            obs = self._mem.adjust(obs, self.controller) if self._mem else obs  # mem_knob.py
             self.controller.observe(obs, ticks)
             if self._telemetry.safe_hold:  # learn (the budget's accounting), choose nothing
                 target, urgent = self.controller.safe_mhz(current), True
@@ -343,6 +346,8 @@ class Governor(BoardAnswers):
                 return
             except GovernorError as err:
                 self._watch.write_failed(f"setting {target:g} MHz failed: {err}")
+            if self._mem:  # the memory clock beside the core clock (refused: core alone)
+                self._mem.step(self.controller, obs, self._note)
             self._unmet.observe(obs, self.controller)
             result = self.controller.result
             if result is not None and not self._online_saved:
@@ -370,14 +375,13 @@ class Governor(BoardAnswers):
 
     @property
     def lost(self) -> Optional[str]:
-        """Why the device stopped answering for good (a GPU off the bus); None while it
-        answers. The governor then leaves it alone; the app's work goes on."""
+        """Why the device stopped answering for good (None while it answers); the
+        governor then leaves it alone, the app's work goes on."""
         return self._watch.lost
 
     @property
     def overridden(self) -> Optional[str]:
-        """What another program set the clock to while this governor held it (it then steps
-        back); None while nobody else writes it."""
+        """What another program set the clock to while held (the governor steps back)."""
         return self._watch.overridden
 
     # -- the app's side ------------------------------------------------------------------
@@ -395,13 +399,12 @@ class Governor(BoardAnswers):
 
     def admit(self) -> bool:
         """Whether the app should take the next frame (step, request) or skip it, for the
-        throughput policy with a battery floor: True while the budget affords the rate;
-        when it does not, the share of frames it affords, spread evenly (at 0.6, three in
-        five), at the rate's clock. Call it once per frame offered (a camera frame arriving)
-        and ``tick()`` only for the frames taken. True for every other policy and when the
-        governor is not running. An app that never calls it keeps every frame and the
-        governor degrades by clock instead (frames late). ``status()["admitted_rate_hz"]``
-        is the rate admitted now."""
+        throughput policy with a battery floor: True while the budget affords the rate, else
+        the share of frames it affords, spread evenly (at 0.6, three in five), at the rate's
+        clock. Call it once per frame offered and ``tick()`` only for the frames taken. True
+        for every other policy and when not running. An app that never calls it keeps every
+        frame and the governor degrades by clock instead (frames late)
+        (``status()["admitted_rate_hz"]``: the rate admitted now)."""
         if not self._running:
             return True
         with self._ticks.lock:  # apps calling from several threads share one credit
@@ -449,12 +452,10 @@ class Governor(BoardAnswers):
         return RunTotals(duration_s=meter.duration_s, energy_j=meter.energy_j)
 
     def status(self) -> Dict[str, Any]:
-        """What the governor is doing now (plain data, JSON-ready): :meth:`state`, the
-        controller's records (:meth:`Controller.records`) and :meth:`totals`, in one
-        dictionary (:func:`~governor.runtime.status.status_doc`). ``notes``: all it said (a
-        missing profile, the device's quirks, what it cannot meet); ``unmet``: those of
-        them that say what of the policy the board cannot do (a clock clamped or snapped, a
-        cap below its least power, a budget run out; see :mod:`governor.runtime.unmet`)."""
+        """What the governor is doing now (JSON-ready): :meth:`state`, the controller's
+        records and :meth:`totals` in one dictionary (:func:`.status.status_doc`).
+        ``notes``: all it said; ``unmet``: those that say what of the policy the board
+        cannot do (a clock clamped, a cap below its least power: :mod:`.unmet`)."""
         return status_doc(self.state(), *self.controller.records(), self.totals())
 
 

@@ -56,6 +56,10 @@ class ClockModel:
     #: for this load (MHz; None: none, e.g. a board with one memory clock). The core clock is
     #: the pair's only while the memory clock is the pair's: else ``ppw_clock_mhz`` holds.
     ppw_pair_mhz: Optional[Tuple[float, float]] = None
+    #: how much less power (W, on the scope calibrate measured pairs on: the board's input
+    #: where metered) the calibration load drew at the pair's memory clock than at the
+    #: default, at one core clock, from the pair's probes (None: not measured)
+    pair_drop_w: Optional[float] = None
     #: table clock -> its index (the first of equal clocks); set in __post_init__
     index_of: Dict[float, int] = field(init=False, repr=False, compare=False, hash=False)
 
@@ -161,9 +165,9 @@ def model_from_profile(
             raise ProfileError(f"{source}: has no workloads.{workload} calibration")
         entry = workloads[workload]
         field = f"workloads.{workload}."
-    pair = _pair_on(clocks, doc, workload)
+    pair, drop = _pair_and_drop(clocks, doc, entry, workload)
     if entry.get("method", "model") == "best-probe":
-        return replace(_from_probes(clocks, entry, source), ppw_pair_mhz=pair)
+        return replace(_from_probes(clocks, entry, source), ppw_pair_mhz=pair, pair_drop_w=drop)
     try:
         pm = entry["power_model"]
         tm = entry.get("time_model")
@@ -195,6 +199,7 @@ def model_from_profile(
         fitted=True,
         source=source,
         ppw_pair_mhz=pair,
+        pair_drop_w=drop,
     )
 
 
@@ -206,6 +211,39 @@ def _pair_on(
 
     pair = ppw_pair(doc, workload)
     return None if pair is None else (_snap(clocks, pair[0]), pair[1])
+
+
+def _pair_and_drop(
+    clocks: Tuple[float, ...], doc: Mapping[str, Any], entry: Mapping[str, Any], workload: Any
+) -> Tuple[Optional[Tuple[float, float]], Optional[float]]:
+    """The profile's PPW pair (:func:`_pair_on`) and its power drop (:func:`_pair_drop_w`)."""
+    pair = _pair_on(clocks, doc, workload)
+    return pair, _pair_drop_w(doc, entry, pair)
+
+
+def _pair_drop_w(
+    doc: Mapping[str, Any], entry: Mapping[str, Any], pair: Optional[Tuple[float, float]]
+) -> Optional[float]:
+    """The power the calibration load drew less at the pair's memory clock than at the
+    default one, at a core clock probed at both (``tuning.ppw-pair.<load>.probes``); None
+    where the probes do not say (a hand-written pair, a malformed entry)."""
+    load = entry.get("load")
+    name = load.get("name") if isinstance(load, Mapping) else None
+    kept = ((doc.get("tuning") or {}).get("ppw-pair") or {}).get(name) if name else None
+    if pair is None or not isinstance(kept, Mapping):
+        return None
+    try:
+        default = float(kept["default_mem_clock_mhz"])
+        at: Dict[Tuple[float, float], float] = {
+            (float(r["clock_mhz"]), float(r["mem_clock_mhz"])): float(r["power_w"])
+            for r in kept.get("probes") or ()
+        }
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    drops = [
+        p - at[(f, pair[1])] for (f, m), p in at.items() if m == default and (f, pair[1]) in at
+    ]
+    return max(0.0, max(drops)) if drops and all(math.isfinite(d) for d in drops) else None
 
 
 def _interp(xs: Sequence[float], ys: Sequence[float], x: float) -> float:

@@ -33,6 +33,13 @@ __all__ = [
 ]
 
 
+#: with an app that counts whole units (frames, batches), a probe of the search over the
+#: whole table goes on until it has counted this many (such a count errs by one unit at
+#: each end), up to MAX_MEASURE_S of busy time
+MIN_UNITS = 60.0
+MAX_MEASURE_S = 10.0
+
+
 @dataclass
 class ProbeMeter:
     """The cost of holding one clock: settle for ``settle_s`` of busy time (power readings
@@ -257,6 +264,10 @@ class OnlinePpwController(Controller):
         self.probe = self._next()
         self.best: Optional[int] = None  # the clock found (an index), once the search is over
         self.handout = Handout(self.probe)
+        self.whole = True  # the app counts whole units (frames, batches) so far
+        # the memory axis at the clock found, where the governor may set it (mem_knob.py)
+        self.mem_table: Sequence[float] = ()
+        self.mem_search: Optional[Any] = None  # a ppw_mem_search.MemAxisSearch once begun
 
     def _next(self) -> Optional[int]:
         costs = self.costs
@@ -286,9 +297,11 @@ class OnlinePpwController(Controller):
         result once the search is over)."""
         self.elapsed_s = obs.elapsed_s + obs.dt_s
         clocks = self.model.clocks_mhz
-        if self.probe is None:
-            return
         units = sum(t.units for t in ticks)
+        if self.probe is None:
+            if self.mem_search is not None and not self.mem_search.done:
+                self._observe_mem(obs, units)
+            return
         if obs.busy is False or obs.power_w is None or obs.applied_mhz != clocks[self.probe]:
             return
         self.held_s += obs.dt_s
@@ -299,6 +312,9 @@ class OnlinePpwController(Controller):
         self.units += units
         if self.busy_s < self.measure_s - 1e-9:
             return
+        self.whole = self.whole and all(float(t.units).is_integer() for t in ticks)
+        if self.whole and 0 < self.units < MIN_UNITS and self.busy_s < MAX_MEASURE_S - 1e-9:
+            return  # a count of whole units errs by one: a probe counts enough of them
         if self.units > 0:
             cost = self.energy_j / self.units
         else:
@@ -308,12 +324,41 @@ class OnlinePpwController(Controller):
         self.probe = self._next()
         if self.probe is None:
             self.best = min(self.costs, key=lambda i: (self.costs[i], i))
-            self.result = {
+            found: Dict[str, Any] = {
                 "clock_mhz": clocks[self.best],
                 "probes": len(self.costs),
                 "found_after_s": self.elapsed_s,
                 "cost": "energy per unit of work" if units > 0 else "energy per cycle",
             }
+            if len(self.mem_table) > 1 and units > 0:  # the memory axis next, by work
+                from governor.runtime.ppw_mem_search import MemAxisSearch
+
+                self.mem_search = MemAxisSearch(self.mem_table, self.settle_s)
+                self._found: Dict[str, Any] = found
+            else:
+                self.result = found
+
+    @property
+    def mem_wanted_mhz(self) -> Optional[float]:
+        """The memory clock the search holds (None: none searched, the core clock alone)."""
+        return self.mem_search.wanted_mhz if self.mem_search is not None else None
+
+    def offer_mem(self, table_mhz: Sequence[float]) -> None:
+        """The memory clocks the governor may set (:mod:`.mem_knob`): searched after the
+        core clock, at it, where the app reports its work."""
+        self.mem_table = tuple(table_mhz)
+
+    def _observe_mem(self, obs: Observation, units: float) -> None:
+        search = self.mem_search
+        assert search is not None
+        search.add(obs, units)
+        if search.done:
+            self.result = dict(
+                self._found,
+                mem_clock_mhz=search.wanted_mhz,
+                probes=self._found["probes"] + len(search.costs),
+                found_after_s=self.elapsed_s,
+            )
 
     def choose(self, now: Now) -> Decision:
         """The probe's clock, or the clock found; urgent when it is a new one."""

@@ -175,6 +175,7 @@ class _Recorder:
         self.demand_s = 0.0
         self.demand_energy_j = 0.0
         self.clock_s = 0.0
+        self.mem_clock_s = 0.0  # the memory clock's time integral (MHz·s)
         self.lasted_s: Optional[float] = None
         self.demand = False
 
@@ -201,6 +202,8 @@ class _Recorder:
         dt = now - self.t_last
         if dt <= 0:
             return
+        mem = dev.true_mem_clock_mhz()  # the one the period ran at
+        self.mem_clock_s += (mem or 0.0) * dt
         e_gpu = dev.true_energy_j()
         gpu_w = (e_gpu - self.e_gpu_last) / dt
         figure_w = self.figure_w(gpu_w)
@@ -244,6 +247,7 @@ def simulate(
     noise: bool = True,
     scope: Optional[str] = None,
     admit: bool = True,
+    mem_clock_mhz: Optional[float] = None,
 ) -> Dict[str, Any]:
     """Run ``policy`` on ``sim:<board>`` over ``trace`` for ``duration_s`` of virtual time.
 
@@ -269,6 +273,8 @@ def simulate(
         raise InvalidRequestError(f"duration_s must be within 0..604800 s, not {duration_s!r}")
     uri = f"sim:{board}?seed={int(seed)}" + ("" if noise else "&noise=0")
     dev = cast("SimDevice", open_device(uri))  # a sim: URI opens a simulated board
+    if mem_clock_mhz is not None:
+        dev.lock_mem_clock(mem_clock_mhz)
     meter = _Metering.of(pol, scope)
     gov = Governor(
         dev,
@@ -381,6 +387,7 @@ def _results(
         "mean_power_w": rec.energy_j / d if d > 0 else 0.0,
         "max_power_w": rec.max_power_w,
         "mean_clock_mhz": rec.clock_s / d if d > 0 else None,
+        "mean_mem_clock_mhz": rec.mem_clock_s / d if d > 0 and rec.mem_clock_s else None,
         "time_above_cap_s": rec.above_s,
         "time_above_cap_instant_s": rec.above_instant_s,
         "work_done": run.work,

@@ -241,6 +241,11 @@ class SimDevice(WorkloadDevice):
         self._advance()
         return self._energy_j
 
+    def true_mem_clock_mhz(self) -> Optional[float]:
+        """The memory clock the board runs at now (MHz; None: a board without one), for
+        tests and benches."""
+        return self._mem_clock
+
     def true_temperature_c(self) -> float:
         """The exact die temperature (°C) the sensors round, for tests and benches."""
         self._advance()

@@ -1,0 +1,262 @@
+"""The memory clock as the battery policy's second knob (issue 48 item 5).
+
+The battery controller chooses the core clock for its power plan as it does on a board with
+one knob; this part chooses the memory clock beside it, from what the controller knows of
+the load now:
+
+- busy on a load the controller reads as compute-bound (its memory share from power,
+  :class:`.ShareEstimator`, no more than ``SHARE_SAME``): the memory clock of the profile's
+  (core, memory) pair (``tuning.ppw-pair.<load>``, found by ``governor calibrate`` on the
+  compute-bound calibration load: :mod:`governor.models.memory` says a compute-bound load's
+  time does not depend on the memory clock while the memory's background power falls with
+  it), so the watts the memory no longer draws go to the core clock;
+- busy on a memory-bound load: the default memory clock (a memory-bound load's time grows
+  as the memory clock falls; a lower core clock is what the controller gives it);
+- in a wait (:meth:`.BurstStats.waiting`): the lowest memory clock, the least the board can
+  idle at; in a gap between bursts, the memory clock stays.
+
+The controller keeps its one-knob model: the power of a busy period at a lower memory clock
+is given to it as it would have been at the default memory clock (the drop measured at the
+first switch, against the controller's corrected model at the clock that ran), so its
+share estimate and power correction read the load, not the memory clock; the budget is
+metered as it is spent, so the watts saved stay in it and the plan gives them to the core
+clock. Every memory-clock change goes through ``Device.lock_mem_clock``: journaled in the
+governor's layer first, restored when the governor releases the device, and undone by
+``governor reset`` after a ``kill -9``.
+
+Active only where the memory clock can be set, the board offers several, and nobody pinned
+it (no memory-clock lock held: ``governor run --mem-clock`` or ``apply --mem-clock`` pin it,
+and the policy then governs the core clock alone, the core-only baseline).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
+
+from governor.errors import GovernorError
+
+if TYPE_CHECKING:
+    from governor.devices.base import Device
+    from governor.runtime.controller_base import Controller, Observation
+    from governor.runtime.model import ClockModel
+
+__all__ = ["MemoryKnob", "memory_knob", "next_knob"]
+
+SHARE_UP = 0.04  # a memory share the controller reads above this: memory-bound, no test
+FIRST_TEST_S = 2.0  # busy seconds at the default memory clock before the first test
+RETEST_S = (20.0, 160.0)  # after a failed test: the first wait, and the longest (doubling)
+RECHECK_S = 2.0  # busy seconds at the lower memory clock between two checks
+TEST_SETTLE = 0  # periods a test waits at the lower memory clock before it reads
+TEST_PERIODS = 1  # periods a test waits for a core clock it has a reference at
+REF_AGE_S = 3.0  # the oldest reference a test compares with (s)
+# below this share of the top core clock a memory-bound load's drop comes near a
+# compute-bound one's (the SMs draw little either way: tx2 at 115 MHz, 1.2 times): no test
+TEST_FLOOR = 0.25
+DROP_MARGIN = 1.6  # a drop this many times the calibration load's says memory-bound
+
+
+class MemoryKnob:
+    """The memory clock beside a battery controller's core clock (see the module)."""
+
+    def __init__(
+        self,
+        device: Device,
+        table_mhz: Tuple[float, ...],
+        default_mhz: float,
+        low_mhz: float,
+        drop_w: Optional[float] = None,
+    ) -> None:
+        self.device = device
+        self.table_mhz = table_mhz
+        self.default_mhz = default_mhz
+        self.low_mhz = low_mhz  # the busy compute-bound phase's
+        self.drop_w = drop_w  # the calibration load's power drop at low_mhz (None: unknown)
+        self.mem_mhz = default_mhz  # where it is now
+        self.changes = 0
+        self.off = False  # the device refused a memory clock: the core clock alone
+        self.searched = False  # the controller searches the memory axis (online PPW)
+        # the test of a lower memory clock compares busy periods at one core clock: the
+        # latest at the default memory clock per core clock (time, power on the scope the
+        # drop was measured on, GPU figure), and the latest at low_mhz (time, power)
+        self.refs: Dict[float, Tuple[float, float, float]] = {}
+        self.lows: Dict[float, Tuple[float, float]] = {}
+        self.testing = 0  # periods into a test (0: none under way)
+        self.verified = False  # low_mhz passed its test for the load now
+        self.default_s = 0.0  # busy seconds at the default since the last test
+        self.wait_s = FIRST_TEST_S  # busy seconds at the default before the next test
+        self.low_s = 0.0  # busy seconds at low_mhz since the last check
+        self.saved_w: Optional[float] = None  # GPU figure's drop at low_mhz (compute-bound)
+        self.raw: Optional[Observation] = None  # the last period as read
+
+    def adjust(self, obs: Observation, controller: Controller) -> Observation:
+        """``obs`` as ``controller`` is to see it, so that it reads the load, not the memory
+        clock: a busy period at the lower memory clock once it passed its test has its
+        power raised by the drop that memory clock brings a compute-bound load (measured
+        at the tests that passed); one at another memory clock than the default (a test,
+        the first after a wait) has no power reading for the controller to learn from (the
+        budget meters the energy all the same)."""
+        self.raw = obs  # what the device read: the knob's own decision reads it
+        if self.off or self.searched or obs.busy is False or obs.power_w is None:
+            return obs
+        if self.mem_mhz == self.default_mhz:
+            return obs
+        if self.mem_mhz == self.low_mhz and self.verified and not self.testing:
+            return dataclasses.replace(obs, power_w=obs.power_w + (self.saved_w or 0.0))
+        return dataclasses.replace(obs, power_w=None)
+
+    def choose(self, controller: Controller, obs: Observation) -> float:
+        """The memory clock for the next period (see the module); a controller that
+        searches the memory axis itself (online PPW: ``mem_wanted_mhz``) is followed."""
+        if self.searched:
+            offer = getattr(controller, "offer_mem", None)
+            if offer is not None and not getattr(controller, "mem_table", ()):
+                offer(self.table_mhz)
+            wanted = getattr(controller, "mem_wanted_mhz", None)
+            return self.mem_mhz if wanted is None else float(wanted)
+        if self.raw is not None and self.raw.t_s == obs.t_s:
+            obs = self.raw  # the period as read, not as the controller was shown it
+        if obs.busy is False:
+            self.refs.clear()  # the load after a pause may be another
+            self.verified = False
+            self.lows.clear()
+            self.testing = 0
+            plan = getattr(getattr(controller, "budget", None), "plan", None)
+            if plan is not None and plan.bursts.waiting():
+                return self.table_mhz[0]
+            return self.mem_mhz
+        power = obs.board_power_w if obs.board_power_w is not None else obs.power_w
+        if power is None or obs.power_w is None or self.drop_w is None:
+            return self.default_mhz
+        if self.mem_mhz == self.default_mhz:
+            return self._at_default(controller, obs, power)
+        if self.mem_mhz != self.low_mhz or not (self.verified or self.testing):
+            # (a wait's lowest clock): as at the start
+            self.default_s = 0.0
+            return self.default_mhz
+        return self._at_low(obs, power)
+
+    def _at_default(self, controller: Controller, obs: Observation, power: float) -> float:
+        """A busy period at the default memory clock: the reference at its core clock, and
+        a test of the lower memory clock once due (never for a load the controller reads
+        memory-bound)."""
+        assert obs.power_w is not None
+        self.refs[obs.applied_mhz] = (obs.t_s, power, obs.power_w)
+        self.default_s += obs.dt_s
+        k = getattr(getattr(controller, "share", None), "k", None)
+        if self.low_mhz >= self.default_mhz or (k is not None and k > SHARE_UP):
+            return self.default_mhz
+        if self.default_s < self.wait_s - 1e-9:
+            return self.default_mhz
+        if obs.applied_mhz < TEST_FLOOR * controller.model.top_mhz:
+            return self.default_mhz  # near the bottom of the table the drops are alike
+        self.testing = 1
+        return self.low_mhz
+
+    def _at_low(self, obs: Observation, power: float) -> float:
+        """A busy period at the lower memory clock: the test's verdict against the latest
+        period at the default memory clock and this core clock (a drop well beyond the
+        calibration load's is a memory-bound load slowed down: back to the default, tested
+        again later), a sudden fall at one core clock (the load changed), or the periodic
+        check."""
+        assert self.drop_w is not None and obs.power_w is not None
+        f, now = obs.applied_mhz, obs.t_s
+        if self.testing:
+            self.testing += 1
+            ref = self.refs.get(f)
+            if self.testing <= TEST_SETTLE + 1 or ref is None or now - ref[0] > REF_AGE_S:
+                if self.testing > TEST_PERIODS:  # no period at a clock to compare with
+                    self.testing = 0
+                    self.default_s = 0.0
+                    return self.default_mhz
+                return self.low_mhz
+            self.testing = 0
+            if ref[1] - power > DROP_MARGIN * self.drop_w + 0.01 * ref[1]:
+                self.default_s = 0.0
+                self.wait_s = min(RETEST_S[1], max(RETEST_S[0], 2.0 * self.wait_s))
+                return self.default_mhz
+            saved = max(0.0, ref[2] - obs.power_w)
+            self.saved_w = saved if self.saved_w is None else 0.8 * self.saved_w + 0.2 * saved
+            self.wait_s = self.low_s = 0.0
+            self.verified = True
+            self.lows = {f: (now, power)}
+            return self.low_mhz
+        self.low_s += obs.dt_s
+        prev = self.lows.get(f)
+        self.lows[f] = (now, power)
+        fell = (
+            prev is not None
+            and now - prev[0] <= REF_AGE_S
+            and (prev[1] - power > self.drop_w + 0.02 * power)
+        )
+        if fell or self.low_s >= RECHECK_S - 1e-9:  # back for a period (the load changed:
+            self.default_s = 0.0  # a while), then tested again
+            self.verified = False
+            self.wait_s = FIRST_TEST_S if fell else 0.0
+            return self.default_mhz
+        return self.low_mhz
+
+    def step(self, controller: Controller, obs: Observation, note: Callable[[str], None]) -> None:
+        """Choose and set the memory clock for the next period; where the device refuses
+        it, said once through ``note``, and the core clock goes on alone (the memory clock
+        stays where it is, its lock in the governor's layer)."""
+        if self.off:
+            return
+        try:
+            self.apply(self.choose(controller, obs))
+        except GovernorError as err:
+            note(f"the memory clock could not be set ({err}): the core clock alone from now")
+            self.off = True
+
+    def keep(self, policy_name: str) -> Optional[MemoryKnob]:
+        """This knob under a new policy: itself for the battery policy; for another, the
+        memory clock back at the default (its lock stays in the governor's layer, restored
+        with it) and None."""
+        if policy_name == ("ppw" if self.searched else "battery"):
+            return self
+        self.apply(self.default_mhz)
+        return None
+
+    def apply(self, mem_mhz: float) -> None:
+        """Lock the memory clock at ``mem_mhz`` (journaled in the governor's layer)."""
+        if mem_mhz == self.mem_mhz:
+            return
+        self.device.lock_mem_clock(mem_mhz)
+        self.mem_mhz = mem_mhz
+        self.changes += 1
+
+
+def next_knob(
+    knob: Optional[MemoryKnob], device: Device, policy_name: str, model: ClockModel
+) -> Optional[MemoryKnob]:
+    """The knob under a new policy (``Governor.set_policy``): ``knob`` kept
+    (:meth:`MemoryKnob.keep`), else a new one where ``policy_name`` governs both."""
+    if knob is not None:
+        return knob.keep(policy_name)
+    return memory_knob(device, policy_name, model)
+
+
+def memory_knob(device: Device, policy_name: str, model: ClockModel) -> Optional[MemoryKnob]:
+    """The memory knob for ``policy_name`` on ``device`` (its compute-bound memory clock
+    the pair's of ``model``'s profile); None where the policy governs the core clock alone
+    (not the battery policy, a memory clock that cannot be set or has one value, or one
+    pinned by a lock)."""
+    pair = model.ppw_pair_mhz
+    pair_mem_mhz = pair[1] if pair else None
+    searched = policy_name == "ppw" and not model.fitted  # online PPW searches both
+    if not (policy_name == "battery" or searched) or not device.capabilities.lock_mem_clock:
+        return None
+    try:
+        table = tuple(device.supported_mem_clocks_mhz())
+        if len(table) < 2 or device.state().mem_clock_mhz is not None:
+            return None
+        now = device.sample().mem_clock_mhz
+    except (GovernorError, OSError):
+        return None
+    if now is None:
+        return None
+    default = float(now)
+    low = default if pair_mem_mhz is None or pair_mem_mhz >= default else float(pair_mem_mhz)
+    knob = MemoryKnob(device, table, default, low, model.pair_drop_w)
+    knob.searched = searched
+    return knob

@@ -1,0 +1,61 @@
+"""Online PPW over both knobs (issue 48 item 5): with no profile, the PPW policy searches the
+core clock and then, where the app reports its work, the memory clock at it, through the
+device's journaled lock; without the work, or with the memory clock pinned, the core clock
+alone. Assertions read the simulated board's own memory clock, in virtual time."""
+
+from __future__ import annotations
+
+import math
+
+import governor
+from governor.devices.sim.catalog import get_board
+from governor.runtime import Governor
+
+
+def _run(ticks: bool, pin=None, seconds=120.0):
+    """Per period the memory clock sim:agx-orin ran at, the search's result, the board's
+    memory clock and lock after the governor stopped."""
+    dev = governor.open_device("sim:agx-orin")
+    try:
+        if pin is not None:
+            dev.lock_mem_clock(pin)
+        dev.run_workload("compute")
+        gov = Governor(dev, {"policy": "ppw"}, profile=False, background=False)
+        seen = []
+        with gov:
+            done = 0
+            for _ in range(int(seconds / gov.interval_s)):
+                if ticks:  # whole units, as an app counts frames
+                    now = math.floor(dev.work_done())
+                    if now > done:
+                        gov.tick(float(now - done))
+                    done = now
+                gov.step()
+                seen.append(dev.true_mem_clock_mhz())
+            result = gov.status()["online_ppw"]
+        after = (dev.true_mem_clock_mhz(), dev.state().mem_clock_mhz)
+        dev.stop_workload()
+    finally:
+        dev.restore()
+    return seen, result, after
+
+
+def test_with_the_apps_work_both_knobs_are_searched_and_the_pair_held():
+    seen, result, after = _run(ticks=True)
+    table = get_board("agx-orin").mem_clocks_mhz
+    assert result is not None and result["mem_clock_mhz"] in table
+    assert len(set(seen)) >= 3  # the memory axis was probed
+    assert seen[-1] == result["mem_clock_mhz"] < 3199.0  # compute-bound: a lower one held
+    assert after == (3199.0, None)  # the governor's lock undone when it stopped
+
+
+def test_without_the_apps_work_the_memory_clock_is_not_searched():
+    seen, result, _ = _run(ticks=False)
+    assert result is not None and "mem_clock_mhz" not in result
+    assert set(seen) == {3199.0}
+
+
+def test_a_pinned_memory_clock_is_searched_around_not_moved():
+    seen, result, after = _run(ticks=True, pin=3199.0)
+    assert result is not None and "mem_clock_mhz" not in result
+    assert set(seen) == {3199.0} and after == (3199.0, 3199.0)
