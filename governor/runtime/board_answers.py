@@ -8,20 +8,28 @@ change of either (:meth:`BoardAnswers._clock_moved`).
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Optional
 
 from governor.devices.base import Device
+from governor.errors import GovernorError
 from governor.runtime.kernel_config import KernelConfigFollower
 from governor.runtime.tuning_cache import Cached, cached_block_size_for, cached_tiles_for
 
 __all__ = ["BoardAnswers"]
+
+log = logging.getLogger("governor.runtime")
 
 
 class BoardAnswers:
     """The board's tuned answers (see the module docstring); ``device`` is the board."""
 
     device: Device
+    _dev_lock: Any  # the governor's lock around device calls
     _kernel_configs: Optional[KernelConfigFollower] = None  # made on first use
+    _applied_mem: Optional[float] = None  # the memory clock this governor set
+    _locked_mem: Optional[float] = None  # the device's memory lock, read when asked
+    _locked_mem_read = False
 
     @property
     def applied_clock_mhz(self) -> Optional[float]:  # pragma: no cover - the governor's
@@ -29,14 +37,40 @@ class BoardAnswers:
         raise NotImplementedError
 
     @property
-    def applied_mem_clock_mhz(self) -> Optional[float]:  # pragma: no cover - the governor's
-        """The memory clock the governor set (MHz), None where it does not govern memory."""
-        raise NotImplementedError
+    def applied_mem_clock_mhz(self) -> Optional[float]:
+        """The memory clock the governor set (MHz), None where it does not govern memory
+        (the board then runs the memory clock it was at)."""
+        return self._applied_mem
+
+    def _mem_clock_set(self, mem_clock_mhz: Optional[float]) -> None:
+        """Record the memory clock this governor has just written to the device (None: it
+        handed the memory clock back); the kernel configurations follow the new pair."""
+        if mem_clock_mhz == self._applied_mem:
+            return
+        self._applied_mem = mem_clock_mhz
+        self._clock_moved(self.applied_clock_mhz)
+
+    def _forget_mem_clock(self) -> None:
+        """The governor let the device go: no memory clock set, the lock read afresh."""
+        self._applied_mem = None
+        self._locked_mem_read = False
 
     def _kernel_mem_clock_mhz(self) -> Optional[float]:
-        """The memory clock the kernel configurations answer for (None: the board's
-        default); the governor's own where it sets one."""
-        return self.applied_mem_clock_mhz
+        """The memory clock ``kernel_config`` answers for: the one this governor set, else
+        the one the device's memory is locked at (``device.state()``, read once, when a
+        kernel configuration is first asked for: a memory clock locked before the governor
+        started, as ``governor run`` and ``device.lock_mem_clock`` do), else None (the
+        board's default memory clock)."""
+        if self._applied_mem is not None:
+            return self._applied_mem
+        if not self._locked_mem_read:
+            self._locked_mem_read = True
+            try:
+                with self._dev_lock:
+                    self._locked_mem = self.device.state().mem_clock_mhz
+            except (GovernorError, OSError) as err:
+                log.debug("memory clock lock unreadable: %s", err)
+        return self._locked_mem
 
     def _clock_moved(self, clock_mhz: Optional[float]) -> None:
         """The governor holds ``clock_mhz`` (or a new memory clock) now: the kernels asked
@@ -62,7 +96,7 @@ class BoardAnswers:
     def kernel_config(self, kernel: str, precision: str = "double") -> Cached:
         """The tile and thread block for ``kernel`` at the operating point the governor holds
         now (its clock, and the memory clock it set, else the one the device is locked at:
-        see :meth:`~governor.runtime.governor.Governor._kernel_mem_clock_mhz`), from the
+        see :meth:`_kernel_mem_clock_mhz`), from the
         board's table (``governor kernels table --save``); one dict lookup per call."""
         value, reason = self._follower().config(
             kernel, self.applied_clock_mhz, precision, self._kernel_mem_clock_mhz()

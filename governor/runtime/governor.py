@@ -130,9 +130,6 @@ class Governor(BoardAnswers):
         self._dev_lock = threading.RLock()
         self._running = False
         self._applied: Optional[float] = None
-        self._applied_mem: Optional[float] = None  # the memory clock this governor set
-        self._locked_mem: Optional[float] = None  # the device's memory lock, read when asked
-        self._locked_mem_read = False
         self._last_change_s = -math.inf
         self._steps = 0
         self._telemetry = Telemetry(device, self.model, fail_limit)
@@ -142,8 +139,7 @@ class Governor(BoardAnswers):
         self._exit_hooks = ExitHooks(self.stop, handle_signals)
 
     def _load_model(self, profile: ProfileArg) -> ClockModel:
-        """The clock model (see :func:`.setup.loaded_model`); what it says goes into the
-        notes."""
+        """The clock model (:func:`.setup.loaded_model`); what it says goes into the notes."""
         model, self.profile_path, found, warnings = loaded_model(self.device, profile, self.policy)
         self.notes.extend(found)
         for text in warnings:
@@ -205,37 +201,6 @@ class Governor(BoardAnswers):
         """The GPU clock the governor holds now (MHz), None before start."""
         return self._applied
 
-    @property
-    def applied_mem_clock_mhz(self) -> Optional[float]:
-        """The memory clock the governor set (MHz), None where it does not govern memory
-        (the board then runs the memory clock it was at)."""
-        return self._applied_mem
-
-    def _mem_clock_set(self, mem_clock_mhz: Optional[float]) -> None:
-        """Record the memory clock this governor has just written to the device (None: it
-        handed the memory clock back); the kernel configurations follow the new pair."""
-        if mem_clock_mhz == self._applied_mem:
-            return
-        self._applied_mem = mem_clock_mhz
-        self._clock_moved(self._applied)
-
-    def _kernel_mem_clock_mhz(self) -> Optional[float]:
-        """The memory clock ``kernel_config`` answers for: the one this governor set, else
-        the one the device's memory is locked at (``device.state()``, read once, when a
-        kernel configuration is first asked for: a memory clock locked before the governor
-        started, as ``governor run`` and ``device.lock_mem_clock`` do), else None (the
-        board's default memory clock)."""
-        if self._applied_mem is not None:
-            return self._applied_mem
-        if not self._locked_mem_read:
-            self._locked_mem_read = True
-            try:
-                with self._dev_lock:
-                    self._locked_mem = self.device.state().mem_clock_mhz
-            except (GovernorError, OSError) as err:
-                log.debug("memory clock lock unreadable: %s", err)
-        return self._locked_mem
-
     def start(self) -> Governor:
         """Lock the device, journal it to disk, apply the first clock, start the loop."""
         if self._running:
@@ -243,7 +208,6 @@ class Governor(BoardAnswers):
         _check_can_start(self.device, self.background)
         self.device.acquire(command=_command_line())
         self._owns = True
-        self._locked_mem_read = False  # kernel_config reads the memory lock afresh
         for note in self.device.ownership_notes + self.device.control_notes():
             self._note(note)
         try:
@@ -286,8 +250,7 @@ class Governor(BoardAnswers):
                     restored = self.device.release()  # this governor's layer only
         finally:
             self._applied = None
-            self._applied_mem = None
-            self._locked_mem_read = False
+            self._forget_mem_clock()
             self._watch.applied_range = None
             self._exit_hooks.remove()
         return restored
@@ -347,7 +310,7 @@ class Governor(BoardAnswers):
             except GovernorError as err:
                 self._watch.write_failed(f"setting {target:g} MHz failed: {err}")
             if self._mem:  # the memory clock beside the core clock (refused: core alone)
-                self._mem.step(self.controller, obs, self._note)
+                self._mem_clock_set(self._mem.step(self.controller, obs, self._note))
             self._unmet.observe(obs, self.controller)
             result = self.controller.result
             if result is not None and not self._online_saved:

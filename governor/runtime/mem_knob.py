@@ -196,17 +196,19 @@ class MemoryKnob:
             return self.default_mhz
         return self.low_mhz
 
-    def step(self, controller: Controller, obs: Observation, note: Callable[[str], None]) -> None:
-        """Choose and set the memory clock for the next period; where the device refuses
-        it, said once through ``note``, and the core clock goes on alone (the memory clock
-        stays where it is, its lock in the governor's layer)."""
+    def step(self, controller: Controller, obs: Observation, note: Callable[[str], None]) -> float:
+        """Choose and set the memory clock for the next period; returns the memory clock the
+        board is at (MHz). Where the device refuses it, said once through ``note``, and the
+        core clock goes on alone (the memory clock stays where it is, its lock in the
+        governor's layer)."""
         if self.off:
-            return
+            return self.mem_mhz
         try:
             self.apply(self.choose(controller, obs))
         except GovernorError as err:
             note(f"the memory clock could not be set ({err}): the core clock alone from now")
             self.off = True
+        return self.mem_mhz
 
     def keep(self, policy_name: str) -> Optional[MemoryKnob]:
         """This knob under a new policy: itself for the battery policy; for another, the

@@ -22,6 +22,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from governor.runtime.controller_base import Controller, Decision, Now, Observation, Tick
 from governor.runtime.model import ClockModel
+from governor.runtime.probe_meter import ProbeMeter
 
 __all__ = [
     "Handout",
@@ -38,43 +39,6 @@ __all__ = [
 #: each end), up to MAX_MEASURE_S of busy time
 MIN_UNITS = 60.0
 MAX_MEASURE_S = 10.0
-
-
-@dataclass
-class ProbeMeter:
-    """The cost of holding one clock: settle for ``settle_s`` of busy time (power readings
-    average over about a second), then meter ``measure_s`` of busy time. Idle periods and
-    periods at another clock are not counted."""
-
-    settle_s: float
-    measure_s: float
-    held_s: float = 0.0
-    energy_j: float = 0.0
-    busy_s: float = 0.0
-    units: float = 0.0
-
-    def reset(self) -> None:
-        self.held_s = self.energy_j = self.busy_s = self.units = 0.0
-
-    def add(self, power_w: float, dt_s: float, units: float) -> None:
-        """One busy period at the probed clock."""
-        self.held_s += dt_s
-        if self.held_s <= self.settle_s + 1e-9:
-            return
-        self.energy_j += power_w * dt_s
-        self.busy_s += dt_s
-        self.units += units
-
-    @property
-    def done(self) -> bool:
-        return self.busy_s >= self.measure_s - 1e-9
-
-    def cost(self, clock_mhz: float) -> float:
-        """Energy per unit of work (J) where the app reported work, else energy per cycle
-        (J/MHz·s: a compute-bound load's energy per unit of work, up to a constant)."""
-        if self.units > 0:
-            return self.energy_j / self.units
-        return self.energy_j / (self.busy_s * clock_mhz)
 
 
 @dataclass

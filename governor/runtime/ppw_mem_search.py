@@ -4,7 +4,7 @@ Without a calibrated model the PPW policy searches the core clock by measurement
 (:class:`.ppw_local.OnlinePpwController`); on a board whose memory clock the governor may
 set (:mod:`.mem_knob`), it then searches the memory axis at that core clock: a
 golden-section search over the memory table's indices (every memory clock where there are
-at most four), each probe metered as a core probe is (:class:`.ppw_local.ProbeMeter`), its
+at most four), each probe metered as a core probe is (:class:`.probe_meter.ProbeMeter`), its
 cost the energy per unit of work on the board's input where the device meters it (the power
 that sees the memory; a GPU-rail figure would make a lower memory clock look free), else on
 its power figure. Energy per unit is unimodal in the memory clock
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Sequence
 
 from governor.runtime.controller_base import Observation
-from governor.runtime.ppw_local import ProbeMeter
+from governor.runtime.probe_meter import ProbeMeter
 
 __all__ = ["MEM_MEASURE_S", "MemAxisSearch"]
 

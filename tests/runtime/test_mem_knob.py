@@ -143,3 +143,29 @@ def test_two_knobs_do_more_work_than_the_core_clock_alone(profile_of, trace):
     _, _, two = _mission(doc, trace)
     _, _, one = _mission(doc, trace, pin=DEFAULT_MEM)
     assert two > 1.005 * one
+
+
+def test_the_kernel_configurations_follow_the_memory_clock_the_knob_sets(profile_of):
+    """Each memory clock the knob writes is the one ``kernel_config`` answers for: after
+    every step, ``applied_mem_clock_mhz`` is the board's own memory clock, and the memory
+    clock's moves alone reach the kernel follower (its callbacks see both clocks)."""
+    doc = _with_pair(profile_of(BOARD))
+    budget = 0.75 * simulate(BOARD, {"policy": "max"}, "idle:1,compute:1", 30.0)["board_energy_j"]
+    spec = {"policy": "battery", "energy_j": budget, "duration_s": 30.0, "scope": "board"}
+    dev = governor.open_device(f"sim:{BOARD}")
+    moves = []
+    try:
+        gov = Governor(dev, spec, profile=doc, background=False, handle_signals=False)
+        follower = gov._follower()
+        real = follower.clock_changed
+        follower.clock_changed = lambda core, mem: moves.append(mem) or real(core, mem)
+        gov.start()
+        for k in range(300):
+            dev.stop_workload() if k < 150 else dev.run_workload("compute")
+            gov.step()
+            assert gov.applied_mem_clock_mhz == dev.sample().mem_clock_mhz
+        gov.stop()
+        assert gov.applied_mem_clock_mhz is None  # let go: the board's default again
+    finally:
+        dev.restore()
+    assert {204.0, DEFAULT_MEM} <= set(moves)  # the wait's lowest, the default, the pair's
