@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 from governor.devices.base import Device, frozen_record
 from governor.errors import (
     DeviceLostError,
+    DeviceNotRespondingError,
     GovernorError,
     InvalidRequestError,
     UnsupportedError,
@@ -277,13 +278,15 @@ class Governor(BoardAnswers):
 
     def update(self) -> None:
         """One control step at the device clock's present time."""
+        if self._running and self._watch.answers_again():  # a wedged driver came back
+            self._telemetry.lost, self._applied = None, None  # its clock is set again below
         if not self._running or self._watch.hands_off:
             return  # a lost device is left alone, and so is one another program took over
         with self._dev_lock:
             ticks = self._ticks.take()
             obs = self._observe(ticks)
             if self._telemetry.lost is not None:
-                self._watch.lose(self._telemetry.lost)
+                self._watch.lose(self._telemetry.lost, self._telemetry.lost_wedged)
                 return
             if self._watch.taken_over():
                 return
@@ -302,7 +305,7 @@ class Governor(BoardAnswers):
             try:
                 self._set_clock(target, urgent=urgent)
             except DeviceLostError as err:
-                self._watch.lose(str(err))
+                self._watch.lose(str(err), isinstance(err, DeviceNotRespondingError))
                 return
             except GovernorError as err:
                 self._watch.write_failed(f"setting {target:g} MHz failed: {err}")
@@ -333,14 +336,12 @@ class Governor(BoardAnswers):
 
     @property
     def lost(self) -> Optional[str]:
-        """Why the device stopped answering for good (a GPU off the bus); None while it
-        answers. The governor then leaves it alone; the app's work goes on."""
+        """Why the device stopped answering (off the bus, or wedged until it answers again)."""
         return self._watch.lost
 
     @property
     def overridden(self) -> Optional[str]:
-        """What another program set the clock to while this governor held it (it then steps
-        back); None while nobody else writes it."""
+        """What another program set the clock to while this governor held it (it stepped back)."""
         return self._watch.overridden
 
     # -- the app's side ------------------------------------------------------------------
