@@ -35,6 +35,7 @@ import os
 import platform
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -126,6 +127,13 @@ def _trace_memory():
     base = tracemalloc.take_snapshot().filter_traces(filters) if frames else None
     base_size = sum(stat.size for stat in base.statistics('filename')) if frames else 0
     base_types = types()
+    def sizes():  # every container the collector sees, by id: (len, what it is)
+        out = {}
+        for o in gc.get_objects():
+            if type(o) in (dict, list, set, collections.deque, collections.OrderedDict):
+                out[id(o)] = (len(o), type(o).__name__, o)
+        return out
+    base_sizes = {k: v[0] for k, v in sizes().items()}
     while True:
         time.sleep(every_s)
         gc.collect()
@@ -143,6 +151,12 @@ def _trace_memory():
             del snap
         sys.stderr.write('--- %.0f s\\n' % (time.monotonic() - began))
         sys._debugmallocstats()  # pymalloc's arenas and pools, on the daemon's stderr (its log)
+        now_sizes = sizes()
+        growth = sorted(((n - base_sizes[k], n, name, o) for k, (n, name, o) in now_sizes.items() if k in base_sizes), key=lambda g: -g[0])[:4]
+        for d, n, name, o in growth:
+            sample = list(o)[:3] if not isinstance(o, dict) else list(o.items())[:2]
+            lines.append('  container grown %+d to %d: %s %s' % (d, n, name, repr(sample)[:160]))
+        del now_sizes, growth
         grown = (types() - base_types).most_common(8)
         lines.append('  objects grown by type: ' + ', '.join('%s +%d' % kv for kv in grown))
         with open(out, 'a') as f:
@@ -188,6 +202,7 @@ def start_daemon(
             stderr=log,
             env=env,
             cwd=str(REPO),
+            start_new_session=bool(wrapper),  # stopped as a group: the wrapper and the daemon
         )
 
 
@@ -204,14 +219,18 @@ def wait_ready(path: Path, proc: subprocess.Popen, timeout_s: float = 60.0) -> N
     raise SystemExit(f"the daemon did not answer on {path} within {timeout_s:g} s")
 
 
-def stop_daemon(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
+def stop_daemon(proc: subprocess.Popen, group: bool = False) -> None:
+    """SIGTERM (the daemon restores its devices), SIGKILL after 30 s; ``group``: to the
+    daemon's whole process group (a --daemon-wrapper and the daemon under it)."""
+    if proc.poll() is not None:
+        return
+    signal_it = (lambda sig: os.killpg(proc.pid, sig)) if group else proc.send_signal
+    signal_it(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        signal_it(signal.SIGKILL)
+        proc.wait(15)
 
 
 class Stats:
@@ -415,7 +434,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"the daemon died during the run (status {proc.returncode})", file=sys.stderr)
             return 1
     finally:
-        stop_daemon(proc)
+        stop_daemon(proc, group=bool(args.daemon_wrapper))
         driver = Path(env["FAKE_NVML_STATE"])
         after_stop = driver.read_text() if driver.exists() else ""
         daemon_log = (workdir / "daemon.log").read_text(errors="replace")
