@@ -35,6 +35,7 @@ import os
 import platform
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,8 @@ DAEMON = (
     "backend._is_root = lambda: True\n"
     "if os.environ.get('SOAK_SHOW_STALLS'):\n"
     "    exec(os.environ['SOAK_SHOW_STALLS'])\n"
+    "if os.environ.get('SOAK_TRACE_MEMORY'):\n"
+    "    exec(os.environ['SOAK_TRACE_MEMORY'])\n"
     "sys.argv = ['governor'] + sys.argv[1:]\n"
     "runpy.run_module('governor', run_name='__main__')\n"
 )
@@ -87,6 +90,80 @@ def _watch_stalls():
 threading.Thread(target=_watch_stalls, daemon=True).start()
 """
 
+# --trace-memory: tracemalloc in the daemon, a baseline snapshot after the warm-up and, every
+# sample, the allocation sites that grew most since it (and the live objects by type and the
+# threads), written to a file the soak prints at the end (how the slow RSS growth was traced)
+TRACE_MEMORY = """
+import collections, ctypes, gc, threading, time, tracemalloc
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        'arena', 'ordblks', 'smblks', 'hblks', 'hblkhd', 'usmblks', 'fsmblks', 'uordblks',
+        'fordblks', 'keepcost')]
+try:
+    _mallinfo2 = ctypes.CDLL(None).mallinfo2
+    _mallinfo2.restype = _Mallinfo2
+except AttributeError:  # glibc before 2.33, or not glibc
+    _mallinfo2 = None
+def _malloc_kib():
+    if _mallinfo2 is None:
+        return 'mallinfo2: n/a'
+    m = _mallinfo2()
+    return 'malloc: in use %.0f KiB, free %.0f KiB, heap %.0f KiB, mmapped %.0f KiB' % (
+        m.uordblks / 1024, m.fordblks / 1024, m.arena / 1024, m.hblkhd / 1024)
+def _rss_kib():
+    with open('/proc/self/status') as f:
+        return next(int(l.split()[1]) for l in f if l.startswith('VmRSS:'))
+def _trace_memory():
+    out, warmup_s, every_s = os.environ['SOAK_TRACE_FILE'], float(os.environ['SOAK_TRACE_WARMUP_S']), float(os.environ['SOAK_TRACE_EVERY_S'])
+    frames = int(os.environ.get('SOAK_TRACE_FRAMES', '6'))
+    if frames:
+        tracemalloc.start(frames)
+    began = time.monotonic()
+    time.sleep(warmup_s)
+    def types():
+        return collections.Counter(type(o).__name__ for o in gc.get_objects())
+    gc.collect()
+    filters = [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, '<frozen importlib._bootstrap>')]
+    base = tracemalloc.take_snapshot().filter_traces(filters) if frames else None
+    base_size = sum(stat.size for stat in base.statistics('filename')) if frames else 0
+    base_types = types()
+    def sizes():  # every container the collector sees, by id: (len, what it is)
+        out = {}
+        for o in gc.get_objects():
+            if type(o) in (dict, list, set, collections.deque, collections.OrderedDict):
+                out[id(o)] = (len(o), type(o).__name__, o)
+        return out
+    base_sizes = {k: v[0] for k, v in sizes().items()}
+    while True:
+        time.sleep(every_s)
+        gc.collect()
+        lines = ['--- %.0f s: RSS %d KiB; pymalloc blocks %d; threads %d; %s' % (
+            time.monotonic() - began, _rss_kib(), sys.getallocatedblocks(), threading.active_count(), _malloc_kib())]
+        if frames:
+            snap = tracemalloc.take_snapshot().filter_traces(filters)
+            size = sum(stat.size for stat in snap.statistics('filename'))
+            lines.append('  Python objects traced %.1f KiB (%+.1f KiB since the baseline)' % (size / 1024, (size - base_size) / 1024))
+            for stat in snap.compare_to(base, 'lineno')[:10]:
+                lines.append('  %+9.1f KiB %+7d blocks  %s' % (stat.size_diff / 1024, stat.count_diff, stat.traceback[0]))
+            for stat in snap.compare_to(base, 'traceback')[:2]:
+                lines.append('  %+9.1f KiB %+7d blocks, from:' % (stat.size_diff / 1024, stat.count_diff))
+                lines.extend('      ' + str(frame) for frame in list(stat.traceback)[-6:])
+            del snap
+        sys.stderr.write('--- %.0f s\\n' % (time.monotonic() - began))
+        sys._debugmallocstats()  # pymalloc's arenas and pools, on the daemon's stderr (its log)
+        now_sizes = sizes()
+        growth = sorted(((n - base_sizes[k], n, name, o) for k, (n, name, o) in now_sizes.items() if k in base_sizes), key=lambda g: -g[0])[:4]
+        for d, n, name, o in growth:
+            sample = list(o)[:3] if not isinstance(o, dict) else list(o.items())[:2]
+            lines.append('  container grown %+d to %d: %s %s' % (d, n, name, repr(sample)[:160]))
+        del now_sizes, growth
+        grown = (types() - base_types).most_common(8)
+        lines.append('  objects grown by type: ' + ', '.join('%s +%d' % kv for kv in grown))
+        with open(out, 'a') as f:
+            f.write('\\n'.join(lines) + '\\n')
+threading.Thread(target=_trace_memory, name='soak-trace-memory', daemon=True).start()
+"""
+
 # the fake driver's clock table (graphics MHz at the top memory clock) of each built-in GPU
 CLOCKS_MHZ = {0: (900, 1005, 1110, 1215, 1305, 1410), 1: (600, 795, 900, 1005, 1200, 1590)}
 
@@ -109,7 +186,9 @@ def build_fake(workdir: Path, gpus: int) -> Dict[str, str]:
     return env
 
 
-def start_daemon(workdir: Path, env: Dict[str, str], gpus: int, extra: str) -> subprocess.Popen:
+def start_daemon(
+    workdir: Path, env: Dict[str, str], gpus: int, extra: str, wrapper: str = ""
+) -> subprocess.Popen:
     devices = "".join(f'[[device]]\nuri = "nvml:{i}"\n' for i in range(gpus))
     config = workdir / "daemon.toml"
     config.write_text(
@@ -117,11 +196,13 @@ def start_daemon(workdir: Path, env: Dict[str, str], gpus: int, extra: str) -> s
     )
     with open(workdir / "daemon.log", "w") as log:
         return subprocess.Popen(
-            [sys.executable, "-c", DAEMON, "daemon", "--config", str(config), "--test-mode"],
+            wrapper.split()
+            + [sys.executable, "-c", DAEMON, "daemon", "--config", str(config), "--test-mode"],
             stdout=log,
             stderr=log,
             env=env,
             cwd=str(REPO),
+            start_new_session=bool(wrapper),  # stopped as a group: the wrapper and the daemon
         )
 
 
@@ -138,14 +219,18 @@ def wait_ready(path: Path, proc: subprocess.Popen, timeout_s: float = 60.0) -> N
     raise SystemExit(f"the daemon did not answer on {path} within {timeout_s:g} s")
 
 
-def stop_daemon(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
+def stop_daemon(proc: subprocess.Popen, group: bool = False) -> None:
+    """SIGTERM (the daemon restores its devices), SIGKILL after 30 s; ``group``: to the
+    daemon's whole process group (a --daemon-wrapper and the daemon under it)."""
+    if proc.poll() is not None:
+        return
+    signal_it = (lambda sig: os.killpg(proc.pid, sig)) if group else proc.send_signal
+    signal_it(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        signal_it(signal.SIGKILL)
+        proc.wait(15)
 
 
 class Stats:
@@ -261,12 +346,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--client-timeout-s", type=float, default=30.0)
     parser.add_argument("--deadlines", default="", help="$GOVERNOR_DEVICE_DEADLINES, e.g. 0.5")
     parser.add_argument("--daemon-config", default="", help="extra [daemon] lines")
+    parser.add_argument(
+        "--daemon-wrapper",
+        default="",
+        help="a command the daemon runs under, e.g. 'heaptrack -o /tmp/soak' (a memory profiler)",
+    )
     parser.add_argument("--p99-limit-ms", type=float, default=100.0)
     parser.add_argument("--rss-limit-mib", type=float, default=8.0)
     parser.add_argument("--fd-limit", type=int, default=4)
     parser.add_argument("--json", action="store_true", help="also print the result as JSON")
     parser.add_argument(
         "--show-stalls", action="store_true", help="print where a daemon worker stays > 1.5 s"
+    )
+    parser.add_argument(
+        "--trace-memory",
+        action="store_true",
+        help="print the daemon's memory by kind (malloc, pymalloc, threads) every sample, and "
+        "with --trace-frames the allocation sites grown since --warmup-s (tracemalloc)",
+    )
+    parser.add_argument(
+        "--trace-frames",
+        type=int,
+        default=0,
+        help="frames tracemalloc keeps per allocation (0: no tracemalloc, which costs time and "
+        "memory of its own)",
     )
     args = parser.parse_args(argv)
     if not (0 < args.duration_s <= 86400):
@@ -283,7 +386,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         env["GOVERNOR_DEVICE_DEADLINES"] = args.deadlines
     if args.show_stalls:
         env["SOAK_SHOW_STALLS"] = STALL_WATCH
-    proc = start_daemon(workdir, env, args.gpus, args.daemon_config)
+    trace_file = workdir / "tracemalloc.txt"
+    if args.trace_memory:
+        env["SOAK_TRACE_MEMORY"] = TRACE_MEMORY
+        env["SOAK_TRACE_FILE"] = str(trace_file)
+        env["SOAK_TRACE_WARMUP_S"] = str(args.warmup_s)
+        env["SOAK_TRACE_EVERY_S"] = str(args.sample_every_s)
+        env["SOAK_TRACE_FRAMES"] = str(args.trace_frames)
+    proc = start_daemon(workdir, env, args.gpus, args.daemon_config, args.daemon_wrapper)
     path = workdir / "run" / "governor.sock"
     usage: List[Tuple[float, float, int]] = []
     fault_log: List[str] = []
@@ -324,7 +434,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"the daemon died during the run (status {proc.returncode})", file=sys.stderr)
             return 1
     finally:
-        stop_daemon(proc)
+        stop_daemon(proc, group=bool(args.daemon_wrapper))
         driver = Path(env["FAKE_NVML_STATE"])
         after_stop = driver.read_text() if driver.exists() else ""
         daemon_log = (workdir / "daemon.log").read_text(errors="replace")
@@ -334,6 +444,18 @@ def main(argv: Optional[List[str]] = None) -> int:
                     line + "\n"
                     for line in daemon_log.splitlines()
                     if "STALL" in line or line.startswith("  ")
+                )
+            )
+        if args.trace_memory and trace_file.exists():
+            sys.stderr.write(trace_file.read_text())
+            sys.stderr.write(  # pymalloc's own account (sys._debugmallocstats) at each sample
+                "".join(
+                    line + "\n"
+                    for line in daemon_log.splitlines()
+                    if line.startswith(("--- ", "# arenas allocated current", "Total  "))
+                    or "bytes in allocated blocks" in line
+                    or "bytes in available blocks" in line
+                    or "unused pools" in line
                 )
             )
         shutil.rmtree(workdir, ignore_errors=True)

@@ -372,10 +372,12 @@ def write_journal(path: Path, journal: Journal) -> None:
     data = (
         json.dumps(journal.to_dict(), indent=2, sort_keys=True, allow_nan=False) + "\n"
     ).encode()
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    # a str, not a Path: pathlib (to 3.11) interns every part it parses, and a name unique
+    # to each write would churn the interpreter's table of interned strings once per write
+    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(str(tmp), flags, 0o600)
+        fd = os.open(tmp, flags, 0o600)
     except OSError as err:
         raise _unwritable(path, err) from None
     try:
@@ -383,10 +385,10 @@ def write_journal(path: Path, journal: Journal) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(str(tmp), str(path))  # replaces a link itself, never its target
+        os.replace(tmp, str(path))  # replaces a link itself, never its target
     except BaseException as err:
         try:
-            os.unlink(str(tmp))
+            os.unlink(tmp)
         except OSError:
             pass
         if isinstance(err, OSError):  # a full or read-only state directory

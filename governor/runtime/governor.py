@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 from governor.devices.base import Device, frozen_record
 from governor.errors import (
     DeviceLostError,
+    DeviceNotRespondingError,
     GovernorError,
     InvalidRequestError,
     UnsupportedError,
@@ -147,8 +148,7 @@ class Governor(BoardAnswers):
         return model
 
     def _make_controller(self) -> Controller:
-        """The policy's controller (:func:`.setup.governed_controller`); what it says (a
-        search under way, a clock kept from an earlier run) goes into the notes."""
+        """The policy's controller (:func:`.setup.governed_controller`); its notes too."""
         controller = governed_controller(
             self.policy, self.model, self.device, self.interval_s, self._battery
         )
@@ -279,13 +279,15 @@ class Governor(BoardAnswers):
 
     def update(self) -> None:
         """One control step at the device clock's present time."""
+        if self._running and self._watch.answers_again():  # a wedged driver came back
+            self._telemetry.lost, self._applied = None, None  # its clock is set again below
         if not self._running or self._watch.hands_off:
             return  # a lost device is left alone, and so is one another program took over
         with self._dev_lock:
             ticks = self._ticks.take()
             obs = self._observe(ticks)
             if self._telemetry.lost is not None:
-                self._watch.lose(self._telemetry.lost)
+                self._watch.lose(self._telemetry.lost, self._telemetry.lost_wedged)
                 return
             if self._watch.taken_over():
                 return
@@ -305,7 +307,7 @@ class Governor(BoardAnswers):
             try:
                 self._set_clock(target, urgent=urgent)
             except DeviceLostError as err:
-                self._watch.lose(str(err))
+                self._watch.lose(str(err), isinstance(err, DeviceNotRespondingError))
                 return
             except GovernorError as err:
                 self._watch.write_failed(f"setting {target:g} MHz failed: {err}")
@@ -338,8 +340,7 @@ class Governor(BoardAnswers):
 
     @property
     def lost(self) -> Optional[str]:
-        """Why the device stopped answering for good (None while it answers); the
-        governor then leaves it alone, the app's work goes on."""
+        """Why the device stopped answering (off the bus, or wedged until it answers again)."""
         return self._watch.lost
 
     @property

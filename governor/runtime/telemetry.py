@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from governor.devices.base import Device, board_power_w, frozen_record
-from governor.errors import DeviceLostError, GovernorError
+from governor.errors import DeviceLostError, DeviceNotRespondingError, GovernorError
 from governor.runtime.controller_base import Observation, Tick
 from governor.runtime.metering import DutyMeter
 from governor.runtime.model import ClockModel
@@ -108,7 +108,8 @@ class Telemetry:
         self.failures_total = 0
         self.safe_hold = False
         self.safe_reason: Optional[str] = None
-        self.lost: Optional[str] = None  # why the device stopped answering for good
+        self.lost: Optional[str] = None  # why the device stopped answering
+        self.lost_wedged = False  # whether it was a call past its deadline (it may come back)
         self.meter = RunMeter()
         # no energy counter: a period's energy from the app's busy time (see metering.py)
         self.duty = None if device.capabilities.energy_counter else DutyMeter(model)
@@ -184,7 +185,7 @@ class Telemetry:
         try:
             sample = self.device.sample()
         except DeviceLostError as err:
-            self.lost = str(err)
+            self.lost, self.lost_wedged = str(err), isinstance(err, DeviceNotRespondingError)
             out.problem = f"telemetry failed: {err}"
             return out
         except (GovernorError, OSError) as err:

@@ -22,8 +22,10 @@ class DeviceWatch:
     def __init__(self, device: Device, note: Callable[[str], None]) -> None:
         self.device = device
         self._note = note
-        #: why the device stopped answering for good (a GPU off the bus); None while it answers
+        #: why the device stopped answering (a GPU off the bus for good; a wedged driver until
+        #: it answers again: :meth:`answers_again`); None while it answers
         self.lost: Optional[str] = None
+        self._wedged = False  # lost by a call past its deadline: it may answer again
         #: what another program set the clock to while the governor held it (it then steps
         #: back); None while nobody else writes it
         self.overridden: Optional[str] = None
@@ -72,11 +74,23 @@ class DeviceWatch:
         )
         return True
 
-    def lose(self, why: str) -> None:
+    def lose(self, why: str, wedged: bool = False) -> None:
         """The device is gone: stop changing it (said once); the app's work goes on, and
-        ``stop()`` still tries the restore, which keeps the journal if it fails."""
+        ``stop()`` still tries the restore, which keeps the journal if it fails. ``wedged``:
+        a call missed its deadline (the device is not responding), so it may answer again."""
         self.lost = why
+        self._wedged = wedged
         self._note(f"{why}; governor stopped changing it")
+
+    def answers_again(self) -> bool:
+        """Whether a device lost to a wedged driver answers again (its background probe got
+        an answer: :attr:`Device.not_responding` is None): then it is no longer lost, and the
+        governor governs it again (said once). A GPU off the bus stays lost."""
+        if self.lost is None or not self._wedged or self.device.not_responding is not None:
+            return False
+        self.lost, self._wedged = None, False
+        self._note(f"{self.device.uri} answers again; governor governs it again")
+        return True
 
     def write_failed(self, text: str) -> None:
         """A clock write refused (devfreq's EBUSY/EINVAL, a driver error): kept in the errors

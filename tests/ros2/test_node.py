@@ -11,6 +11,7 @@ from ros_helpers import wait_for
 
 import governor
 
+A100_TOP_MHZ = 1410  # the NVML stand-in's GPU 0 (an A100) at its top clock
 CAP_W = 6.0  # the Orin Nano's VDD_CPU_GPU_CV draws ~7.8 W at its top clock under load
 RAIL = "VDD_CPU_GPU_CV"  # the figure the governor governs on this board (cpu+gpu+cv)
 
@@ -265,6 +266,52 @@ def test_a_failing_device_is_an_error_in_diagnostics(ros):
     finally:
         node.stop()
         dev.close()
+
+
+def test_a_wedged_gpu_is_not_responding_in_diagnostics_and_up_again_once_it_answers(
+    ros, fake_nvml, monkeypatch
+):
+    """The node governs a GPU of the NVML stand-in (under the real nvidia-ml-py) whose
+    driver stops answering (its hang file): the diagnostics say ERROR, not responding; once
+    it answers they say so (not ERROR) and the governor holds its clock again (the driver's state
+    file, after a GPU reset dropped the lock while it was wedged)."""
+    import governor.devices.nvml as backend
+    from governor.ros2 import GovernorNode
+
+    monkeypatch.setattr(backend, "_is_root", lambda: True)
+    monkeypatch.setenv("GOVERNOR_DEVICE_DEADLINES", "read=0.5,write=0.5,open=0.5,close=0.5")
+    dev = backend.open_nvml("0")
+    node = ros.add(GovernorNode(dev, "max", context=ros.context, interval_s=0.2))
+    try:
+        probe = ros.probe()
+
+        def answering():  # OK, or WARN (the stand-in's GPU says sw_power_cap): not ERROR
+            s = probe.last_status()
+            return s is not None and s.level != b"\x02" and s
+
+        def failing():
+            s = probe.last_status()
+            return s is not None and s.level == b"\x02" and s
+
+        wait_for(answering, what="a status of a GPU that answers")
+        assert fake_nvml.gpu(0).gpu_locked == (A100_TOP_MHZ, A100_TOP_MHZ)
+        fake_nvml.hang(0)
+        status = wait_for(failing, what="an ERROR status")
+        assert "nvml:0: not responding: the driver stopped answering" in status.message
+        fake_nvml.drop_locks(0)  # a GPU reset while nobody can reach it
+        fake_nvml.unhang(0)
+        status = wait_for(answering, what="a status of the GPU answering again")
+        assert "not responding" not in status.message
+        wait_for(
+            lambda: fake_nvml.gpu(0).gpu_locked == (A100_TOP_MHZ, A100_TOP_MHZ),
+            what="the clock locked again",
+        )
+        wait_for(lambda: any("answers again" in n for n in node.notes), what="said once back")
+    finally:
+        node.stop()
+        fake_nvml.unhang(0)
+        dev.close()
+    assert fake_nvml.gpu(0).gpu_locked is None
 
 
 def test_a_real_battery_is_reported_as_read(start, tmp_path):

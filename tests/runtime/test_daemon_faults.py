@@ -62,12 +62,16 @@ def test_a_gpu_lost_before_the_daemon_starts_is_one_line(fake_nvml, monkeypatch)
     assert [g.writes for g in fake_nvml.state()] == [0, 0]
 
 
-def test_a_wedged_gpu_fails_its_requests_and_holds_no_other_client(fake_nvml, monkeypatch):
+def test_a_wedged_gpu_fails_its_requests_and_holds_no_other_client(fake_nvml, monkeypatch, caplog):
     """While GPU 0's driver blocks every call (its hang file), a request on it fails with one
     line once its 0.5-s deadline passes (and at once after that), another client's request
-    on GPU 1 is served meanwhile, status shows which device does not respond, and GPU 0 is
-    served again once it answers."""
+    on GPU 1 is served meanwhile, status shows which device does not respond, the daemon's
+    log (the system journal under systemd) says so once and says once that it answers again,
+    and GPU 0 is served again once it answers."""
+    import logging
     import threading
+
+    caplog.set_level(logging.INFO, logger="governor.devices")
 
     monkeypatch.setattr(backend, "_is_root", lambda: True)
     monkeypatch.setenv("GOVERNOR_DEVICE_DEADLINES", "read=0.5,write=0.5,open=0.5,close=0.5")
@@ -100,6 +104,10 @@ def test_a_wedged_gpu_fails_its_requests_and_holds_no_other_client(fake_nvml, mo
         server._slots["nvml:0"].device.on_responding(lambda up, why: up and came_back.set())
         fake_nvml.unhang(0)
         assert came_back.wait(60)
+        said = [r.getMessage() for r in caplog.records if r.name == "governor.devices"]
+        down = [m for m in said if m.startswith("nvml:0: not responding: the driver stopped")]
+        assert len(down) == 1, said
+        assert said.count("nvml:0: answers again; governor uses it again") == 1, said
         assert ask(server, action="reset", device="nvml:0")["ok"] is True
         assert fake_nvml.gpu(0).gpu_locked is None
         assert ask(server, action="reset", device="nvml:1")["ok"] is True

@@ -323,6 +323,24 @@ class FakeNvml:
         """The state of NVML GPU ``index``."""
         return self.state()[index]
 
+    def drop_locks(self, index: int) -> FakeNvml:
+        """What a GPU reset does behind every client's back: GPU ``index``'s clock locks are
+        gone from the driver (its state file, rewritten under the driver's own lock; works
+        while the GPU is wedged, as the file is not the GPU)."""
+        import fcntl
+        import re
+
+        with open(self.state_path, "r+", encoding="utf-8") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            lines = f.read().splitlines()
+            rows = [i for i, line in enumerate(lines) if line.startswith("gpu ")]
+            row = rows[index]
+            lines[row] = re.sub(r"(gpu|mem)_locked=\d+,\d+", r"\1_locked=0,0", lines[row])
+            f.seek(0)
+            f.truncate()
+            f.write("\n".join(lines) + "\n")
+        return self
+
     def _balance(self) -> int:
         """Shut down what an earlier test left initialised in this process; returns how many."""
         assert self.lib is not None
