@@ -3,7 +3,8 @@
 The command is started without a shell; Ctrl-C and SIGTERM are passed on to it; the device is
 restored however the command ends, and ``governor run`` exits with the command's code (127 when
 it cannot be found, 126 when it cannot be executed). A GPU lost while the command runs is left
-alone from then on and the command goes on; a restore that fails (the GPU still lost) is said
+alone from then on (one that stopped answering is governed again once it answers) and the
+command goes on; a restore that fails (the GPU still lost) is said
 on stderr and in the report (``device_lost``, ``restore_failed``) and stays journaled for
 ``governor reset``: the exit code is still the command's. On a simulated board (``sim:NAME``) the
 board runs in real time with its compute workload for as long as the command runs, so the
