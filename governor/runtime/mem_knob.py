@@ -148,11 +148,15 @@ class MemoryKnob:
         if chosen > before:  # up: what the lower memory clock saved comes back at once
             ref = self.refs.get(obs.applied_mhz)
             measured = ref[2] - obs.power_w if ref is not None and before == self.low_mhz else 0.0
-            up_w = max(self.saved_w or 0.0, measured)
-            if up_w <= 0.0:
-                up_w = self.drop_w or 0.0
+            # the controller's correction learned the lower memory clock only once it passed
+            # its test (a failed test's period is shown to it as at the default)
+            up_w = (self.saved_w or 0.0) if verified else 0.0
+            if verified and self.wait_s == FIRST_TEST_S:  # the load fell: memory-bound now,
+                self.refs.clear()  # not tested again before the first retest's wait
+                self.wait_s = RETEST_S[0]
             _shift(controller, obs.applied_mhz, up_w)
-            return dataclasses.replace(obs, power_w=obs.power_w + up_w)
+            shown_w = max(up_w, measured) if (up_w or measured > 0) else (self.drop_w or 0.0)
+            return dataclasses.replace(obs, power_w=obs.power_w + shown_w)
         if self.verified and not verified and self.saved_w:  # a test passed: the watts saved
             _shift(controller, obs.applied_mhz, -self.saved_w)  # go to the core clock now
         return obs
