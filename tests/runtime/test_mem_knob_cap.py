@@ -23,7 +23,7 @@ def _cap_w(name=BOARD):
     return SHARE * simulate(name, {"policy": "max"}, "steady", 10.0)["mean_power_w"]
 
 
-def _capped(doc, trace, cap_w, duration_s=40.0, pin=None, name=BOARD):
+def _capped(doc, trace, cap_w, duration_s=40.0, pin=None, name=BOARD, dither=True, margin=0.03):
     """Run the power-cap policy at ``cap_w`` over ``trace`` on sim:NAME: per period (load,
     memory clock and power figure the board ran at), the board's memory clock and lock after
     the governor stopped, and the work it did."""
@@ -32,7 +32,7 @@ def _capped(doc, trace, cap_w, duration_s=40.0, pin=None, name=BOARD):
         dev.lock_mem_clock(pin)
     seen = []
     try:
-        spec = {"policy": "power-cap", "cap_w": cap_w}
+        spec = {"policy": "power-cap", "cap_w": cap_w, "dither": dither, "margin": margin}
         gov = Governor(dev, spec, profile=doc, background=False, handle_signals=False)
         segments = trace_segments(trace, duration_s)
         gov.start()
@@ -104,3 +104,36 @@ def test_without_a_tested_pair_the_cap_governs_the_core_clock_alone(profile_of, 
     seen, after, _ = _capped(doc, "steady", cap, duration_s=10.0)
     assert {m for _, m, _ in seen} == {DEFAULT_MEM}
     assert after == (DEFAULT_MEM, None)
+
+
+def _figure_w(core_mhz, mem_mhz):
+    """The board's power figure running the compute load at (core, memory), steady."""
+    dev = governor.open_device(f"sim:{BOARD}")
+    try:
+        dev.run_workload("compute")
+        dev.lock_mem_clock(mem_mhz)
+        dev.lock_gpu_clocks(core_mhz, core_mhz)
+        dev.clock.sleep(30.0)
+        return dev.sample().power_w
+    finally:
+        dev.restore()
+
+
+def test_without_dither_every_period_stays_under_the_cap_across_memory_clock_changes(
+    profile_of,
+):
+    """Without dither the cap holds period by period. The cap lies between 1122 MHz's power
+    at the pair's memory clock and at the default (margin 0.5 %): the pair's lower memory clock lets the
+    core clock run at 1122 MHz, and each return to the default memory clock (a check every
+    2 s) comes with the lower core clock it needs, never a period over the cap."""
+    core = 1122.0
+    low_w, default_w = _figure_w(core, PAIR_MEM), _figure_w(core, DEFAULT_MEM)
+    cap = (low_w + 0.5) / 0.995  # the cap less its margin: 0.5 W above the pair's power
+    assert cap < default_w  # 1122 MHz at the default memory clock would go over it
+    doc = _with_pair(profile_of(BOARD))
+    seen, _, two = _capped(doc, "steady", cap, dither=False, margin=0.005)
+    _, _, one = _capped(doc, "steady", cap, dither=False, margin=0.005, pin=DEFAULT_MEM)
+    moves = sum(1 for a, b in zip(seen, seen[1:]) if a[1] != b[1])
+    assert moves > 10  # the memory clock moved (the checks), and
+    assert max(p for _, _, p in seen[20:]) <= cap  # no period went over the cap
+    assert two > 1.05 * one  # 1122 MHz at the pair's memory clock, not the step below
