@@ -283,8 +283,8 @@ class MemoryKnob:
         return self.mem_mhz
 
     def keep(self, policy_name: str) -> Optional[MemoryKnob]:
-        """This knob under a new policy: itself for the battery policy; for another, the
-        memory clock back at the default (its lock stays in the governor's layer, restored
+        """This knob under a new policy: itself for the policy it serves (battery, power
+        cap, online PPW); for another, the memory clock back at the default (its lock stays in the governor's layer, restored
         with it) and None."""
         mine = "ppw" if self.searched else "power-cap" if self.capped else "battery"
         if policy_name == mine:

@@ -137,3 +137,27 @@ def test_without_dither_every_period_stays_under_the_cap_across_memory_clock_cha
     assert moves > 10  # the memory clock moved (the checks), and
     assert max(p for _, _, p in seen[20:]) <= cap  # no period went over the cap
     assert two > 1.05 * one  # 1122 MHz at the pair's memory clock, not the step below
+
+
+def test_another_policy_puts_the_default_memory_clock_back(profile_of):
+    """Leaving the power-cap policy while the pair's memory clock runs: the default memory
+    clock again at once (the governor's lock kept until it stops, then undone)."""
+    dev = governor.open_device(f"sim:{BOARD}")
+    try:
+        spec = {"policy": "power-cap", "cap_w": _cap_w()}
+        doc = _with_pair(profile_of(BOARD))
+        gov = Governor(dev, spec, profile=doc, background=False, handle_signals=False)
+        dev.run_workload("compute")
+        gov.start()
+        for _ in range(50):
+            gov.step()
+        assert dev.sample().mem_clock_mhz == PAIR_MEM
+        gov.set_policy({"policy": "max"})
+        assert dev.sample().mem_clock_mhz == DEFAULT_MEM
+        for _ in range(30):
+            gov.step()
+        assert dev.sample().mem_clock_mhz == DEFAULT_MEM
+        gov.stop()
+        assert dev.state().mem_clock_mhz is None
+    finally:
+        dev.restore()
