@@ -76,6 +76,8 @@ def main() -> int:
     missions = [m for m in args.missions.split(";") if m] or list(TRACES)
     from bench_mem_battery import _profile
 
+    from governor.errors import GovernorError
+
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["GOVERNOR_DATA_DIR"] = str(Path(tmp) / "data")
         os.environ["GOVERNOR_STATE_DIR"] = str(Path(tmp) / "state")
@@ -88,6 +90,8 @@ def main() -> int:
         boards = [
             n for n, b in catalog.items() if len(b.mem_clocks_mhz) > 1 and (not names or n in names)
         ]
+        if not boards:
+            sys.exit("bench_mem_cap: none of these boards has more than one memory clock")
         print(
             "| board | trace | kind | pair memory MHz | cap W | two-knob work | core-only work "
             "| ratio | pinned-pair / core-only | above cap s (two / one) |"
@@ -98,9 +102,12 @@ def main() -> int:
         for name in boards:
             doc = _profile(name, Path(tmp) / "data")
             for trace in missions:
-                two, one, low, over, over1, cap, mem = one_mission(
-                    name, doc, trace, args.duration_s, args.cap_share, args.seed
-                )
+                try:
+                    two, one, low, over, over1, cap, mem = one_mission(
+                        name, doc, trace, args.duration_s, args.cap_share, args.seed
+                    )
+                except GovernorError as err:
+                    sys.exit(f"bench_mem_cap: {trace}: {err}")
                 label = KIND.get(trace, "other")
                 ratio = two / one if one else float("nan")
                 ratios.setdefault(label, []).append(ratio)
