@@ -1,8 +1,8 @@
 """The battery and power-cap policies' memory knob on the fake AGX Orin tree (issue 48
-item 5): its memory clock goes through the BPMP's EMC lock, journaled in the governor's layer before the write
-and undone when the governor lets the device go; a memory clock locked below the governor
-(``--mem-clock``) leaves the policy the core clock alone. Assertions read the fake board's
-BPMP debugfs files and the journal on disk."""
+item 5): its memory clock goes through the BPMP's EMC lock, journaled in the governor's
+layer before the write and undone when the governor lets the device go; a memory clock
+locked below the governor (``--mem-clock``) leaves the policy the core clock alone.
+Assertions read the fake board's BPMP debugfs files and the journal on disk."""
 
 from __future__ import annotations
 
