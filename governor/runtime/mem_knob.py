@@ -1,4 +1,4 @@
-"""The memory clock as the battery policy's second knob (issue 48 item 5).
+"""The memory clock as the battery and power-cap policies' second knob (issue 48 item 5).
 
 The battery controller chooses the core clock for its power plan as it does on a board with
 one knob; this part chooses the memory clock beside it, from what the controller knows of
@@ -23,6 +23,16 @@ metered as it is spent, so the watts saved stay in it and the plan gives them to
 clock. Every memory-clock change goes through ``Device.lock_mem_clock``: journaled in the
 governor's layer first, restored when the governor releases the device, and undone by
 ``governor reset`` after a ``kill -9``.
+
+Under the power-cap policy (:meth:`MemoryKnob.capped_adjust`) the same test tells the
+phases apart, and the watts a compute-bound phase's lower memory clock saves go to the core
+clock under the same cap: the cap controller sees the power as measured (its correction
+falls, its clock rises), and the memory clock is chosen before the controller chooses the
+core clock, so that a return to the default memory clock (a check, a failed test) raises
+the controller's corrected power by the drop first and the core clock it chooses for that
+period already fits the cap. A compute-bound test that passes lowers the corrected power by
+most of the drop it measured at once. Only with the profile's pair (a lower memory clock with its
+probes); without one the power-cap policy governs the core clock alone, as before.
 
 Active only where the memory clock can be set, the board offers several, and nobody pinned
 it (no memory-clock lock held: ``governor run --mem-clock`` or ``apply --mem-clock`` pin it,
@@ -54,6 +64,11 @@ REF_AGE_S = 3.0  # the oldest reference a test compares with (s)
 # compute-bound one's (the SMs draw little either way: tx2 at 115 MHz, 1.2 times): no test
 TEST_FLOOR = 0.25
 DROP_MARGIN = 1.6  # a drop this many times the calibration load's says memory-bound
+# under the power cap: a busy period at the default memory clock whose power at one core clock
+# moved by this many times the calibration load's drop from the last one: the load changed,
+# a lower memory clock is tested again soon (the cap controller has no share estimate)
+LOAD_STEP = 2.0
+DOWN_SHARE = 0.8  # of a passed test's drop, given to the cap controller's correction at once
 
 
 class MemoryKnob:
@@ -88,6 +103,8 @@ class MemoryKnob:
         self.low_s = 0.0  # busy seconds at low_mhz since the last check
         self.saved_w: Optional[float] = None  # GPU figure's drop at low_mhz (compute-bound)
         self.raw: Optional[Observation] = None  # the last period as read
+        self.capped = False  # beside the power-cap controller (capped_adjust)
+        self.refused: Optional[str] = None  # a refusal step() is to say (capped)
 
     def adjust(self, obs: Observation, controller: Controller) -> Observation:
         """``obs`` as ``controller`` is to see it, so that it reads the load, not the memory
@@ -96,6 +113,8 @@ class MemoryKnob:
         at the tests that passed); one at another memory clock than the default (a test,
         the first after a wait) has no power reading for the controller to learn from (the
         budget meters the energy all the same)."""
+        if self.capped:
+            return self.capped_adjust(obs, controller)
         self.raw = obs  # what the device read: the knob's own decision reads it
         if self.off or self.searched or obs.busy is False or obs.power_w is None:
             return obs
@@ -104,6 +123,46 @@ class MemoryKnob:
         if self.mem_mhz == self.low_mhz and self.verified and not self.testing:
             return dataclasses.replace(obs, power_w=obs.power_w + (self.saved_w or 0.0))
         return dataclasses.replace(obs, power_w=None)
+
+    def capped_adjust(self, obs: Observation, controller: Controller) -> Observation:
+        """Under the power cap: the memory clock for the next period chosen and set now,
+        before the controller chooses the core clock, and ``obs`` as the controller is to
+        see it (see the module). Going back to the default memory clock, the controller's
+        corrected power rises by the drop (the period just read is shown as it would have
+        drawn at the default), so the core clock it chooses fits the cap at the higher
+        memory clock; a test that passes lowers it by the drop it measured."""
+        self.raw = obs
+        if self.off:
+            return obs
+        before, verified = self.mem_mhz, self.verified
+        chosen = self.choose(controller, obs)
+        try:
+            self.apply(chosen)
+        except GovernorError as err:
+            self.refused = (
+                f"the memory clock could not be set ({err}): the core clock alone from now"
+            )
+            self.off = True
+            return obs
+        if obs.power_w is None or obs.busy is False:
+            return obs
+        if chosen > before:  # up: what the lower memory clock saved comes back at once
+            ref = self.refs.get(obs.applied_mhz)
+            measured = ref[2] - obs.power_w if ref is not None and before == self.low_mhz else 0.0
+            # the controller's correction learned the lower memory clock only once it passed
+            # its test (a failed test's period is shown to it as at the default)
+            up_w = (self.saved_w or 0.0) if verified else 0.0
+            if verified and self.wait_s == FIRST_TEST_S:  # the load fell: memory-bound now,
+                self.refs.clear()  # not tested again before the first retest's wait
+                self.wait_s = RETEST_S[0]
+            _shift(controller, obs.applied_mhz, up_w)
+            shown_w = max(up_w, measured) if (up_w or measured > 0) else (self.drop_w or 0.0)
+            return dataclasses.replace(obs, power_w=obs.power_w + shown_w)
+        if self.verified and not verified and self.saved_w:  # a test passed: most of the
+            # watts saved go to the core clock now (the drop varies a little with the core
+            # clock; the correction learns the rest)
+            _shift(controller, obs.applied_mhz, -DOWN_SHARE * self.saved_w)
+        return obs
 
     def choose(self, controller: Controller, obs: Observation) -> float:
         """The memory clock for the next period (see the module); a controller that
@@ -141,6 +200,16 @@ class MemoryKnob:
         a test of the lower memory clock once due (never for a load the controller reads
         memory-bound)."""
         assert obs.power_w is not None
+        last = self.refs.get(obs.applied_mhz)
+        if (
+            self.capped
+            and self.drop_w is not None
+            and last is not None
+            and obs.t_s - last[0] <= REF_AGE_S
+            and abs(power - last[1]) > LOAD_STEP * self.drop_w + 0.02 * power
+        ):
+            self.wait_s = min(self.wait_s, FIRST_TEST_S)  # the load changed: tested soon
+            self.default_s = 0.0
         self.refs[obs.applied_mhz] = (obs.t_s, power, obs.power_w)
         self.default_s += obs.dt_s
         k = getattr(getattr(controller, "share", None), "k", None)
@@ -201,7 +270,10 @@ class MemoryKnob:
         board is at (MHz). Where the device refuses it, said once through ``note``, and the
         core clock goes on alone (the memory clock stays where it is, its lock in the
         governor's layer)."""
-        if self.off:
+        if self.refused is not None:
+            note(self.refused)
+            self.refused = None
+        if self.off or self.capped:  # (capped: set in capped_adjust, before the core clock)
             return self.mem_mhz
         try:
             self.apply(self.choose(controller, obs))
@@ -211,10 +283,11 @@ class MemoryKnob:
         return self.mem_mhz
 
     def keep(self, policy_name: str) -> Optional[MemoryKnob]:
-        """This knob under a new policy: itself for the battery policy; for another, the
-        memory clock back at the default (its lock stays in the governor's layer, restored
+        """This knob under a new policy: itself for the policy it serves (battery, power
+        cap, online PPW); for another, the memory clock back at the default (its lock stays in the governor's layer, restored
         with it) and None."""
-        if policy_name == ("ppw" if self.searched else "battery"):
+        mine = "ppw" if self.searched else "power-cap" if self.capped else "battery"
+        if policy_name == mine:
             return self
         self.apply(self.default_mhz)
         return None
@@ -226,6 +299,23 @@ class MemoryKnob:
         self.device.lock_mem_clock(mem_mhz)
         self.mem_mhz = mem_mhz
         self.changes += 1
+
+
+def _shift(controller: Controller, applied_mhz: float, power_w: float) -> None:
+    """Move the cap controller's corrected power at every core clock by ``power_w`` (W): the
+    memory clock's change of the board's draw, which its per-clock correction would learn
+    only over periods (downward) or after a period over the cap (upward)."""
+    tracker = getattr(controller, "tracker", None)
+    if tracker is None:
+        return
+    model = controller.model
+    for clock_mhz, factor in tracker.r_by_clock.items():
+        base = model.power_at(clock_mhz)
+        if base > 0:
+            tracker.r_by_clock[clock_mhz] = max(0.05, factor + power_w / base)
+    base = model.power_at(applied_mhz)
+    if tracker.r is not None and base > 0:
+        tracker.r = max(0.05, tracker.r + power_w / base)
 
 
 def next_knob(
@@ -241,12 +331,16 @@ def next_knob(
 def memory_knob(device: Device, policy_name: str, model: ClockModel) -> Optional[MemoryKnob]:
     """The memory knob for ``policy_name`` on ``device`` (its compute-bound memory clock
     the pair's of ``model``'s profile); None where the policy governs the core clock alone
-    (not the battery policy, a memory clock that cannot be set or has one value, or one
+    (not the battery policy, online PPW, or the power-cap policy with a pair below the
+    default memory clock; a memory clock that cannot be set or has one value, or one
     pinned by a lock)."""
     pair = model.ppw_pair_mhz
     pair_mem_mhz = pair[1] if pair else None
     searched = policy_name == "ppw" and not model.fitted  # online PPW searches both
-    if not (policy_name == "battery" or searched) or not device.capabilities.lock_mem_clock:
+    # under the power cap, only a compute-bound phase's lower memory clock (the pair's) helps
+    capped = policy_name == "power-cap" and pair_mem_mhz is not None and model.pair_drop_w
+    governed = policy_name == "battery" or searched or capped
+    if not governed or not device.capabilities.lock_mem_clock:
         return None
     try:
         table = tuple(device.supported_mem_clocks_mhz())
@@ -260,5 +354,8 @@ def memory_knob(device: Device, policy_name: str, model: ClockModel) -> Optional
     default = float(now)
     low = default if pair_mem_mhz is None or pair_mem_mhz >= default else float(pair_mem_mhz)
     knob = MemoryKnob(device, table, default, low, model.pair_drop_w)
+    if capped and low >= default:
+        return None
     knob.searched = searched
+    knob.capped = bool(capped)
     return knob
