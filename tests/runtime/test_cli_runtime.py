@@ -258,7 +258,11 @@ def test_simulate_throughput_with_a_battery_floor_holds_the_budget_or_the_rate(c
     assert short["board_energy_j"] <= 1.01 * budget_wh * 3600.0
     # the simulated app asks gov.admit(): frames skipped, those taken on time
     assert short["frames_skipped"] > 0 and short["deadline_misses"] <= 0.01 * short["frames"]
-    assert short["admitted_rate_hz"] < 30
+    # the rate admitted over the run is below the rate asked; the status's admitted_rate_hz
+    # is the last period's (the share swings between none and all as the plan's power
+    # crosses the rate's), so only its range is fixed
+    assert (short["frames"] - short["frames_skipped"]) / 20 < 0.9 * 30
+    assert 0 <= short["admitted_rate_hz"] <= 30
     # an app that does not ask runs every frame: the clock degrades, frames come late
     code, out, _ = _floor_sim(capsys, "--battery-wh", f"{budget_wh:.6f}", "--no-admit")
     ignores = json.loads(out)
