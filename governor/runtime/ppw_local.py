@@ -297,7 +297,9 @@ class OnlinePpwController(Controller):
             if len(self.mem_table) > 1 and units > 0:  # the memory axis next, by work
                 from governor.runtime.ppw_mem_search import MemAxisSearch
 
-                self.mem_search = MemAxisSearch(self.mem_table, self.settle_s)
+                self.mem_search = MemAxisSearch(
+                    self.mem_table, self.settle_s, core_mhz=clocks, core=self.best
+                )
                 self._found: Dict[str, Any] = found
             else:
                 self.result = found
@@ -317,15 +319,22 @@ class OnlinePpwController(Controller):
         assert search is not None
         search.add(obs, units)
         if search.done:
+            assert search.core is not None
+            self.best = search.core
             self.result = dict(
                 self._found,
+                clock_mhz=self.model.clocks_mhz[search.core],
                 mem_clock_mhz=search.wanted_mhz,
-                probes=self._found["probes"] + len(search.costs),
+                probes=self._found["probes"] + len(search.costs) + len(search.core_costs) - 1,
                 found_after_s=self.elapsed_s,
             )
 
     def choose(self, now: Now) -> Decision:
         """The probe's clock, or the clock found; urgent when it is a new one."""
+        search = self.mem_search
+        if search is not None and not search.done:  # the core clock again, at the memory's
+            probe = search.core_probe
+            return self.handout.clock(self.model.clocks_mhz, probe, search.core, now.current_mhz)
         return self.handout.clock(self.model.clocks_mhz, self.probe, self.best, now.current_mhz)
 
     def records(self) -> Tuple[Any, ...]:

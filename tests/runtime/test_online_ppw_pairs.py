@@ -11,6 +11,8 @@ import governor
 from governor.devices.sim.catalog import get_board
 from governor.runtime import Governor
 
+_PAIRS: list = []  # the (core, memory) clocks the board ran at, per period of the last run
+
 
 def _run(ticks: bool, pin=None, seconds=120.0):
     """Per period the memory clock sim:agx-orin ran at, the search's result, the board's
@@ -22,6 +24,8 @@ def _run(ticks: bool, pin=None, seconds=120.0):
         dev.run_workload("compute")
         gov = Governor(dev, {"policy": "ppw"}, profile=False, background=False)
         seen = []
+        pairs = _PAIRS
+        pairs.clear()
         with gov:
             done = 0
             for _ in range(int(seconds / gov.interval_s)):
@@ -32,6 +36,7 @@ def _run(ticks: bool, pin=None, seconds=120.0):
                     done = now
                 gov.step()
                 seen.append(dev.true_mem_clock_mhz())
+                pairs.append((dev.sample().gpu_clock_mhz, dev.true_mem_clock_mhz()))
             result = gov.status()["online_ppw"]
         after = (dev.true_mem_clock_mhz(), dev.state().mem_clock_mhz)
         dev.stop_workload()
@@ -59,3 +64,16 @@ def test_a_pinned_memory_clock_is_searched_around_not_moved():
     seen, result, after = _run(ticks=True, pin=3199.0)
     assert result is not None and "mem_clock_mhz" not in result
     assert set(seen) == {3199.0} and after == (3199.0, 3199.0)
+
+
+def test_the_core_clock_is_searched_again_at_the_memory_clock_found():
+    # sim:agx-orin's compute load: 1020 MHz is the cheapest core clock at the default memory
+    # clock (3199 MHz); at 204 MHz 918 and 1020 MHz cost the same within 0.1 % (the
+    # simulator's steady state): the core clock found first is tried again, a table step
+    # either way, at the memory clock found, and the pair held is one the board ran
+    _, result, _ = _run(ticks=True, seconds=150.0)
+    assert result is not None and result["mem_clock_mhz"] == 204.0
+    at_found = [core for core, mem in _PAIRS if mem == 204.0]
+    assert {918.0, 1020.0} <= set(at_found)  # both run at 204 MHz
+    assert result["clock_mhz"] in (918.0, 1020.0)
+    assert _PAIRS[-1] == (result["clock_mhz"], 204.0)
