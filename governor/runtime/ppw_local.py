@@ -217,6 +217,7 @@ class OnlinePpwController(Controller):
         self.settle_s = settle_s
         self.measure_s = measure_s
         self.lo, self.hi = 0, len(model.clocks_mhz) - 1
+        self.paired = False  # the memory clock is searched too (offer_mem)
         self.costs: Dict[int, float] = {}
         self.probe: Optional[int] = None
         self.held_s = 0.0
@@ -241,7 +242,7 @@ class OnlinePpwController(Controller):
             m2 = self.lo + int(round(0.618 * span))
             if m2 <= m1:
                 m2 = m1 + 1
-            for m in (m1, m2):
+            for m in (m2, m1) if self.paired else (m1, m2):
                 if m not in costs:
                     return m
             if costs[m1] <= costs[m2]:
@@ -266,6 +267,15 @@ class OnlinePpwController(Controller):
             if self.mem_search is not None and not self.mem_search.done:
                 self._observe_mem(obs, units)
             return
+        if units > 0 and len(self.mem_table) > 1 and not self.paired:
+            # the core search learns for both knobs (the app counts its work): the upper
+            # probe of each pair first (PPW clocks sit in the table's upper half), the lower
+            # cut short when clearly worse; the first probe moves there if it has not
+            # measured yet
+            self.paired = True
+            if not self.costs and self.busy_s == 0:
+                self.held_s = 0.0
+                self.probe = self._next()
         if obs.busy is False or obs.power_w is None or obs.applied_mhz != clocks[self.probe]:
             return
         self.held_s += obs.dt_s
@@ -278,7 +288,8 @@ class OnlinePpwController(Controller):
             return
         self.whole = self.whole and all(float(t.units).is_integer() for t in ticks)
         if self.whole and 0 < self.units < MIN_UNITS and self.busy_s < MAX_MEASURE_S - 1e-9:
-            return  # a count of whole units errs by one: a probe counts enough of them
+            if not (self.paired and self._clearly_worse()):
+                return  # a count of whole units errs by one: a probe counts enough of them
         if self.units > 0:
             cost = self.energy_j / self.units
         else:
@@ -303,6 +314,16 @@ class OnlinePpwController(Controller):
                 self._found: Dict[str, Any] = found
             else:
                 self.result = found
+
+    def _clearly_worse(self) -> bool:
+        """Whether the probe under way costs more than the cheapest clock measured even
+        with its count one unit short and that clock's (counted to MIN_UNITS) one over: it
+        is then cut short (searching both knobs, every probe at a poor clock is learning
+        paid for)."""
+        if not self.costs or self.units < 1:
+            return False
+        ref = min(self.costs.values())
+        return self.energy_j / (self.units + 1.0) > ref * (1.0 + 1.0 / MIN_UNITS)
 
     @property
     def mem_wanted_mhz(self) -> Optional[float]:
