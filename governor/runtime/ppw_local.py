@@ -276,6 +276,7 @@ class OnlinePpwController(Controller):
             if not self.costs and self.busy_s == 0:
                 self.held_s = 0.0
                 self.probe = self._next()
+                return
         if obs.busy is False or obs.power_w is None or obs.applied_mhz != clocks[self.probe]:
             return
         self.held_s += obs.dt_s
