@@ -34,6 +34,8 @@ MEM_MEASURE_S = 3.0
 #: MEM_MAX_S of busy time
 MEM_MIN_UNITS = 80.0
 MEM_MAX_S = 12.0
+#: busy seconds a probe measures before it may be cut short as clearly worse
+CUT_S = 1.0
 
 
 class MemAxisSearch:
@@ -91,6 +93,18 @@ class MemAxisSearch:
                 return i
         return None
 
+    def _clearly_worse(self) -> bool:
+        """Whether the probe under way, after ``CUT_S`` of measuring, costs more than the
+        cheapest pair of its axis measured so far even with its count one unit short and
+        that pair's one over: cut short (a probe at a poor pair is learning paid for)."""
+        meter = self.meter
+        ref = self.costs if self.probe is not None else self.core_costs
+        if not ref or meter.busy_s < CUT_S - 1e-9 or meter.units < 1:
+            return False
+        return meter.energy_j / (meter.units + 1.0) > min(ref.values()) * (
+            1.0 + 1.0 / MEM_MIN_UNITS
+        )
+
     @property
     def wanted_mhz(self) -> float:
         """The memory clock to hold now: the probe's, or the one found."""
@@ -116,7 +130,7 @@ class MemAxisSearch:
             if obs.applied_mhz != self.core_mhz[self.wanted_core]:
                 return
         self.meter.add(power, obs.dt_s, units)
-        if not self.meter.done:
+        if not (self.meter.done or self._clearly_worse()):
             return
         meter = self.meter
         cost = meter.energy_j / meter.units if meter.units > 0 else float("inf")
