@@ -282,7 +282,10 @@ class OnlinePpwController(Controller):
         self.held_s += obs.dt_s
         if self.held_s <= self.settle_s + 1e-9:
             return
-        self.energy_j += obs.power_w * obs.dt_s
+        power = obs.power_w
+        if self.paired and obs.board_power_w is not None:  # both knobs: the board's input
+            power = obs.board_power_w
+        self.energy_j += power * obs.dt_s
         self.busy_s += obs.dt_s
         self.units += units
         if self.busy_s < self.measure_s - 1e-9:
@@ -297,6 +300,15 @@ class OnlinePpwController(Controller):
             cost = self.energy_j / (self.busy_s * clocks[self.probe])
         self.costs[self.probe] = cost
         self.held_s = self.energy_j = self.busy_s = self.units = 0.0
+        if self.paired and self.mem_search is None:
+            # the memory axis first, at this core clock (the golden-section's upper one):
+            # the rest of the core search then runs at the memory clock found, not at the
+            # default one that costs several percent more on a compute-bound load
+            from governor.runtime.ppw_mem_search import MemAxisSearch
+
+            self.mem_search = MemAxisSearch(self.mem_table, self.settle_s)
+            self.probe = None
+            return
         self.probe = self._next()
         if self.probe is None:
             self.best = min(self.costs, key=lambda i: (self.costs[i], i))
@@ -306,7 +318,14 @@ class OnlinePpwController(Controller):
                 "found_after_s": self.elapsed_s,
                 "cost": "energy per unit of work" if units > 0 else "energy per cycle",
             }
-            if len(self.mem_table) > 1 and units > 0:  # the memory axis next, by work
+            if self.paired:  # the memory clock was searched first
+                assert self.mem_search is not None
+                self.result = dict(
+                    found,
+                    mem_clock_mhz=self.mem_search.wanted_mhz,
+                    probes=len(self.costs) + len(self.mem_search.costs) + 1,
+                )
+            elif len(self.mem_table) > 1 and units > 0:  # the memory axis next, by work
                 from governor.runtime.ppw_mem_search import MemAxisSearch
 
                 self.mem_search = MemAxisSearch(
@@ -332,14 +351,22 @@ class OnlinePpwController(Controller):
         return self.mem_search.wanted_mhz if self.mem_search is not None else None
 
     def offer_mem(self, table_mhz: Sequence[float]) -> None:
-        """The memory clocks the governor may set (:mod:`.mem_knob`): searched after the
-        core clock, at it, where the app reports its work."""
+        """The memory clocks the governor may set (:mod:`.mem_knob`), searched where the
+        app reports its work: at the core search's first clock (the golden-section's upper
+        one), the rest of the core search then at the memory clock found, every cost on the
+        board's input (see :mod:`.ppw_mem_search`)."""
         self.mem_table = tuple(table_mhz)
 
     def _observe_mem(self, obs: Observation, units: float) -> None:
         search = self.mem_search
         assert search is not None
         search.add(obs, units)
+        if search.done and self.paired and self.best is None:
+            # the core search again from its first clock, at the memory clock found (its
+            # costs on the GPU's figure: the first clock measured again at that memory clock)
+            self.costs.clear()
+            self.probe = self._next()
+            return
         if search.done:
             assert search.core is not None
             self.best = search.core

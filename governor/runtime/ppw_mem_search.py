@@ -2,8 +2,13 @@
 
 Without a calibrated model the PPW policy searches the core clock by measurement
 (:class:`.ppw_local.OnlinePpwController`); on a board whose memory clock the governor may
-set (:mod:`.mem_knob`), it then searches the memory axis at that core clock: a
-golden-section search over the memory table's indices (every memory clock where there are
+set (:mod:`.mem_knob`) and the app reports its work, it searches the memory axis at the
+core search's first clock (the golden-section's upper one: PPW clocks sit in the table's
+upper half) and then goes on with the core search at the memory clock found, its probes
+on the board's input too (so the core search is not paid for at the default memory clock,
+several percent dearer on a compute-bound load; the upper clock of each golden-section
+pair is probed first and a probe clearly worse than the cheapest is cut short). The
+memory search is a golden-section search over the memory table's indices (every memory clock where there are
 at most four), each probe metered as a core probe is (:class:`.probe_meter.ProbeMeter`), its
 cost the energy per unit of work on the board's input where the device meters it (the power
 that sees the memory; a GPU-rail figure would make a lower memory clock look free), else on
@@ -12,10 +17,12 @@ its power figure. Energy per unit is unimodal in the memory clock
 with m). Only with the app's work (``gov.tick``): energy per cycle, the core search's cost
 without it, does not see a memory-bound load slow down at a lower memory clock.
 
-The core clock was found at the default memory clock; at the memory clock found it may be
-another (a lower memory clock draws less, which moves the core clock's optimum), so the
-core clock is then searched again around the one found, one table step at a time at the
-memory clock found (a compass search: to the cheaper neighbour while one is cheaper).
+Where the memory axis is searched only after the core search (``core`` given: a core
+search that ended without pairing, kept as a fallback; the governor pairs from the first
+ticks), the core clock found at the default memory clock is searched again around
+it at the memory clock found, one table step at a time (a compass search: to the cheaper
+neighbour while one is cheaper): a lower memory clock draws less, which can move the core
+clock's optimum.
 """
 
 from __future__ import annotations

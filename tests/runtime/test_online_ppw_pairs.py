@@ -66,14 +66,15 @@ def test_a_pinned_memory_clock_is_searched_around_not_moved():
     assert set(seen) == {3199.0} and after == (3199.0, 3199.0)
 
 
-def test_the_core_clock_is_searched_again_at_the_memory_clock_found():
+def test_the_core_clock_is_searched_at_the_memory_clock_found():
     # sim:agx-orin's compute load: 1020 MHz is the cheapest core clock at the default memory
     # clock (3199 MHz); at 204 MHz 918 and 1020 MHz cost the same within 0.1 % (the
-    # simulator's steady state): the core clock found first is tried again, a table step
-    # either way, at the memory clock found, and the pair held is one the board ran
+    # simulator's steady state). The memory axis is searched at the core search's first
+    # clock, and the core search goes on at the memory clock found: several core clocks
+    # run at 204 MHz, and the pair held is one of them
     _, result, _ = _run(ticks=True, seconds=150.0)
     assert result is not None and result["mem_clock_mhz"] == 204.0
     at_found = [core for core, mem in _PAIRS if mem == 204.0]
-    assert {918.0, 1020.0} <= set(at_found)  # both run at 204 MHz
+    assert {918.0, 1020.0} <= set(at_found) and len(set(at_found)) >= 3
     assert result["clock_mhz"] in (918.0, 1020.0)
     assert _PAIRS[-1] == (result["clock_mhz"], 204.0)
