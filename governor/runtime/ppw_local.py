@@ -323,7 +323,7 @@ class OnlinePpwController(Controller):
                 self.result = dict(
                     found,
                     mem_clock_mhz=self.mem_search.wanted_mhz,
-                    probes=len(self.costs) + len(self.mem_search.costs) + 1,
+                    probes=len(self.costs) + len(self.mem_search.costs),
                 )
             elif len(self.mem_table) > 1 and units > 0:  # the memory axis next, by work
                 from governor.runtime.ppw_mem_search import MemAxisSearch
@@ -362,9 +362,11 @@ class OnlinePpwController(Controller):
         assert search is not None
         search.add(obs, units)
         if search.done and self.paired and self.best is None:
-            # the core search again from its first clock, at the memory clock found (its
-            # costs on the GPU's figure: the first clock measured again at that memory clock)
-            self.costs.clear()
+            # the core search goes on at the memory clock found, from its first clock's
+            # cost there (both on the board's input where it is metered)
+            first = next(iter(self.costs))
+            assert search.best is not None
+            self.costs = {first: search.costs[search.best]}
             self.probe = self._next()
             return
         if search.done:
