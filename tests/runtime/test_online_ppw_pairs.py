@@ -1,7 +1,8 @@
-"""Online PPW over both knobs (issue 48 item 5): with no profile, the PPW policy searches the
-core clock and then, where the app reports its work, the memory clock at it, through the
-device's journaled lock; without the work, or with the memory clock pinned, the core clock
-alone. Assertions read the simulated board's own memory clock, in virtual time."""
+"""Online PPW over both knobs (issue 48 item 5): with no profile and the app reporting its
+work, the PPW policy searches the memory clock at the core search's first clock and the core
+clock at the memory clock found, through the device's journaled lock; without the work, or
+with the memory clock pinned, the core clock alone. Assertions read the simulated board's
+own clocks, in virtual time."""
 
 from __future__ import annotations
 
