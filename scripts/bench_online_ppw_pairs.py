@@ -4,9 +4,9 @@ memory axis, the app reporting its work, against the best fixed (core, memory) p
     python scripts/bench_online_ppw_pairs.py [--boards agx-orin,nano] [--duration-s 300]
 
 Each row runs the board's compute-bound load for ``--duration-s`` (300 s) of virtual time
-under ``--policy ppw`` with no profile (an empty data directory): the golden-section search
-of the core clock, then of the memory clock at it (``governor/runtime/ppw_mem_search.py``),
-the job ticking its work (``gov.tick``, as ``bench_runtime.py``'s app does). Its energy per
+under ``--policy ppw`` with no profile (an empty data directory): the memory clock searched
+at the core search's first clock, then the rest of the core search at the memory clock
+found (``governor/runtime/ppw_mem_search.py``), the job ticking its work (``gov.tick``, as ``bench_runtime.py``'s app does). Its energy per
 unit of work on the board's input, learning included, is divided by the best fixed pair's
 over the same run (every (core, memory) pair ranked by the simulator's steady-state board
 energy per unit, the five cheapest run for the same duration, the cheapest kept). ``core

@@ -217,6 +217,7 @@ class OnlinePpwController(Controller):
         self.settle_s = settle_s
         self.measure_s = measure_s
         self.lo, self.hi = 0, len(model.clocks_mhz) - 1
+        self.paired = False  # the memory clock is searched too (offer_mem)
         self.costs: Dict[int, float] = {}
         self.probe: Optional[int] = None
         self.held_s = 0.0
@@ -241,7 +242,7 @@ class OnlinePpwController(Controller):
             m2 = self.lo + int(round(0.618 * span))
             if m2 <= m1:
                 m2 = m1 + 1
-            for m in (m1, m2):
+            for m in (m2, m1) if self.paired else (m1, m2):
                 if m not in costs:
                     return m
             if costs[m1] <= costs[m2]:
@@ -266,25 +267,48 @@ class OnlinePpwController(Controller):
             if self.mem_search is not None and not self.mem_search.done:
                 self._observe_mem(obs, units)
             return
+        if units > 0 and len(self.mem_table) > 1 and not self.paired:
+            # the core search learns for both knobs (the app counts its work): the upper
+            # probe of each pair first (PPW clocks sit in the table's upper half), the lower
+            # cut short when clearly worse; the first probe moves there if it has not
+            # measured yet
+            self.paired = True
+            if not self.costs and self.busy_s == 0:
+                self.held_s = 0.0
+                self.probe = self._next()
+                return
         if obs.busy is False or obs.power_w is None or obs.applied_mhz != clocks[self.probe]:
             return
         self.held_s += obs.dt_s
         if self.held_s <= self.settle_s + 1e-9:
             return
-        self.energy_j += obs.power_w * obs.dt_s
+        power = obs.power_w
+        if self.paired and obs.board_power_w is not None:  # both knobs: the board's input
+            power = obs.board_power_w
+        self.energy_j += power * obs.dt_s
         self.busy_s += obs.dt_s
         self.units += units
         if self.busy_s < self.measure_s - 1e-9:
             return
         self.whole = self.whole and all(float(t.units).is_integer() for t in ticks)
         if self.whole and 0 < self.units < MIN_UNITS and self.busy_s < MAX_MEASURE_S - 1e-9:
-            return  # a count of whole units errs by one: a probe counts enough of them
+            if not (self.paired and self._clearly_worse()):
+                return  # a count of whole units errs by one: a probe counts enough of them
         if self.units > 0:
             cost = self.energy_j / self.units
         else:
             cost = self.energy_j / (self.busy_s * clocks[self.probe])
         self.costs[self.probe] = cost
         self.held_s = self.energy_j = self.busy_s = self.units = 0.0
+        if self.paired and self.mem_search is None:
+            # the memory axis first, at this core clock (the golden-section's upper one):
+            # the rest of the core search then runs at the memory clock found, not at the
+            # default one that costs several percent more on a compute-bound load
+            from governor.runtime.ppw_mem_search import MemAxisSearch
+
+            self.mem_search = MemAxisSearch(self.mem_table, self.settle_s)
+            self.probe = None
+            return
         self.probe = self._next()
         if self.probe is None:
             self.best = min(self.costs, key=lambda i: (self.costs[i], i))
@@ -294,13 +318,32 @@ class OnlinePpwController(Controller):
                 "found_after_s": self.elapsed_s,
                 "cost": "energy per unit of work" if units > 0 else "energy per cycle",
             }
-            if len(self.mem_table) > 1 and units > 0:  # the memory axis next, by work
+            if self.paired:  # the memory clock was searched first
+                assert self.mem_search is not None
+                self.result = dict(
+                    found,
+                    mem_clock_mhz=self.mem_search.wanted_mhz,
+                    probes=len(self.costs) + len(self.mem_search.costs),
+                )
+            elif len(self.mem_table) > 1 and units > 0:  # the memory axis next, by work
                 from governor.runtime.ppw_mem_search import MemAxisSearch
 
-                self.mem_search = MemAxisSearch(self.mem_table, self.settle_s)
+                self.mem_search = MemAxisSearch(
+                    self.mem_table, self.settle_s, core_mhz=clocks, core=self.best
+                )
                 self._found: Dict[str, Any] = found
             else:
                 self.result = found
+
+    def _clearly_worse(self) -> bool:
+        """Whether the probe under way costs more than the cheapest clock measured even
+        with its count one unit short and that clock's (counted to MIN_UNITS) one over: it
+        is then cut short (searching both knobs, every probe at a poor clock is learning
+        paid for)."""
+        if not self.costs or self.units < 1:
+            return False
+        ref = min(self.costs.values())
+        return self.energy_j / (self.units + 1.0) > ref * (1.0 + 1.0 / MIN_UNITS)
 
     @property
     def mem_wanted_mhz(self) -> Optional[float]:
@@ -308,24 +351,41 @@ class OnlinePpwController(Controller):
         return self.mem_search.wanted_mhz if self.mem_search is not None else None
 
     def offer_mem(self, table_mhz: Sequence[float]) -> None:
-        """The memory clocks the governor may set (:mod:`.mem_knob`): searched after the
-        core clock, at it, where the app reports its work."""
+        """The memory clocks the governor may set (:mod:`.mem_knob`), searched where the
+        app reports its work: at the core search's first clock (the golden-section's upper
+        one), the rest of the core search then at the memory clock found, every cost on the
+        board's input (see :mod:`.ppw_mem_search`)."""
         self.mem_table = tuple(table_mhz)
 
     def _observe_mem(self, obs: Observation, units: float) -> None:
         search = self.mem_search
         assert search is not None
         search.add(obs, units)
+        if search.done and self.paired and self.best is None:
+            # the core search goes on at the memory clock found, from its first clock's
+            # cost there (both on the board's input where it is metered)
+            first = next(iter(self.costs))
+            assert search.best is not None
+            self.costs = {first: search.costs[search.best]}
+            self.probe = self._next()
+            return
         if search.done:
+            assert search.core is not None
+            self.best = search.core
             self.result = dict(
                 self._found,
+                clock_mhz=self.model.clocks_mhz[search.core],
                 mem_clock_mhz=search.wanted_mhz,
-                probes=self._found["probes"] + len(search.costs),
+                probes=self._found["probes"] + len(search.costs) + len(search.core_costs) - 1,
                 found_after_s=self.elapsed_s,
             )
 
     def choose(self, now: Now) -> Decision:
         """The probe's clock, or the clock found; urgent when it is a new one."""
+        search = self.mem_search
+        if search is not None and not search.done:  # the core clock again, at the memory's
+            probe = search.core_probe
+            return self.handout.clock(self.model.clocks_mhz, probe, search.core, now.current_mhz)
         return self.handout.clock(self.model.clocks_mhz, self.probe, self.best, now.current_mhz)
 
     def records(self) -> Tuple[Any, ...]:

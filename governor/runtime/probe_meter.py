@@ -15,10 +15,14 @@ __all__ = ["ProbeMeter"]
 class ProbeMeter:
     """The cost of holding one clock: settle for ``settle_s`` of busy time (power readings
     average over about a second), then meter ``measure_s`` of busy time. Idle periods and
-    periods at another clock are not counted."""
+    periods at another clock are not counted. With ``min_units`` (an app that counts whole
+    units: the count errs by one unit), the probe goes on past ``measure_s`` until it has
+    counted that many, up to ``max_s`` of busy time."""
 
     settle_s: float
     measure_s: float
+    min_units: float = 0.0
+    max_s: float = 0.0
     held_s: float = 0.0
     energy_j: float = 0.0
     busy_s: float = 0.0
@@ -38,7 +42,11 @@ class ProbeMeter:
 
     @property
     def done(self) -> bool:
-        return self.busy_s >= self.measure_s - 1e-9
+        if self.busy_s < self.measure_s - 1e-9:
+            return False
+        if 0 < self.units < self.min_units and self.busy_s < self.max_s - 1e-9:
+            return False
+        return True
 
     def cost(self, clock_mhz: float) -> float:
         """Energy per unit of work (J) where the app reported work, else energy per cycle

@@ -1,7 +1,8 @@
-"""Online PPW over both knobs (issue 48 item 5): with no profile, the PPW policy searches the
-core clock and then, where the app reports its work, the memory clock at it, through the
-device's journaled lock; without the work, or with the memory clock pinned, the core clock
-alone. Assertions read the simulated board's own memory clock, in virtual time."""
+"""Online PPW over both knobs (issue 48 item 5): with no profile and the app reporting its
+work, the PPW policy searches the memory clock at the core search's first clock and the core
+clock at the memory clock found, through the device's journaled lock; without the work, or
+with the memory clock pinned, the core clock alone. Assertions read the simulated board's
+own clocks, in virtual time."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import math
 import governor
 from governor.devices.sim.catalog import get_board
 from governor.runtime import Governor
+
+_PAIRS: list = []  # the (core, memory) clocks the board ran at, per period of the last run
 
 
 def _run(ticks: bool, pin=None, seconds=120.0):
@@ -22,6 +25,8 @@ def _run(ticks: bool, pin=None, seconds=120.0):
         dev.run_workload("compute")
         gov = Governor(dev, {"policy": "ppw"}, profile=False, background=False)
         seen = []
+        pairs = _PAIRS
+        pairs.clear()
         with gov:
             done = 0
             for _ in range(int(seconds / gov.interval_s)):
@@ -32,6 +37,7 @@ def _run(ticks: bool, pin=None, seconds=120.0):
                     done = now
                 gov.step()
                 seen.append(dev.true_mem_clock_mhz())
+                pairs.append((dev.sample().gpu_clock_mhz, dev.true_mem_clock_mhz()))
             result = gov.status()["online_ppw"]
         after = (dev.true_mem_clock_mhz(), dev.state().mem_clock_mhz)
         dev.stop_workload()
@@ -59,3 +65,17 @@ def test_a_pinned_memory_clock_is_searched_around_not_moved():
     seen, result, after = _run(ticks=True, pin=3199.0)
     assert result is not None and "mem_clock_mhz" not in result
     assert set(seen) == {3199.0} and after == (3199.0, 3199.0)
+
+
+def test_the_core_clock_is_searched_at_the_memory_clock_found():
+    # sim:agx-orin's compute load: 1020 MHz is the cheapest core clock at the default memory
+    # clock (3199 MHz); at 204 MHz 918 and 1020 MHz cost the same within 0.1 % (the
+    # simulator's steady state). The memory axis is searched at the core search's first
+    # clock, and the core search goes on at the memory clock found: several core clocks
+    # run at 204 MHz, and the pair held is one of them
+    _, result, _ = _run(ticks=True, seconds=150.0)
+    assert result is not None and result["mem_clock_mhz"] == 204.0
+    at_found = [core for core, mem in _PAIRS if mem == 204.0]
+    assert {918.0, 1020.0} <= set(at_found) and len(set(at_found)) >= 3
+    assert result["clock_mhz"] in (918.0, 1020.0)
+    assert _PAIRS[-1] == (result["clock_mhz"], 204.0)
