@@ -294,6 +294,13 @@ class OnlinePpwController(Controller):
         if self.whole and 0 < self.units < MIN_UNITS and self.busy_s < MAX_MEASURE_S - 1e-9:
             if not (self.paired and self._clearly_worse()):
                 return  # a count of whole units errs by one: a probe counts enough of them
+        self._probe_done(units)
+
+    def _probe_done(self, units: float) -> None:
+        """The probe under way has measured enough: its cost recorded, and the next probe
+        chosen (the memory axis first where both knobs are searched), or the result."""
+        clocks = self.model.clocks_mhz
+        assert self.probe is not None
         if self.units > 0:
             cost = self.energy_j / self.units
         else:

@@ -49,14 +49,16 @@ def nano(busy_sim):
 
 def test_a_clock_below_the_lowest_is_clamped_to_it_and_said(nano):
     lowest = nano.supported_clocks_mhz()[0]
-    gov = Governor(nano, {"policy": "clock", "clock_mhz": 1}, background=False)
+    # 100 MHz: below the lowest (306) but not off by an order of magnitude (1 MHz would be a
+    # unit slip, refused: test_feasibility)
+    gov = Governor(nano, {"policy": "clock", "clock_mhz": 100}, background=False)
     with gov:
         gov.step()
         locked = nano.state().gpu_clocks_mhz
         notes = gov.status()["unmet"]
     assert locked == (lowest, lowest)
     assert notes == [
-        f"clock 1 MHz is below sim:orin-nano's lowest clock: clamped to {lowest:g} MHz"
+        f"clock 100 MHz is below sim:orin-nano's lowest clock: clamped to {lowest:g} MHz"
     ]
 
 
