@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -125,11 +126,12 @@ class Ros:
         rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
         self.nodes: List[Any] = []
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._spin, name="ros test executor", daemon=True)
         self._thread.start()
 
     def _spin(self) -> None:
-        while self.context.ok():
+        while self.context.ok() and not self._stopping.is_set():
             try:
                 self.executor.spin_once(timeout_sec=0.05)
             except Exception:  # shutdown under way
@@ -148,7 +150,11 @@ class Ros:
         return probe
 
     def close(self) -> None:
-        self.context.try_shutdown()
+        # Stop spinning and let the callbacks in flight finish before anything is destroyed:
+        # a callback that meets a destroyed node or context leaves its exception in an rclpy
+        # Future, which prints "never retrieved" to stderr whenever it is collected, maybe
+        # inside a later test that reads stderr.
+        self._stopping.set()
         self._thread.join(timeout=WAIT_S)
         self.executor.shutdown(timeout_sec=5)
         for node in self.nodes:
@@ -156,3 +162,7 @@ class Ros:
                 node.destroy_node()
             except Exception:
                 pass
+        self.context.try_shutdown()
+        # Whatever such Future a test left (one that shut the context down itself) is
+        # collected now, inside this test's teardown, not in another test's stderr.
+        gc.collect()
