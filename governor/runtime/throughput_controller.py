@@ -74,6 +74,7 @@ class ThroughputController(Controller):
         self.dither = Dither(model, policy.rate_hz, self.frames, self.pricing)
         self.below_since_s: Optional[float] = None
         self.settled = False  # whether a choice from measured frames was applied yet
+        self.learnt = False  # whether a choice from the frames' learnt spread was made yet
         self.choice_mhz: Optional[float] = None
         self.floor_idx = 0  # the deadline's floor: the lowest clock index that keeps it
         self.base_mhz: Optional[float] = None  # the clock chosen before the dither
@@ -192,14 +193,18 @@ class ThroughputController(Controller):
 
     def _follow(self, obs: Observation, choice: float, current_mhz: float) -> Tuple[float, bool]:
         """The model's pick, raised at once and lowered after the hold-down."""
+        young = self.frames.young
+        first = not young and not self.learnt  # the first choice from the learnt spread
+        self.learnt = self.learnt or not young
         if choice > current_mhz:
             self.below_since_s = None
             self.settled = True
             return choice, True
         if choice < current_mhz:
-            # the start's clock, and a spread still being learnt (the headroom shrinks as
-            # frames come): no hysteresis to wait out
-            if not self.settled or self.frames.young:
+            # the start's clock, a spread still being learnt (the headroom shrinks as frames
+            # come) and the first choice from the learnt spread (the young frames' headroom
+            # was a guess, not a measured need): no hysteresis to wait out
+            if not self.settled or young or first:
                 self.settled = True
                 return choice, False
             if self.below_since_s is None:

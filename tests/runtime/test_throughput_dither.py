@@ -26,7 +26,7 @@ def _dither(slow_share=0.02, idle_w=None, ran_late=0):
     idle.idle_w = idle_w
     every = round(1.0 / slow_share)
     slow_seen = 0
-    for k in range(FrameStats.LONG_FRAMES):
+    for k in range(FrameStats.LATE_FRAMES):  # every one counted by the stop
         work = 0.021 if k % every == 0 else 0.015
         clock_mhz = 1000.0
         if work > 0.015:
@@ -70,12 +70,15 @@ def test_no_dither_off_the_floor_while_the_search_measures_or_where_below_costs_
 
 
 def test_late_frames_seen_stop_the_dither_at_the_kept_rates_limit_not_at_its_aim():
-    # 12 slow frames in 600 (2 %); those that ran at 600 MHz were late
-    on_aim = _dither(slow_share=0.02, ran_late=5)  # 0.83 % seen late: past SHARE, under STOP
-    assert on_aim.frames.late_count == 5
-    assert Dither.SHARE * 600 < 5 < Dither.STOP_SHARE * 600
-    assert on_aim.shares(FLOOR, FLOOR, True) == (0.0, 0.02)
-    assert CLOCKS_MHZ[FLOOR - 1] in {on_aim.step(FLOOR, FLOOR, True) for _ in range(100)}
-    past = _dither(slow_share=0.02, ran_late=6)  # 1 % seen late: stopped
-    assert past.frames.late_count == 6
+    # 2 % of the last LATE_FRAMES frames are slow; those that ran at 600 MHz were late
+    n = FrameStats.LATE_FRAMES
+    on_aim = round(0.0083 * n)  # 0.83 % seen late: past SHARE, under STOP
+    assert Dither.SHARE * n < on_aim < Dither.STOP_SHARE * n
+    dither = _dither(slow_share=0.02, ran_late=on_aim)
+    assert dither.frames.late_count == on_aim
+    assert dither.shares(FLOOR, FLOOR, True) == (0.0, 0.02)
+    assert CLOCKS_MHZ[FLOOR - 1] in {dither.step(FLOOR, FLOOR, True) for _ in range(100)}
+    stopped = round(Dither.STOP_SHARE * n)  # 1 % seen late: stopped
+    past = _dither(slow_share=0.02, ran_late=stopped)
+    assert past.frames.late_count == stopped
     assert past.shares(FLOOR, FLOOR, True) is None

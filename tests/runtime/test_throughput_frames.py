@@ -89,15 +89,17 @@ def test_the_tick_rate_counts_the_units_of_the_last_two_seconds():
     assert frames.rate_hz == pytest.approx(30.0, rel=0.03)
 
 
-def test_late_frames_are_counted_over_the_long_window_only():
+def test_late_frames_are_counted_over_the_late_window_only():
     tables = ClockTables(small_model())
     frames = FrameStats()
     late = 1.5 / RATE_HZ  # longer than a period at the top clock
-    _feed(frames, tables, [late] * 10 + [0.01] * FrameStats.LONG_FRAMES)
-    assert frames.late_count == 0  # the late ones dropped out of the window
+    _feed(frames, tables, [late] * 10 + [0.01] * FrameStats.LATE_FRAMES)
+    assert frames.late_count == 0  # the late ones dropped out of the stop's window
+    assert frames.ranked.count(late) == 10  # but still in the deadline's (LONG_FRAMES)
     _feed(frames, tables, [late] * 3, t0=100.0)
     assert frames.late_count == 3
-    assert frames.late_share(0.02) == pytest.approx(3 / FrameStats.LONG_FRAMES)
+    n = FrameStats.LATE_FRAMES + 13
+    assert frames.late_share(0.02) == pytest.approx(13 / n)
 
 
 def test_the_idle_power_is_solved_from_a_metered_period_and_its_busy_share():
@@ -128,3 +130,27 @@ def test_without_a_counter_the_readings_filed_as_idle_are_taken():
     idle = IdlePower(metered=False)
     idle.learn(_obs(0.1, power_w=30.0, idle_power_w=6.5), 0.04, tables)
     assert idle.idle_w == 6.5
+
+
+def test_the_first_choice_from_the_learnt_frames_lowers_the_clock_without_the_hold_down():
+    """The young frames' headroom is a guess, not a measured need: once their spread is
+    learnt, the clock it kept up is left at once, not after ``HOLD_DOWN_S``."""
+    from governor.runtime.controllers import ThroughputController
+    from governor.runtime.policies import Throughput
+
+    ctl = ThroughputController(small_model(), Throughput(rate_hz=RATE_HZ))
+    # every frame 0.0263 s of top-clock work: 800 MHz fits it (0.02667 s a period), not the
+    # young headroom over it (0.0263 · (1 + 0.1/sqrt(27)) = 0.0268 s)
+    assert 0.0263 * (1.0 + FrameStats.YOUNG_HEADROOM / math.sqrt(27)) > 1.0 / RATE_HZ / 1.25
+    clock, applied = ctl.initial_mhz(), []
+    for k in range(12):
+        t = 0.1 * (k + 1)
+        busy = 0.0263 * ctl.tables.time_rel_at(clock)
+        ticks = [Tick(t - 0.1 + i / RATE_HZ, 1.0, busy, clock) for i in range(3)]
+        obs = Observation(t, 0.1, 30.0, clock, clock, 3.0 * t, t, True)
+        clock, _ = ctl.decide(obs, ticks, clock)
+        applied.append((len(ctl.frames.ranked), clock))
+    young = [f for n, f in applied if n < FrameStats.MIN_FRAMES]
+    learnt = [f for n, f in applied if n >= FrameStats.MIN_FRAMES]
+    assert young[-1] == 900.0  # the young headroom needs 900 MHz
+    assert learnt[0] == 800.0  # left as the spread is learnt: no hold-down

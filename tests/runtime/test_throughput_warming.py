@@ -58,8 +58,11 @@ def test_a_cold_board_holds_the_floor_not_the_knee_the_low_idle_power_points_to(
     far = [t for t, c in applied if c >= high]
     # the model with the idle power learnt early points far above the floor: the case at hand
     assert model.index(ctl.choice_mhz) > ctl.floor_idx + 2 * ctl.local_search.step
-    assert max(far) <= 5.0, far
-    assert len(far) * PERIOD_S <= 2.0  # the young frames' and the duel's window
+    # the pick's measured cost is trusted STALE_S, then measured again (one short window,
+    # late in the run): before that, nothing far above the floor after the first 5 s
+    early = [t for t in far if t < ctl.local_search.STALE_S + 5.0]
+    assert max(early) <= 5.0, far
+    assert len(far) * PERIOD_S <= 2.0  # the young frames', the duel's and a re-measure's
     held = ThroughputController(model, Throughput(rate_hz=RATE_HZ), search=True)
     held.decide = lambda obs, ticks, current: (floor, False)  # the floor from the start
     held.initial_mhz = lambda: floor

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from governor.runtime.model import ClockModel
-from governor.runtime.throughput_parts.frames import FrameStats
+from governor.runtime.throughput_parts.frames import LATE_ALLOWANCE, FrameStats
 from governor.runtime.throughput_parts.pricing import Pricing
 
 __all__ = ["Dither"]
@@ -20,7 +20,7 @@ __all__ = ["Dither"]
 class Dither:
     """Which periods run at the clock below the floor: :meth:`step` once a period."""
 
-    SHARE = 0.0075  # of the frames the dither with the clock below may let run late
+    SHARE = LATE_ALLOWANCE  # of the frames the dither with the clock below may let run late
     #: the late frames seen lately stop the dither at this share (the most a kept rate
     #: allows), not at ``SHARE``: the dither aims at ``SHARE``, so stopping there halted it
     #: about half the time, and where the floor's estimate had risen a step (one more slow
