@@ -11,13 +11,14 @@ Three held-out measures, printed as tables (docs/simulator.md carries them):
     from above on the measurement noise no fit can predict;
 (b) cross-memory-clock: Titan X pairs ``titanx_<app>_mem3505.csv`` / ``_mem810.csv``; the twin
     is fitted to the whole 3505 MHz sweep plus ONE row at 810 MHz (the middle clock) and
-    predicts the whole 810 MHz sweep (power, time, energy-optimal clock within one step); its
-    voltage floor at 810 MHz (a prior) is chosen from the OTHER apps; "no probe" is the same
-    without the 810 row (memory part scaled as 1/f_mem, memory power unchanged). Then what the
-    twin's choice costs (issue 46): the measured energy at its chosen clock above the sweep's
-    best, with the priors chosen on the other apps by that cost, beside the priors chosen by
-    the step count, and each miss set against the sweep's noise band without the curvature
-    (scatter about a quadratic through each row's four neighbours);
+    predicts the whole 810 MHz sweep (power, time, and what the twin's choice costs: the
+    measured energy at its chosen clock above the sweep's best, issue 46's criterion); its
+    priors at 810 MHz are chosen by that cost on the OTHER apps (leave-one-app-out); "no probe"
+    is the same without the 810 row (memory part scaled as 1/f_mem, memory power unchanged).
+    Beside it: the priors the step count would choose (issue 37), a hedged pick over the
+    cheapest prior sets, why each miss stays, and each miss set against the sweep's noise band
+    without the curvature (scatter about a quadratic through each row's four neighbours, and
+    third differences of log energy);
 (c) twin vs replay: ``calibrate`` on the twin of each sweep and on the replay of the sweep;
     the chosen clocks are compared in the sweep's measured clock list: same clock, neighbour
     (at most one step of that list apart; a twin's pick halfway between two measured clocks is
@@ -310,7 +311,8 @@ def cost_met(costs):
 def cross_memory(folder):
     """The twin's lower memory clock has three priors (fit.MEM_OVERLAP_K, MEM_BUSY_SHARE,
     MEM_FLOOR_V): one row cannot fix the overlap exponent, the activity's split or the voltage
-    floor. Held out, each app's priors are the ones chosen (:func:`_choose`) on the OTHER apps'
+    floor. Held out, each app's priors are the ones chosen by cost (:func:`_choose_by_cost`;
+    :func:`_choose`, the step count's, beside them) on the OTHER apps'
     whole 810 MHz sweeps: never the app's own 810 MHz rows beyond its one probe. Errors are
     pooled over every row of every app but the probe's."""
     print(
