@@ -163,3 +163,101 @@ def test_the_titan_x_sweeps_noise_is_smaller_without_their_bend(bench):
     chord = statistics.median(bench.chord_band_pct(s) for s in sweeps)
     assert quad == pytest.approx(0.535, abs=0.005)
     assert chord == pytest.approx(0.709, abs=0.005)
+
+
+class _Workload:
+    """A twin's compute workload whose time per run is ``time_s`` at each clock (MHz)."""
+
+    def __init__(self, time_s):
+        self._time_s = time_s
+
+    def time_per_unit_s(self, clock_mhz, mem_clock_mhz=None):
+        return self._time_s[clock_mhz]
+
+
+class _Twin:
+    """The board calls the bench's ``predict`` makes, at hand-set powers and times (no power
+    limit reached)."""
+
+    power_limit_w = 1000.0
+    default_mem_clock_mhz = 3505.0
+
+    def __init__(self, power_w, time_s):
+        self._power_w = power_w
+        self.workloads = {"compute": _Workload(time_s)}
+
+    def steady_gpu_power_w(self, clock_mhz, workload, mem_clock_mhz=None):
+        return self._power_w[clock_mhz]
+
+    def limited_power_w(self, power_w):
+        return power_w
+
+
+def test_the_cost_of_a_twins_choice_on_a_hand_made_sweep(bench, tmp_path):
+    """Six measured rows at 810 MHz, energy 70, 60, 54, 55, 66, 77 J (best 54 J at 700 MHz).
+    The twin predicts the least energy at 800 MHz (40 J against 41 at 700): its choice costs
+    the measured 55 J there, 100 * (55 / 54 - 1) = 1.85 % above the best, one step away. Read
+    through the bench's own Score810, from the sweep's file."""
+    path = tmp_path / "titanx_hand_mem810.csv"
+    path.write_text(
+        "clock_mhz,power_w,time_s\n500,100,0.7\n600,100,0.6\n700,108,0.5\n"
+        "800,122.2222222,0.45\n900,165,0.4\n1000,220,0.35\n"
+    )
+    lo = bench.read_sweep(path)
+    clocks = (500.0, 600.0, 700.0, 800.0, 900.0, 1000.0)
+    twin = _Twin(
+        power_w=dict(zip(clocks, (80.0, 70.0, 82.0, 80.0, 125.0, 150.0))),
+        time_s=dict(zip(clocks, (0.625, 0.6, 0.5, 0.5, 0.4, 0.4))),
+    )
+    score = bench.Score810(twin, lo, skip=3)
+    assert score.energy == pytest.approx([50.0, 42.0, 41.0, 40.0, 50.0, 60.0])
+    assert (score.i_true, score.i_twin) == (2, 3)
+    assert score.above_best_pct == pytest.approx(100 * (55.0 / 54.0 - 1))
+    assert score.within_one
+    # the probe row (800 MHz) is not scored for power and time
+    assert score.power == pytest.approx(
+        [20.0, 30.0, 100 * (1 - 82 / 108), 100 * (1 - 125 / 165), 100 * (1 - 150 / 220)]
+    )
+    assert score.time == pytest.approx(
+        [100 * (1 - 0.625 / 0.7), 0.0, 0.0, 0.0, 100 * (0.4 / 0.35 - 1)]
+    )
+    # a twin whose optimum is the measured best's clock costs nothing
+    twin_right = _Twin(twin._power_w, dict(zip(clocks, (0.625, 0.6, 0.48, 0.5, 0.4, 0.4))))
+    assert bench.Score810(twin_right, lo, skip=3).above_best_pct == 0.0
+
+
+def test_the_band_from_third_differences_is_zero_on_a_bend_and_counts_alternating_noise(
+    bench, tmp_path
+):
+    """Energy exp(quadratic in the row): every third difference of log energy is 0. With
+    log-energy noise +-e alternating, each is 8 e: band 100 * 8 e / 0.6745 / sqrt 20 * sqrt 2."""
+    eps = 0.003
+    for noise, want in ((0.0, 0.0), (eps, 100 * 8 * eps / 0.6745 / math.sqrt(20) * math.sqrt(2))):
+        lines = ["clock_mhz,power_w,time_s"]
+        for n in range(9):
+            y = math.log(100.0) + 0.002 * (n - 4) ** 2 + noise * (-1) ** n
+            lines.append(f"{500 + 50 * n},{math.exp(y):.10f},1.0")
+        path = tmp_path / f"exp_{noise}.csv"
+        path.write_text("\n".join(lines) + "\n")
+        assert bench.diff_band_pct(bench.read_sweep(path)) == pytest.approx(want, abs=1e-6)
+
+
+class _Twins:
+    def __init__(self, cost_pct, energy, measured):
+        self.above_best_pct, self.energy, self.measured = cost_pct, energy, measured
+        self.power, self.time = [1.0] * 20, [1.0] * 20
+
+
+def test_the_hedged_pick_pools_the_twins_the_other_apps_choose(bench):
+    """Two twins of app x: one predicts 1.0, 1.1, 1.3 (its optimum the first clock), the other
+    1.2, 1.0, 1.0 (relative 1.2, 1, 1): their mean 1.1, 1.05, 1.15 puts the pick at the middle
+    clock, measured 10.2 J against the best 10 J: 2 %. Alone, the first (the least cost on the
+    other app y) picks the first clock, 10.5 J: 5 %."""
+    assert bench.hedged_pick([[1.0, 1.1, 1.3], [2.4, 2.0, 2.0]]) == 1
+    measured = [10.5, 10.2, 10.0]
+    table = {
+        "p": {"x": _Twins(5.0, [1.0, 1.1, 1.3], measured), "y": _Twins(0.1, [1, 2, 3], [1, 2, 3])},
+        "q": {"x": _Twins(0.0, [2.4, 2.0, 2.0], measured), "y": _Twins(0.2, [1, 2, 3], [1, 2, 3])},
+    }
+    assert bench.hedged_cost(table, "x", ["y"], 1) == pytest.approx(5.0)
+    assert bench.hedged_cost(table, "x", ["y"], 2) == pytest.approx(2.0)
