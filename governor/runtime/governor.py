@@ -377,7 +377,9 @@ class Governor(BoardAnswers):
     def report(self) -> Dict[str, Any]:
         """The run so far: ``energy_j`` (GPU, J), ``board_energy_j`` (None without a board
         rail), ``duration_s``, ``mean_power_w``, ``max_power_w``, ``mean_clock_mhz``,
-        ``unmeasured_s``, ``policy``, ``device_lost``, ``transient_retries``/``_failures``."""
+        ``mean_mem_clock_mhz`` (over the periods the device read a memory clock in; None
+        where it reads none), ``unmeasured_s``, ``policy``, ``device_lost``,
+        ``transient_retries``/``_failures``."""
         doc = self._telemetry.meter.to_dict()
         doc["policy"] = self.policy.name
         doc["device_lost"] = self._watch.lost
