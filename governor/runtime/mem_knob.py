@@ -308,21 +308,34 @@ class MemoryKnob:
 
 
 def next_knob(
-    knob: Optional[MemoryKnob], device: Device, policy_name: str, model: ClockModel
-) -> Optional[MemoryKnob]:
-    """The knob under a new policy (``Governor.set_policy``): ``knob`` kept
-    (:meth:`MemoryKnob.keep`), else a new one where ``policy_name`` governs both."""
+    knob: Optional[MemoryKnob],
+    device: Device,
+    policy_name: str,
+    model: ClockModel,
+    held_mhz: Optional[float],
+) -> Tuple[Optional[MemoryKnob], Optional[float]]:
+    """The knob under a new policy (``Governor.set_policy``) and the memory clock the
+    governor holds after the switch (``held_mhz``: the one it held before; None: it set
+    none). ``knob`` is kept where it serves ``policy_name`` (:meth:`MemoryKnob.keep`);
+    else it puts the default memory clock back, and a new knob governs from there where
+    ``policy_name`` governs both (battery to power cap and back). A memory clock the
+    governor holds is its own lock, no pin (:func:`memory_knob`)."""
     if knob is not None:
-        return knob.keep(policy_name)
-    return memory_knob(device, policy_name, model)
+        if knob.keep(policy_name) is knob:
+            return knob, held_mhz
+        if held_mhz is not None or knob.changes:
+            held_mhz = knob.default_mhz  # (keep put it back)
+    return memory_knob(device, policy_name, model, owned=held_mhz is not None), held_mhz
 
 
-def memory_knob(device: Device, policy_name: str, model: ClockModel) -> Optional[MemoryKnob]:
+def memory_knob(
+    device: Device, policy_name: str, model: ClockModel, *, owned: bool = False
+) -> Optional[MemoryKnob]:
     """The memory knob for ``policy_name`` on ``device`` (its compute-bound memory clock
     the pair's of ``model``'s profile); None where the policy governs the core clock alone
     (not the battery policy, online PPW, or the power-cap policy with a pair below the
     default memory clock; a memory clock that cannot be set or has one value, or one
-    pinned by a lock)."""
+    pinned by a lock: a lock that is the governor's own, ``owned``, is no pin)."""
     pair = model.ppw_pair_mhz
     pair_mem_mhz = pair[1] if pair else None
     searched = policy_name == "ppw" and not model.fitted  # online PPW searches both
@@ -333,7 +346,7 @@ def memory_knob(device: Device, policy_name: str, model: ClockModel) -> Optional
         return None
     try:
         table = tuple(device.supported_mem_clocks_mhz())
-        if len(table) < 2 or device.state().mem_clock_mhz is not None:
+        if len(table) < 2 or (not owned and device.state().mem_clock_mhz is not None):
             return None
         now = device.sample().mem_clock_mhz
     except (GovernorError, OSError):

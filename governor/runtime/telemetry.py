@@ -74,6 +74,10 @@ class RunMeter:
         self.board_energy_j = (self.board_energy_j or 0.0) + board_w * dt
 
     def to_dict(self) -> Dict[str, Any]:
+        """``duration_s``, ``energy_j`` (GPU figure, J), ``mean_power_w``,
+        ``mean_clock_mhz``, ``mean_mem_clock_mhz`` (over the periods the device read a
+        memory clock in; None where it reads none), ``max_power_w``, ``unmeasured_s``,
+        ``board_energy_j`` (None without a board rail)."""
         d = self.duration_s
         return {
             "duration_s": d,
