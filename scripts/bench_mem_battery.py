@@ -24,11 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,21 +128,6 @@ def bound(board, trace):
     return _best_work(phases, two, idle2, budget) / _best_work(phases, one, idle1, budget)
 
 
-def _profile(name, data_dir):
-    done = subprocess.run(
-        [sys.executable, "-m", "governor", "calibrate", "--device", f"sim:{name}"],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-    )
-    if done.returncode != 0:
-        sys.exit(f"bench_mem_battery: calibrating sim:{name} failed: {done.stderr}")
-    found = sorted(Path(data_dir).rglob(f"{name}.json"))
-    if not found:
-        sys.exit(f"bench_mem_battery: no profile for {name} under {data_dir}")
-    return json.loads(found[0].read_text())
-
-
 def one_mission(name, doc, trace, duration_s, ticks, seed):
     """(two-knob work, core-only work, two-knob board energy / budget, mean memory clock)."""
     from bench_runtime import _TickingApp, constant
@@ -183,25 +164,17 @@ def main() -> int:
         sys.exit("bench_mem_battery: --duration-s must be at least 10")
     names = [n for n in args.boards.split(",") if n]
     missions = [m for m in args.missions.split(";") if m] or list(_missions())
-    with tempfile.TemporaryDirectory() as tmp:
-        os.environ["GOVERNOR_DATA_DIR"] = str(Path(tmp) / "data")
-        os.environ["GOVERNOR_STATE_DIR"] = str(Path(tmp) / "state")
-        from governor.devices.sim.catalog import load_catalog
+    from _membench import calibrated, memory_boards, temp_dirs
 
-        catalog = load_catalog()
-        unknown = [n for n in names if n not in catalog]
-        if unknown:
-            sys.exit(f"bench_mem_battery: unknown boards: {', '.join(unknown)}")
-        boards = [
-            n for n, b in catalog.items() if len(b.mem_clocks_mhz) > 1 and (not names or n in names)
-        ]
+    with temp_dirs() as data_dir:
+        catalog, boards = memory_boards(names, "bench_mem_battery")
         print(
             "| board | mission | kind | two-knob work | core-only work | ratio | bound | energy/budget |"
         )
         print("|---|---|---|---:|---:|---:|---:|---:|")
         worst = {}
         for name in boards:
-            doc = _profile(name, Path(tmp) / "data")
+            doc = calibrated(name, data_dir, "bench_mem_battery")
             for trace in missions:
                 two, one, used = one_mission(
                     name, doc, trace, args.duration_s, args.ticks, args.seed

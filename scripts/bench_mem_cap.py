@@ -20,9 +20,7 @@ core-only.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,8 +40,10 @@ def one_mission(name, doc, trace, duration_s, share, seed):
     board = get_board(name)
     top = simulate(name, {"policy": "max"}, trace, duration_s, profile=doc, seed=seed)
     spec = {"policy": "power-cap", "cap_w": share * top["mean_power_w"]}
-    pair = (doc.get("tuning", {}).get("ppw-pair") or {}).values()
-    pair_mem = next((e.get("mem_clock_mhz") for e in pair), None)
+    from _membench import profile_pair
+
+    pair = profile_pair(doc)
+    pair_mem = pair[1] if pair is not None else None
     runs = [
         simulate(name, spec, trace, duration_s, profile=doc, seed=seed, mem_clock_mhz=mem)
         for mem in (None, board.default_mem_clock_mhz, pair_mem)
@@ -74,22 +74,12 @@ def main() -> int:
         sys.exit("bench_mem_cap: --cap-share must be between 0.1 and 1")
     names = [n for n in args.boards.split(",") if n]
     missions = [m for m in args.missions.split(";") if m] or list(TRACES)
-    from bench_mem_battery import _profile
+    from _membench import calibrated, memory_boards, temp_dirs
 
     from governor.errors import GovernorError
 
-    with tempfile.TemporaryDirectory() as tmp:
-        os.environ["GOVERNOR_DATA_DIR"] = str(Path(tmp) / "data")
-        os.environ["GOVERNOR_STATE_DIR"] = str(Path(tmp) / "state")
-        from governor.devices.sim.catalog import load_catalog
-
-        catalog = load_catalog()
-        unknown = [n for n in names if n not in catalog]
-        if unknown:
-            sys.exit(f"bench_mem_cap: unknown boards: {', '.join(unknown)}")
-        boards = [
-            n for n, b in catalog.items() if len(b.mem_clocks_mhz) > 1 and (not names or n in names)
-        ]
+    with temp_dirs() as data_dir:
+        _, boards = memory_boards(names, "bench_mem_cap")
         if not boards:
             sys.exit("bench_mem_cap: none of these boards has more than one memory clock")
         print(
@@ -100,7 +90,7 @@ def main() -> int:
         ratios = {}
         above = [0.0, 0.0]
         for name in boards:
-            doc = _profile(name, Path(tmp) / "data")
+            doc = calibrated(name, data_dir, "bench_mem_cap")
             for trace in missions:
                 try:
                     two, one, low, over, over1, cap, mem = one_mission(

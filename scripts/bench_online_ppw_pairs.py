@@ -90,16 +90,10 @@ def main() -> int:
     import logging
 
     logging.getLogger("governor").setLevel(logging.ERROR)
-    from governor.devices.sim.catalog import load_catalog
+    from _membench import memory_boards
 
-    catalog = load_catalog()
     names = [n for n in args.boards.split(",") if n]
-    unknown = [n for n in names if n not in catalog]
-    if unknown:
-        sys.exit(f"bench_online_ppw_pairs: unknown boards: {', '.join(unknown)}")
-    boards = [
-        n for n, b in catalog.items() if len(b.mem_clocks_mhz) > 1 and (not names or n in names)
-    ]
+    catalog, boards = memory_boards(names, "bench_online_ppw_pairs")
     print(
         "| board | best fixed pair | found core/mem MHz | probes | after s | ratio "
         "| core only (pinned) |"

@@ -16,14 +16,12 @@ physics) against the least over every (core, memory) pair of the tables.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 
 def _true_energy(board, workload, clock, mem):
@@ -54,23 +52,14 @@ def main() -> int:
     parser.add_argument("--boards", default="", help="comma-separated boards (default: all)")
     args = parser.parse_args()
     names = [n for n in args.boards.split(",") if n]
-    with tempfile.TemporaryDirectory() as tmp:
-        os.environ["GOVERNOR_DATA_DIR"] = str(Path(tmp) / "data")
-        os.environ["GOVERNOR_STATE_DIR"] = str(Path(tmp) / "state")
-        from governor.devices.sim.catalog import load_catalog
+    from _membench import calibrated, memory_boards, temp_dirs
 
+    with temp_dirs() as data_dir:
+        catalog, boards = memory_boards(names, "bench_ppw_pairs")
         rows = []
-        for name, board in load_catalog().items():
-            if len(board.mem_clocks_mhz) < 2 or (names and name not in names):
-                continue
-            done = subprocess.run(
-                [sys.executable, "-m", "governor", "calibrate", "--device", f"sim:{name}"],
-                capture_output=True,
-                text=True,
-                env=dict(os.environ, PYTHONPATH=str(ROOT)),
-            )
-            if done.returncode != 0:
-                sys.exit(f"bench_ppw_pairs: calibrating sim:{name} failed: {done.stderr}")
+        for name in boards:
+            board = catalog[name]
+            calibrated(name, data_dir, "bench_ppw_pairs")  # the run reads the profile's pair
             workload = board.workloads["compute"]
             mem, core = _held(name, None)
             base_mem, base_core = _held(name, board.default_mem_clock_mhz)

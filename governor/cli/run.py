@@ -410,7 +410,7 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
             "mean_power_w": report["mean_power_w"],
             "policy": plan.policy.name,
             "mean_clock_mhz": report["mean_clock_mhz"],
-            "mem_clock_mhz": mem_mhz,
+            "mem_clock_mhz": _mean_mem_clock(report, mem_mhz),
             "max_power_w": report["max_power_w"],
             "board_energy_j": report["board_energy_j"],
             "device": dev.uri,
@@ -424,6 +424,14 @@ def _govern_job(plan: _RunPlan, device: str, interval_s: float) -> Tuple[int, Li
         for (dev, report), echo, mem_mhz in zip(reports, govs, mem_clocks)
     ]
     return code, docs
+
+
+def _mean_mem_clock(report: Dict[str, Any], start_mhz: Optional[float]) -> Optional[float]:
+    """The memory clock's mean over the job (MHz, to 0.1 as ``simulate --json`` gives it):
+    the governor's meter's, where the device read one in its periods; else the memory clock
+    at the start (``start_mhz``; None where the device reads none)."""
+    mean = report.get("mean_mem_clock_mhz")
+    return round(mean, 1) if mean is not None else start_mhz
 
 
 def _job_mem_clock(dev: Any, plan: _RunPlan) -> Optional[float]:

@@ -32,6 +32,7 @@ from governor.runtime.budget import BudgetState, MissionBudget, budget_and_reser
 from governor.runtime.controller_base import (
     Controller,
     Decision,
+    MemoryHints,
     Now,
     Observation,
     PowerTracker,
@@ -318,6 +319,11 @@ class BatteryController(Controller):
 
     def budget_state(self) -> BudgetState:
         return self.budget.state()
+
+    def memory_hints(self) -> MemoryHints:
+        """The load's memory share as read from power, and whether the plan reads the idle
+        run under way as a wait (mem_knob.py)."""
+        return MemoryHints(memory_share=self.share.k, waiting=self.plan.bursts.waiting())
 
     def records(self) -> Tuple[Any, ...]:
         return (self.budget.state(), Correction(self.tracker.r))

@@ -3,7 +3,8 @@ blocks tuned offline, and the per-clock kernel configuration that follows the op
 point it holds. Mixed into :class:`~governor.runtime.governor.Governor`, which tells it the
 clock (:attr:`BoardAnswers.applied_clock_mhz`), the memory clock it set
 (:attr:`BoardAnswers.applied_mem_clock_mhz`, None where it does not govern memory) and each
-change of either (:meth:`BoardAnswers._clock_moved`).
+change of either (:meth:`BoardAnswers._clock_moved`); the memory knob that sets it is kept
+here too, and handed from policy to policy (:meth:`BoardAnswers._switch_mem_knob`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any, Callable, Optional
 from governor.devices.base import Device
 from governor.errors import GovernorError
 from governor.runtime.kernel_config import KernelConfigFollower
+from governor.runtime.mem_knob import MemoryKnob, next_knob
+from governor.runtime.model import ClockModel
 from governor.runtime.tuning_cache import Cached, cached_block_size_for, cached_tiles_for
 
 __all__ = ["BoardAnswers"]
@@ -28,6 +31,7 @@ class BoardAnswers:
     _dev_lock: Any  # the governor's lock around device calls
     _kernel_configs: Optional[KernelConfigFollower] = None  # made on first use
     _applied_mem: Optional[float] = None  # the memory clock this governor set
+    _mem: Optional[MemoryKnob] = None  # the memory knob (mem_knob.py; None: core alone)
     _locked_mem: Optional[float] = None  # the device's memory lock, read when asked
     _locked_mem_read = False
 
@@ -49,6 +53,13 @@ class BoardAnswers:
             return
         self._applied_mem = mem_clock_mhz
         self._clock_moved(self.applied_clock_mhz)
+
+    def _switch_mem_knob(self, policy_name: str, model: ClockModel) -> None:
+        """The memory knob under a new policy (:func:`.mem_knob.next_knob`: the old one
+        kept, or the default memory clock back and the new policy's knob, if any) and the
+        memory clock this governor holds after the switch."""
+        self._mem, held = next_knob(self._mem, self.device, policy_name, model, self._applied_mem)
+        self._mem_clock_set(held)
 
     def _forget_mem_clock(self) -> None:
         """The governor let the device go: no memory clock set, the lock read afresh."""

@@ -125,5 +125,11 @@ class PowerCapController(Controller):
         """The lowest clock seen to fit the cap (the table's lowest when none was)."""
         return min(self.fit_clocks) if self.fit_clocks else self.model.clocks_mhz[0]
 
+    def shift_power(self, applied_mhz: float, power_w: float) -> None:
+        """The memory clock's change of the draw into the correction at once (mem_knob.py):
+        downward it would be learnt only over periods, upward only after a period over the
+        cap."""
+        self.tracker.shift(applied_mhz, power_w)
+
     def records(self) -> Tuple[Any, ...]:
         return (CapState(self.policy.cap_w, self.target_w, self.trim_w), Correction(self.tracker.r))

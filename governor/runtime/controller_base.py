@@ -28,6 +28,7 @@ __all__ = [
     "ControlContext",
     "Controller",
     "Decision",
+    "MemoryHints",
     "Now",
     "Observation",
     "PowerTracker",
@@ -86,6 +87,24 @@ class Decision:
 
     clock_mhz: float
     urgent: bool = False
+
+
+@dataclass(frozen=True)
+class MemoryHints:
+    """What a controller tells the memory knob (:mod:`.mem_knob`) of the load now: all the
+    knob reads of it (:meth:`Controller.memory_hints`).
+
+    ``memory_share``: how memory-bound the controller reads the load (the battery
+    controller's share of power that does not scale with the core clock,
+    :class:`.ShareEstimator`; None: no estimate). ``waiting``: the idle run under way is a
+    wait, not a gap between bursts (the battery plan's :meth:`.BurstStats.waiting`).
+    ``wanted_mhz``: the memory clock a controller that searches the memory axis itself
+    holds (online PPW; None: none searched, the knob keeps the memory clock where it is).
+    """
+
+    memory_share: Optional[float] = None
+    waiting: bool = False
+    wanted_mhz: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -186,6 +205,21 @@ class Controller:
         """The public dictionary of :meth:`records`."""
         return status_doc(*self.records())
 
+    # -- what the memory knob (mem_knob.py) asks; a controller that ignores it keeps these
+    def memory_hints(self) -> MemoryHints:
+        """What the memory knob may read of the load now (:class:`MemoryHints`)."""
+        return MemoryHints()
+
+    def offer_mem_clocks(self, table_mhz: Sequence[float]) -> None:
+        """The memory clocks the governor may set, for a controller that searches the
+        memory axis itself (online PPW); the others ignore them."""
+
+    def shift_power(self, applied_mhz: float, power_w: float) -> None:
+        """The board's draw moved by ``power_w`` (W) at every core clock (the memory clock
+        changed; ``applied_mhz`` the core clock that ran): a controller that corrects its
+        model by measured power (the power cap's) moves its correction at once, which it
+        would learn only over periods; the others ignore it."""
+
 
 class StaticController(Controller):
     """One clock for the whole run (ppw, max, clock)."""
@@ -256,6 +290,17 @@ class PowerTracker:
         i = bisect.bisect_left(measured, clock_mhz)
         near = [measured[j] for j in (i - 1, i) if 0 <= j < len(measured)]
         return factors[min(near, key=lambda c: abs(c - clock_mhz))]
+
+    def shift(self, applied_mhz: float, power_w: float) -> None:
+        """Move the corrected power at every clock measured, and the latest factor (taken
+        at ``applied_mhz``), by ``power_w`` (W); no factor below 0.05."""
+        for clock_mhz, factor in self.r_by_clock.items():
+            base = self.model.power_at(clock_mhz)
+            if base > 0:
+                self.r_by_clock[clock_mhz] = max(0.05, factor + power_w / base)
+        base = self.model.power_at(applied_mhz)
+        if self.r is not None and base > 0:
+            self.r = max(0.05, self.r + power_w / base)
 
     def predicted_w(self, clock_mhz: float) -> float:
         return self.scale_at(clock_mhz) * self.model.power_at(clock_mhz)

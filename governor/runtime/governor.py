@@ -37,7 +37,7 @@ from governor.runtime.board_answers import BoardAnswers
 from governor.runtime.controller_base import Controller, Now, Observation, Tick
 from governor.runtime.exit_hooks import ExitHooks
 from governor.runtime.loop import BackgroundLoop
-from governor.runtime.mem_knob import memory_knob, next_knob
+from governor.runtime.mem_knob import memory_knob
 from governor.runtime.model import ClockModel
 from governor.runtime.setup import (
     ProfileArg,
@@ -174,7 +174,7 @@ class Governor(BoardAnswers):
                 if new.model_workload != old[0].model_workload:
                     self.model = self._load_model(self._profile_arg)
                 self.controller = self._make_controller()
-                self._mem = next_knob(self._mem, self.device, new.name, self.model)
+                self._switch_mem_knob(new.name, self.model)
             except BaseException:
                 self.policy, self.model, self.controller, self._online_saved = old
                 raise
@@ -375,9 +375,8 @@ class Governor(BoardAnswers):
             return bool(self.controller.admit())
 
     def report(self) -> Dict[str, Any]:
-        """The run so far: ``energy_j`` (GPU, J), ``board_energy_j`` (None without a board
-        rail), ``duration_s``, ``mean_power_w``, ``max_power_w``, ``mean_clock_mhz``,
-        ``unmeasured_s``, ``policy``, ``device_lost``, ``transient_retries``/``_failures``."""
+        """The run so far: the meter's figures (:meth:`.RunMeter.to_dict`: energy, time,
+        clocks), ``policy``, ``device_lost``, ``transient_retries``/``_failures``."""
         doc = self._telemetry.meter.to_dict()
         doc["policy"] = self.policy.name
         doc["device_lost"] = self._watch.lost

@@ -34,6 +34,14 @@ period already fits the cap. A compute-bound test that passes lowers the correct
 most of the drop it measured at once. Only with the profile's pair (a lower memory clock with its
 probes); without one the power-cap policy governs the core clock alone, as before.
 
+The knob reads a controller only through the typed part of :class:`.Controller` made for
+it: :meth:`~.Controller.memory_hints` (a :class:`.MemoryHints`: the memory share the battery
+controller reads, whether its plan reads an idle run as a wait, the memory clock online PPW's
+search holds), :meth:`~.Controller.offer_mem_clocks` (the table, to a controller that
+searches the memory axis itself) and :meth:`~.Controller.shift_power` (the memory clock's
+change of the draw, into the power-cap controller's correction); every controller answers
+them (the defaults: no estimate, no wait, nothing searched, nothing corrected).
+
 Active only where the memory clock can be set, the board offers several, and nobody pinned
 it (no memory-clock lock held: ``governor run --mem-clock`` or ``apply --mem-clock`` pin it,
 and the policy then governs the core clock alone, the core-only baseline).
@@ -155,23 +163,22 @@ class MemoryKnob:
             if verified and self.wait_s == FIRST_TEST_S:  # the load fell: memory-bound now,
                 self.refs.clear()  # not tested again before the first retest's wait
                 self.wait_s = RETEST_S[0]
-            _shift(controller, obs.applied_mhz, up_w)
+            controller.shift_power(obs.applied_mhz, up_w)
             shown_w = max(up_w, measured) if (up_w or measured > 0) else (self.drop_w or 0.0)
             return dataclasses.replace(obs, power_w=obs.power_w + shown_w)
         if self.verified and not verified and self.saved_w:  # a test passed: most of the
             # watts saved go to the core clock now (the drop varies a little with the core
             # clock; the correction learns the rest)
-            _shift(controller, obs.applied_mhz, -DOWN_SHARE * self.saved_w)
+            controller.shift_power(obs.applied_mhz, -DOWN_SHARE * self.saved_w)
         return obs
 
     def choose(self, controller: Controller, obs: Observation) -> float:
-        """The memory clock for the next period (see the module); a controller that
-        searches the memory axis itself (online PPW: ``mem_wanted_mhz``) is followed."""
+        """The memory clock for the next period (see the module), from what ``controller``
+        tells of the load (:meth:`.Controller.memory_hints`); a controller that searches the
+        memory axis itself (online PPW: ``wanted_mhz``) is offered the table and followed."""
         if self.searched:
-            offer = getattr(controller, "offer_mem", None)
-            if offer is not None and not getattr(controller, "mem_table", ()):
-                offer(self.table_mhz)
-            wanted = getattr(controller, "mem_wanted_mhz", None)
+            controller.offer_mem_clocks(self.table_mhz)
+            wanted = controller.memory_hints().wanted_mhz
             return self.mem_mhz if wanted is None else float(wanted)
         if self.raw is not None and self.raw.t_s == obs.t_s:
             obs = self.raw  # the period as read, not as the controller was shown it
@@ -180,8 +187,7 @@ class MemoryKnob:
             self.verified = False
             self.lows.clear()
             self.testing = 0
-            plan = getattr(getattr(controller, "budget", None), "plan", None)
-            if plan is not None and plan.bursts.waiting():
+            if controller.memory_hints().waiting:
                 return self.table_mhz[0]
             return self.mem_mhz
         power = obs.board_power_w if obs.board_power_w is not None else obs.power_w
@@ -212,7 +218,7 @@ class MemoryKnob:
             self.default_s = 0.0
         self.refs[obs.applied_mhz] = (obs.t_s, power, obs.power_w)
         self.default_s += obs.dt_s
-        k = getattr(getattr(controller, "share", None), "k", None)
+        k = controller.memory_hints().memory_share
         if self.low_mhz >= self.default_mhz or (k is not None and k > SHARE_UP):
             return self.default_mhz
         if self.default_s < self.wait_s - 1e-9:
@@ -301,39 +307,35 @@ class MemoryKnob:
         self.changes += 1
 
 
-def _shift(controller: Controller, applied_mhz: float, power_w: float) -> None:
-    """Move the cap controller's corrected power at every core clock by ``power_w`` (W): the
-    memory clock's change of the board's draw, which its per-clock correction would learn
-    only over periods (downward) or after a period over the cap (upward)."""
-    tracker = getattr(controller, "tracker", None)
-    if tracker is None:
-        return
-    model = controller.model
-    for clock_mhz, factor in tracker.r_by_clock.items():
-        base = model.power_at(clock_mhz)
-        if base > 0:
-            tracker.r_by_clock[clock_mhz] = max(0.05, factor + power_w / base)
-    base = model.power_at(applied_mhz)
-    if tracker.r is not None and base > 0:
-        tracker.r = max(0.05, tracker.r + power_w / base)
-
-
 def next_knob(
-    knob: Optional[MemoryKnob], device: Device, policy_name: str, model: ClockModel
-) -> Optional[MemoryKnob]:
-    """The knob under a new policy (``Governor.set_policy``): ``knob`` kept
-    (:meth:`MemoryKnob.keep`), else a new one where ``policy_name`` governs both."""
+    knob: Optional[MemoryKnob],
+    device: Device,
+    policy_name: str,
+    model: ClockModel,
+    held_mhz: Optional[float],
+) -> Tuple[Optional[MemoryKnob], Optional[float]]:
+    """The knob under a new policy (``Governor.set_policy``) and the memory clock the
+    governor holds after the switch (``held_mhz``: the one it held before; None: it set
+    none). ``knob`` is kept where it serves ``policy_name`` (:meth:`MemoryKnob.keep`);
+    else it puts the default memory clock back, and a new knob governs from there where
+    ``policy_name`` governs both (battery to power cap and back). A memory clock the
+    governor holds is its own lock, no pin (:func:`memory_knob`)."""
     if knob is not None:
-        return knob.keep(policy_name)
-    return memory_knob(device, policy_name, model)
+        if knob.keep(policy_name) is knob:
+            return knob, held_mhz
+        if held_mhz is not None or knob.changes:
+            held_mhz = knob.default_mhz  # (keep put it back)
+    return memory_knob(device, policy_name, model, owned=held_mhz is not None), held_mhz
 
 
-def memory_knob(device: Device, policy_name: str, model: ClockModel) -> Optional[MemoryKnob]:
+def memory_knob(
+    device: Device, policy_name: str, model: ClockModel, *, owned: bool = False
+) -> Optional[MemoryKnob]:
     """The memory knob for ``policy_name`` on ``device`` (its compute-bound memory clock
     the pair's of ``model``'s profile); None where the policy governs the core clock alone
     (not the battery policy, online PPW, or the power-cap policy with a pair below the
     default memory clock; a memory clock that cannot be set or has one value, or one
-    pinned by a lock)."""
+    pinned by a lock: a lock that is the governor's own, ``owned``, is no pin)."""
     pair = model.ppw_pair_mhz
     pair_mem_mhz = pair[1] if pair else None
     searched = policy_name == "ppw" and not model.fitted  # online PPW searches both
@@ -344,7 +346,7 @@ def memory_knob(device: Device, policy_name: str, model: ClockModel) -> Optional
         return None
     try:
         table = tuple(device.supported_mem_clocks_mhz())
-        if len(table) < 2 or device.state().mem_clock_mhz is not None:
+        if len(table) < 2 or (not owned and device.state().mem_clock_mhz is not None):
             return None
         now = device.sample().mem_clock_mhz
     except (GovernorError, OSError):

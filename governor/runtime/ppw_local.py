@@ -20,7 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-from governor.runtime.controller_base import Controller, Decision, Now, Observation, Tick
+from governor.runtime.controller_base import (
+    Controller,
+    Decision,
+    MemoryHints,
+    Now,
+    Observation,
+    Tick,
+)
 from governor.runtime.model import ClockModel
 from governor.runtime.probe_meter import ProbeMeter
 
@@ -217,7 +224,7 @@ class OnlinePpwController(Controller):
         self.settle_s = settle_s
         self.measure_s = measure_s
         self.lo, self.hi = 0, len(model.clocks_mhz) - 1
-        self.paired = False  # the memory clock is searched too (offer_mem)
+        self.paired = False  # the memory clock is searched too (offer_mem_clocks)
         self.costs: Dict[int, float] = {}
         self.probe: Optional[int] = None
         self.held_s = 0.0
@@ -352,17 +359,19 @@ class OnlinePpwController(Controller):
         ref = min(self.costs.values())
         return self.energy_j / (self.units + 1.0) > ref * (1.0 + 1.0 / MIN_UNITS)
 
-    @property
-    def mem_wanted_mhz(self) -> Optional[float]:
-        """The memory clock the search holds (None: none searched, the core clock alone)."""
-        return self.mem_search.wanted_mhz if self.mem_search is not None else None
+    def memory_hints(self) -> MemoryHints:
+        """The memory clock the search holds (``wanted_mhz``; None: none searched, the
+        core clock alone)."""
+        wanted = self.mem_search.wanted_mhz if self.mem_search is not None else None
+        return MemoryHints(wanted_mhz=wanted)
 
-    def offer_mem(self, table_mhz: Sequence[float]) -> None:
-        """The memory clocks the governor may set (:mod:`.mem_knob`), searched where the
-        app reports its work: at the core search's first clock (the golden-section's upper
-        one), the rest of the core search then at the memory clock found, every cost on the
-        board's input (see :mod:`.ppw_mem_search`)."""
-        self.mem_table = tuple(table_mhz)
+    def offer_mem_clocks(self, table_mhz: Sequence[float]) -> None:
+        """The memory clocks the governor may set (:mod:`.mem_knob`; the first offer is
+        kept), searched where the app reports its work: at the core search's first clock
+        (the golden-section's upper one), the rest of the core search then at the memory
+        clock found, every cost on the board's input (see :mod:`.ppw_mem_search`)."""
+        if not self.mem_table:
+            self.mem_table = tuple(table_mhz)
 
     def _observe_mem(self, obs: Observation, units: float) -> None:
         search = self.mem_search

@@ -32,6 +32,8 @@ class RunMeter:
         self.energy_j = 0.0
         self.duration_s = 0.0
         self.clock_s = 0.0  # ∫ clock dt (MHz·s)
+        self.mem_clock_s = 0.0  # ∫ memory clock dt over the periods it was read in (MHz·s)
+        self.mem_read_s = 0.0  # the time of those periods (s)
         self.estimated_s = 0.0  # time whose power was not measured
         self.max_power_w: Optional[float] = None
         self.board_energy_j: Optional[float] = None  # where the device reports board power
@@ -53,6 +55,13 @@ class RunMeter:
             )
         self.energy_j += power_w * dt
 
+    def add_mem(self, dt: float, mem_clock_mhz: Optional[float]) -> None:
+        """A period's memory clock (as read at its end, where the knob set it for the
+        period; None: the device reads none)."""
+        if dt > 0 and mem_clock_mhz is not None:
+            self.mem_clock_s += mem_clock_mhz * dt
+            self.mem_read_s += dt
+
     def add_board(self, dt: float, board_w: Optional[float]) -> None:
         if dt <= 0:
             return
@@ -65,12 +74,19 @@ class RunMeter:
         self.board_energy_j = (self.board_energy_j or 0.0) + board_w * dt
 
     def to_dict(self) -> Dict[str, Any]:
+        """``duration_s``, ``energy_j`` (GPU figure, J), ``mean_power_w``,
+        ``mean_clock_mhz``, ``mean_mem_clock_mhz`` (over the periods the device read a
+        memory clock in; None where it reads none), ``max_power_w``, ``unmeasured_s``,
+        ``board_energy_j`` (None without a board rail)."""
         d = self.duration_s
         return {
             "duration_s": d,
             "energy_j": self.energy_j,
             "mean_power_w": self.energy_j / d if d > 0 else None,
             "mean_clock_mhz": self.clock_s / d if d > 0 else None,
+            "mean_mem_clock_mhz": (
+                self.mem_clock_s / self.mem_read_s if self.mem_read_s > 0 else None
+            ),
             "max_power_w": self.max_power_w,
             "unmeasured_s": self.estimated_s,
             "board_energy_j": self.board_energy_j,
@@ -85,6 +101,7 @@ class _Reading:
     board_w: Optional[float] = None
     busy: Optional[bool] = None
     clock_mhz: Optional[float] = None
+    mem_clock_mhz: Optional[float] = None
     problem: Optional[str] = None
 
 
@@ -192,6 +209,7 @@ class Telemetry:
             out.problem = f"telemetry failed: {err}"
             return out
         out.clock_mhz = sample.gpu_clock_mhz
+        out.mem_clock_mhz = sample.mem_clock_mhz
         out.board_w = board_power_w(sample)
         if sample.utilisation_pct is not None:
             out.busy = sample.utilisation_pct >= 50.0
@@ -252,6 +270,7 @@ class Telemetry:
                         meter_board_w = split[1] / dt
         self.meter.add(dt, meter_w, self.power_last, clock or applied_mhz)
         self.meter.add_board(dt, meter_board_w)
+        self.meter.add_mem(dt, reading.mem_clock_mhz)
         if power is not None:
             self.power_last = power
         self.clock_measured = clock

@@ -4,11 +4,15 @@ memory clock in a compute-bound phase, the default in a memory-bound one, the lo
 wait), through the device's journaled lock, restored when the governor lets the device go;
 a pinned memory clock (a lock held below the governor, as ``--mem-clock`` takes) leaves it
 the core clock alone. Every assertion reads the simulated board's own memory clock and
-state (what it runs at), in virtual time, with no background thread."""
+state (what it runs at), in virtual time, with no background thread (but ``governor run``'s,
+whose job runs in real time: its report's mean memory clock)."""
 
 from __future__ import annotations
 
 import copy
+import json
+import sys
+import time
 
 import pytest
 
@@ -169,3 +173,79 @@ def test_the_kernel_configurations_follow_the_memory_clock_the_knob_sets(profile
     finally:
         dev.restore()
     assert {204.0, DEFAULT_MEM} <= set(moves)  # the wait's lowest, the default, the pair's
+
+
+def test_the_report_gives_the_mean_memory_clock_the_board_ran_at(profile_of):
+    """``Governor.report()["mean_mem_clock_mhz"]``: the time mean of the memory clock the
+    board ran at, period by period (read from the simulated board itself after each step:
+    the clock the next period runs at), while the knob moves it between the default and
+    the pair's."""
+    doc = _with_pair(profile_of(BOARD))
+    spec = {"policy": "battery", "energy_j": 1e6, "duration_s": 30.0, "scope": "board"}
+    dev = governor.open_device(f"sim:{BOARD}")
+    try:
+        gov = Governor(dev, spec, profile=doc, background=False, handle_signals=False)
+        dev.run_workload("compute")
+        gov.start()
+        ran = [dev.true_mem_clock_mhz()]  # the first period's
+        for _ in range(200):
+            gov.step()
+            ran.append(dev.true_mem_clock_mhz())
+        gov.stop()  # no time since the last step: no period added
+        report = gov.report()
+    finally:
+        dev.restore()
+    periods = ran[:-1]  # the last step's clock ran no period
+    assert {DEFAULT_MEM, PAIR_MEM} <= set(periods)  # the knob moved it
+    assert report["mean_mem_clock_mhz"] == pytest.approx(sum(periods) / len(periods))
+
+
+def test_run_json_out_reports_the_mean_memory_clock_not_the_start(
+    profile_of, capsys, tmp_path, monkeypatch
+):
+    """``governor run --json-out``'s ``mem_clock_mhz`` on a simulated board whose memory
+    clock the battery policy's knob moves during the job: the mean over the job (below the
+    default it started at, above the pair's it ran at most of the time), to 0.1 MHz as
+    ``simulate --json`` gives it. The job (real time) ends only once the board itself has
+    run a second below its default memory clock, however slowly a busy machine runs it."""
+    import threading
+
+    from cli_helpers import run_cli
+
+    from governor.devices import registry
+    from governor.profiles.store import profile_paths, write_profile_file
+
+    write_profile_file(profile_paths(BOARD)[0], _with_pair(profile_of(BOARD)))
+    opened, lowered = [], tmp_path / "lowered"
+    real_open = registry.open_device
+
+    def open_and_keep(*args, **kwargs):
+        dev = real_open(*args, **kwargs)
+        opened.append(dev)
+        return dev
+
+    def watch():  # the board's own memory clock, not the governor's view of it
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not lowered.exists():
+            if opened and opened[0].true_mem_clock_mhz() < DEFAULT_MEM:
+                time.sleep(1.0)
+                lowered.write_text("")
+            time.sleep(0.02)
+
+    monkeypatch.setattr(registry, "open_device", open_and_keep)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    out = tmp_path / "report.json"
+    # 40 W over the hour: near the top core clock (43.5 W), where the knob tests the pair
+    options = ("--policy", "battery", "--battery-wh", "40", "--hours", "1")
+    wait = f"import os,time\nt=time.time()+120\nwhile not os.path.exists({str(lowered)!r}) and time.time()<t: time.sleep(0.05)"
+    job = (sys.executable, "-c", wait)
+    code, _, err = run_cli(
+        capsys, "run", "--device", f"sim:{BOARD}", *options, "--json-out", out, "--", *job
+    )
+    watcher.join()
+    assert code == 0, err
+    assert lowered.exists(), "the board's memory clock never left its default"
+    report = json.loads(out.read_text())
+    assert PAIR_MEM < report["mem_clock_mhz"] < DEFAULT_MEM, report
+    assert report["mem_clock_mhz"] == round(report["mem_clock_mhz"], 1)

@@ -161,3 +161,46 @@ def test_another_policy_puts_the_default_memory_clock_back(profile_of):
         assert dev.state().mem_clock_mhz is None
     finally:
         dev.restore()
+
+
+def _battery_spec(duration_s=60.0):
+    budget = 0.75 * simulate(BOARD, {"policy": "max"}, "steady", duration_s)["board_energy_j"]
+    return {"policy": "battery", "energy_j": budget, "duration_s": duration_s, "scope": "board"}
+
+
+@pytest.mark.parametrize("first", ["battery", "power-cap"])
+def test_switching_between_battery_and_power_cap_keeps_governing_the_memory_clock(
+    profile_of, first
+):
+    """A running governor switched between the battery and the power-cap policy (both
+    govern the memory clock with a pair): the old policy's memory clock is put back at the
+    default at once, and the new policy's knob lowers it to the pair's on the compute-bound
+    load, without a restart; the governor's lock is undone when it stops."""
+    specs = {"battery": _battery_spec(), "power-cap": {"policy": "power-cap", "cap_w": _cap_w()}}
+    second = "power-cap" if first == "battery" else "battery"
+    dev = governor.open_device(f"sim:{BOARD}")
+    try:
+        doc = _with_pair(profile_of(BOARD))
+        gov = Governor(dev, specs[first], profile=doc, background=False, handle_signals=False)
+        dev.run_workload("compute")
+        gov.start()
+        for _ in range(50):
+            gov.step()
+        assert dev.sample().mem_clock_mhz == PAIR_MEM  # the first policy's knob
+        gov.set_policy(specs[second])
+        assert dev.sample().mem_clock_mhz == DEFAULT_MEM  # put back at the switch
+        assert gov.applied_mem_clock_mhz == DEFAULT_MEM
+        mems = []
+        for _ in range(80):
+            gov.step()
+            mems.append(dev.sample().mem_clock_mhz)
+        assert mems.count(PAIR_MEM) > 0.5 * len(mems), mems  # the second policy's knob
+        gov.set_policy(specs[first])  # and back again
+        for _ in range(80):
+            gov.step()
+        assert dev.sample().mem_clock_mhz == PAIR_MEM
+        gov.stop()
+        assert dev.state().mem_clock_mhz is None
+        assert dev.sample().mem_clock_mhz == DEFAULT_MEM
+    finally:
+        dev.restore()
