@@ -115,6 +115,10 @@ class BatteryController(Controller):
         steady = self.budget.observe(obs)
         if obs.busy is not False and obs.power_w is not None and steady:
             self._learn_busy(obs, obs.power_w, ticks)
+        if self.model.fitted:  # the lowest clock's busy power on the budget's scope
+            gpu_w = self.ratio.ratio(self.tracker.scale) * self.model.power_w[0]
+            rest_w = (self.plan.rest_w or 0.0) if self.board_scope else 0.0
+            self.plan.floor_w = gpu_w + rest_w
         self.budget.account(obs)
 
     def choose(self, now: Now) -> Decision:

@@ -28,6 +28,9 @@ from governor.runtime.battery_parts.bursts import BurstStats
 
 __all__ = ["MissionPlan", "smoothed"]
 
+# the hedge against a wait to come: the share of the slack above the least busy power that is
+# spent ahead of an even spread, at the start (it fades to none at the end)
+HEDGE = 0.3
 PRIOR_BUSY_S = 5.0  # a new mission counts as busy until idle periods are seen
 SMOOTHING = 0.2  # share of the gap to the latest reading taken per period (idle, rest power)
 
@@ -57,6 +60,8 @@ class MissionPlan:
     busy_left_s: float = 0.0  # the last plan's busy time left
     was_busy: Optional[bool] = None
     bursts: BurstStats = field(default_factory=BurstStats)
+    floor_w: Optional[float] = None  # the least busy power on the scope (the lowest clock's)
+    hedge: float = field(default_factory=lambda: HEDGE)  # read when the plan is made
 
     def observe(self, busy: Optional[bool], dt_s: float, scoped_w: Optional[float]) -> bool:
         """Count a period (busy, idle or unknown, which counts as busy) and learn the idle
@@ -108,4 +113,14 @@ class MissionPlan:
         busy_left = self.bursts.expected_busy_s(left_s, self.duty())
         self.busy_left_s = busy_left
         busy_w = (usable - idle_w * (left_s - busy_left)) / busy_left
-        return mean_w, max(busy_w, 0.0)
+        return mean_w, max(self.hedged(busy_w, left_s), 0.0)
+
+    def hedged(self, busy_w: float, left_s: float) -> float:
+        """The even spread's busy power ``busy_w`` with the slack above :attr:`floor_w`
+        spent ``1/(1 − hedge · left_s / target_s)`` times as fast: ahead of the even
+        spread while much of the mission is left, evenly at its end. Never under the
+        floor, so what is left always lasts the lowest clock."""
+        if self.floor_w is None or self.hedge <= 0.0 or busy_w <= self.floor_w:
+            return busy_w
+        k = 1.0 - self.hedge * min(1.0, left_s / self.target_s)
+        return self.floor_w + (busy_w - self.floor_w) / k
