@@ -30,7 +30,7 @@ __all__ = ["MissionPlan", "smoothed"]
 
 # the hedge against a wait to come: the share of the slack above the least busy power that is
 # spent ahead of an even spread, at the start (it fades to none at the end)
-HEDGE = 0.3
+HEDGE = 0.1
 PRIOR_BUSY_S = 5.0  # a new mission counts as busy until idle periods are seen
 SMOOTHING = 0.2  # share of the gap to the latest reading taken per period (idle, rest power)
 
