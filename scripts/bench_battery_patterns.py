@@ -3,7 +3,7 @@ constant of the policy was tuned on them), each against its own best constant cl
 
     python scripts/bench_battery_patterns.py [--boards a,b] [--patterns P;P] [--ticks yes|no|both]
                                              [--duration-s S] [--baseline-cache FILE]
-                                             [--new-user]
+                                             [--new-user | --twins | --bound]
 
 A pattern is a phase-list trace (``governor simulate --trace load:weight,...``). The
 budget follows the bench's rule for each pattern (60 % of the way from the lowest clock's
@@ -37,7 +37,13 @@ ends. Work and energy follow the simulator's physics in thermal steady state (th
 bench's oracle's: each load on the upper concave envelope of work rate against board
 power, a wait at the least power the board idles at), and budgets the bench's rule under
 it. A cell under 0.98 is a pattern on which no causal policy meets 0.98 of the constant
-clock on both it and its twin. Each bound is the optimum of one exact linear program
+clock on both it and its twin.
+
+``--twins`` (issue 46) runs the policy on each pattern and on its binding twin (the one that
+sets ``--bound``) on the pattern's budget, and prints both cells, their least, the target
+``min(0.98, bound − 0.02)``, the bound and the joint bound, per board and pattern, and which
+patterns the plan's hedge (``battery_parts/plan.py``) was designed on (``HEDGE_DESIGN_PATTERNS``;
+the others are held out). Each bound is the optimum of one exact linear program
 (``causal_lp.py``: the envelopes' breakpoints, no grid). The last column, the *joint* bound,
 asks more: one battery (``compute:2,idle:1``'s budget), compute until a wait that may start
 at half, two thirds or five sixths of the mission (300, 400, 500 s of 600) or never; a policy

@@ -16,6 +16,15 @@ cycle: the joules it saves are spread over the time left as if busy. Counted, a 
 the start of a mission forecast the rest as mostly idle, the budget went at the top clock
 in the first minutes of work and the end ran short; a plan that under-spends makes it up
 in the busy time after, one that over-spends can strand the mission.
+
+The even spread bets on the mission's *twin*, the one in which no wait comes: a wait that
+does come (a robot reaching its goal) strands the joules kept for the busy time it took.
+The plan hedges (issue 46): with the lowest clock's busy power ``P_floor`` known (set by the
+controller from its model), the slack above it is spent ``1/(1 − HEDGE · left/target)``
+times as fast as the even spread, ahead of it early and evenly at the end, never under the
+floor (what is left always lasts the lowest clock). ``HEDGE`` is small: spending ahead costs
+the missions without a wait (the concave work curve; a memory phase spends ahead where a
+joule buys least), and the bench's three traces keep their mean.
 """
 
 from __future__ import annotations
