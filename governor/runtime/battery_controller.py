@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
+from governor.runtime.battery_parts import plan as plan_parts
 from governor.runtime.battery_parts.curves import ClockCurves
 from governor.runtime.battery_parts.flat import flat_top
 from governor.runtime.battery_parts.forecast import MixLoad, forecast_mix
@@ -116,6 +117,14 @@ class BatteryController(Controller):
         steady = self.budget.observe(obs)
         if obs.busy is not False and obs.power_w is not None and steady:
             self._learn_busy(obs, obs.power_w, ticks)
+        if self.model.fitted:  # the lowest clock's busy power on the budget's scope
+            gpu_w = self.ratio.ratio(self.tracker.scale) * self.model.power_w[0]
+            rest_w = (self.plan.rest_w or 0.0) if self.board_scope else 0.0
+            self.plan.floor_w = gpu_w + rest_w
+            # the hedge spends ahead only on a load that gains from the clock as the
+            # calibration load does: spent ahead on a memory-bound phase, a joule buys least
+            k = self.share.k
+            self.plan.hedge = plan_parts.HEDGE if k is not None and k <= SHARE_SAME else 0.0
         self.budget.account(obs)
 
     def choose(self, now: Now) -> Decision:

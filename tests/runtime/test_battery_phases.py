@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 from battery_helpers import phase_budget_j, run_mission
 
+from governor.runtime.battery_parts.plan import HEDGE
+
 
 def _mean(clocks, a_s, b_s):
     """The mean clock from ``a_s`` to ``b_s`` (10 control periods a second)."""
@@ -53,9 +55,12 @@ def test_a_phase_that_outlives_the_typical_one_is_forecast_to_run_on(profile_of,
     # and before it, a hedge: forecast to give way for certain, the phase spent for the
     # memory phase, then fell once it outlived it (its 230-390 s ran 1.20 times its
     # 410-590 s on the AGX Orin, 1.30 on the A100 SXM); at even odds 1.084-1.089 on the
-    # three boards, at odds of a third 1.11-1.13
+    # three boards, at odds of a third 1.11-1.13. The hedge against a wait (issue 46)
+    # spends the compute phase's slack ahead on top of that, by the ratio of its factors
+    # mid-way through the two stretches (290 s and 100 s left of 600): 1.033 at 0.1
     first, last = _mean(clocks, 230.0, 390.0), _mean(clocks, 410.0, 590.0)
-    assert last <= first <= 1.10 * last, (first, last)
+    hedge = (1.0 - HEDGE * 100.0 / 600.0) / (1.0 - HEDGE * 290.0 / 600.0)
+    assert last <= first <= 1.10 * hedge * last, (first, last)
     assert abs(left_j) <= 0.002 * budget
 
 

@@ -16,6 +16,15 @@ cycle: the joules it saves are spread over the time left as if busy. Counted, a 
 the start of a mission forecast the rest as mostly idle, the budget went at the top clock
 in the first minutes of work and the end ran short; a plan that under-spends makes it up
 in the busy time after, one that over-spends can strand the mission.
+
+The even spread bets on the mission's *twin*, the one in which no wait comes: a wait that
+does come (a robot reaching its goal) strands the joules kept for the busy time it took.
+The plan hedges (issue 46): with the lowest clock's busy power ``P_floor`` known (set by the
+controller from its model), the slack above it is spent ``1/(1 − HEDGE · left/target)``
+times as fast as the even spread, ahead of it early and evenly at the end, never under the
+floor (what is left always lasts the lowest clock). ``HEDGE`` is small: spending ahead costs
+the missions without a wait (the concave work curve; a memory phase spends ahead where a
+joule buys least), and the bench's three traces keep their mean.
 """
 
 from __future__ import annotations
@@ -28,6 +37,9 @@ from governor.runtime.battery_parts.bursts import BurstStats
 
 __all__ = ["MissionPlan", "smoothed"]
 
+# the hedge against a wait to come: the share of the slack above the least busy power that is
+# spent ahead of an even spread, at the start (it fades to none at the end)
+HEDGE = 0.1
 PRIOR_BUSY_S = 5.0  # a new mission counts as busy until idle periods are seen
 SMOOTHING = 0.2  # share of the gap to the latest reading taken per period (idle, rest power)
 
@@ -57,6 +69,8 @@ class MissionPlan:
     busy_left_s: float = 0.0  # the last plan's busy time left
     was_busy: Optional[bool] = None
     bursts: BurstStats = field(default_factory=BurstStats)
+    floor_w: Optional[float] = None  # the least busy power on the scope (the lowest clock's)
+    hedge: float = field(default_factory=lambda: HEDGE)  # read when the plan is made
 
     def observe(self, busy: Optional[bool], dt_s: float, scoped_w: Optional[float]) -> bool:
         """Count a period (busy, idle or unknown, which counts as busy) and learn the idle
@@ -108,4 +122,14 @@ class MissionPlan:
         busy_left = self.bursts.expected_busy_s(left_s, self.duty())
         self.busy_left_s = busy_left
         busy_w = (usable - idle_w * (left_s - busy_left)) / busy_left
-        return mean_w, max(busy_w, 0.0)
+        return mean_w, max(self.hedged(busy_w, left_s), 0.0)
+
+    def hedged(self, busy_w: float, left_s: float) -> float:
+        """The even spread's busy power ``busy_w`` with the slack above :attr:`floor_w`
+        spent ``1/(1 − hedge · left_s / target_s)`` times as fast: ahead of the even
+        spread while much of the mission is left, evenly at its end. Never under the
+        floor, so what is left always lasts the lowest clock."""
+        if self.floor_w is None or self.hedge <= 0.0 or busy_w <= self.floor_w:
+            return busy_w
+        k = 1.0 - self.hedge * min(1.0, left_s / self.target_s)
+        return self.floor_w + (busy_w - self.floor_w) / k
