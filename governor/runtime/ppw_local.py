@@ -240,6 +240,8 @@ class OnlinePpwController(Controller):
         # the memory axis at the clock found, where the governor may set it (mem_knob.py)
         self.mem_table: Sequence[float] = ()
         self.mem_search: Optional[Any] = None  # a ppw_mem_search.MemAxisSearch once begun
+        # the first probe of a paired search is measured at the top memory clock, whole
+        self.first_at_top = False
 
     def _next(self) -> Optional[int]:
         costs = self.costs
@@ -283,6 +285,7 @@ class OnlinePpwController(Controller):
             if not self.costs and self.busy_s == 0:
                 self.held_s = 0.0
                 self.probe = self._next()
+                self.first_at_top = True
                 return
         if obs.busy is False or obs.power_w is None or obs.applied_mhz != clocks[self.probe]:
             return
@@ -320,7 +323,11 @@ class OnlinePpwController(Controller):
             # default one that costs several percent more on a compute-bound load
             from governor.runtime.ppw_mem_search import MemAxisSearch
 
-            self.mem_search = MemAxisSearch(self.mem_table, self.settle_s)
+            # the probe just done held the top memory clock (memory_hints): its cost is the
+            # memory search's first pair, measured already
+            self.mem_search = MemAxisSearch(
+                self.mem_table, self.settle_s, top_cost=cost if self.first_at_top else None
+            )
             self.probe = None
             return
         self.probe = self._next()
@@ -362,8 +369,11 @@ class OnlinePpwController(Controller):
     def memory_hints(self) -> MemoryHints:
         """The memory clock the search holds (``wanted_mhz``; None: none searched, the
         core clock alone)."""
-        wanted = self.mem_search.wanted_mhz if self.mem_search is not None else None
-        return MemoryHints(wanted_mhz=wanted)
+        if self.mem_search is not None:
+            return MemoryHints(wanted_mhz=self.mem_search.wanted_mhz)
+        if self.first_at_top:  # the first probe: its pair is the memory search's first
+            return MemoryHints(wanted_mhz=self.mem_table[-1])
+        return MemoryHints(wanted_mhz=None)
 
     def offer_mem_clocks(self, table_mhz: Sequence[float]) -> None:
         """The memory clocks the governor may set (:mod:`.mem_knob`; the first offer is

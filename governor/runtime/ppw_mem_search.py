@@ -8,7 +8,9 @@ upper half) and then goes on with the core search at the memory clock found, its
 on the board's input too (so the core search is not paid for at the default memory clock,
 several percent dearer on a compute-bound load; the upper clock of each golden-section
 pair is probed first and a probe clearly worse than the cheapest is cut short). The
-memory search is a golden-section search over the memory table's indices (every memory clock where there are
+core search's first probe holds the top memory clock, so the memory search starts with that
+pair's cost and searches down from it (:meth:`MemAxisSearch._descend`); without it (the
+fallback below), it is a golden-section search over the memory table's indices (every memory clock where there are
 at most four), each probe metered as a core probe is (:class:`.probe_meter.ProbeMeter`), its
 cost the energy per unit of work on the board's input where the device meters it (the power
 that sees the memory; a GPU-rail figure would make a lower memory clock look free), else on
@@ -56,9 +58,17 @@ class MemAxisSearch:
         measure_s: float = MEM_MEASURE_S,
         core_mhz: Sequence[float] = (),
         core: Optional[int] = None,
+        top_cost: Optional[float] = None,
     ) -> None:
         self.table_mhz = tuple(table_mhz)
         self.costs: Dict[int, float] = {}
+        # the top memory clock's cost at the held core clock, where measured already (the
+        # core search's first probe): reused, and searched down from (see _descend)
+        self.step = 0
+        if top_cost is not None:
+            top = len(self.table_mhz) - 1
+            self.costs[top] = top_cost
+            self.step = max(1, top - int(round(0.618 * top)))
         self.lo, self.hi = 0, len(self.table_mhz) - 1
         self.meter = ProbeMeter(settle_s, measure_s, MEM_MIN_UNITS, MEM_MAX_S)
         self.best: Optional[int] = None
@@ -71,6 +81,8 @@ class MemAxisSearch:
         self.probe = self._next()
 
     def _next(self) -> Optional[int]:
+        if self.step:
+            return self._descend()
         costs = self.costs
         while self.hi - self.lo > 3:
             span = self.hi - self.lo
@@ -87,6 +99,35 @@ class MemAxisSearch:
             if m not in costs:
                 return m
         return None
+
+    def _descend(self) -> Optional[int]:
+        """The next probe of a compass search down from the top memory clock, whose cost the
+        core search's first probe measured: first the golden-section's upper point of the
+        table (as the search without it), a reference to cut it short from the start (a
+        memory-bound load, dearest at the low end, then ends after that probe and one next
+        to the top, both cut short); after each move down, a step of the golden share of
+        the clocks left below (a compute-bound load, cheapest at the low end, gets there in
+        few probes: the golden section probed four or five clocks of a 5- or 9-clock table
+        in full, each cheaper than the last, the dearer ones first); a step that finds
+        nothing cheaper is halved, and the search ends when one table step on either side
+        of the cheapest clock is dearer (energy per unit being unimodal in the memory
+        clock, that clock is the minimum)."""
+        costs = self.costs
+        c = min(costs, key=lambda i: (costs[i], -i))
+        while True:
+            for i in (c - self.step, c + self.step):
+                if 0 <= i < len(self.table_mhz) and i not in costs:
+                    return i
+            if self.step == 1:
+                return None
+            self.step = max(1, self.step // 2)
+
+    def _moved(self, probe: int, before: int) -> None:
+        """After a probe of the descent: a move down takes the next step of the golden share
+        of the clocks left below."""
+        costs = self.costs
+        if probe < before and costs[probe] < costs[before]:
+            self.step = max(1, int(round(0.618 * probe)))
 
     def _next_core(self) -> Optional[int]:
         """The next core clock to try at the memory clock found: the neighbour of the
@@ -143,6 +184,10 @@ class MemAxisSearch:
         cost = meter.energy_j / meter.units if meter.units > 0 else float("inf")
         meter.reset()
         if self.probe is not None:
+            if self.step:
+                before = min(self.costs, key=lambda i: (self.costs[i], -i))
+                self.costs[self.probe] = cost
+                self._moved(self.probe, before)
             self.costs[self.probe] = cost
             self.probe = self._next()
             if self.probe is None:  # ties go to the higher memory clock
