@@ -100,11 +100,15 @@ class MemoryHints:
     wait, not a gap between bursts (the battery plan's :meth:`.BurstStats.waiting`).
     ``wanted_mhz``: the memory clock a controller that searches the memory axis itself
     holds (online PPW; None: none searched, the knob keeps the memory clock where it is).
+    ``unit_deadline_s``: the seconds a unit of work may take (the throughput policy's frame
+    deadline, one period of its rate; None: no deadline), what the throughput knob
+    (:mod:`.mem_frames`) holds a frame at the lower memory clock to.
     """
 
     memory_share: Optional[float] = None
     waiting: bool = False
     wanted_mhz: Optional[float] = None
+    unit_deadline_s: Optional[float] = None
 
 
 @dataclass(frozen=True)
