@@ -9,6 +9,7 @@ here too, and handed from policy to policy (:meth:`BoardAnswers._switch_mem_knob
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any, Callable, Optional
 
@@ -59,13 +60,16 @@ class BoardAnswers:
 
     def _mem_frame(self, tick: Tick) -> Tick:
         """``tick`` handed to the memory knob as the app reports it (the throughput knob judges
-        a frame at the lower memory clock at once, :mod:`.mem_frames`); returned as given."""
-        if self._mem is not None and tick.busy_s is not None:
-            with self._dev_lock:
-                mem = self._mem.frame(self.controller, tick)
-            if mem is not None:
-                self._mem_clock_set(mem)
-        return tick
+        a frame at the lower memory clock at once, :mod:`.mem_frames`); returned marked
+        ``mem_slowed`` where the knob found the lower memory clock slowed it."""
+        if self._mem is None or tick.busy_s is None:
+            return tick
+        with self._dev_lock:
+            before = self._mem.mem_mhz
+            slowed = self._mem.frame(self.controller, tick)
+            if self._mem.mem_mhz != before:
+                self._mem_clock_set(self._mem.mem_mhz)
+        return dataclasses.replace(tick, mem_slowed=True) if slowed else tick
 
     def _switch_mem_knob(self, policy_name: str, model: ClockModel) -> None:
         """The memory knob under a new policy (:func:`.mem_knobs.next_knob`: the old one

@@ -62,12 +62,16 @@ class Observation:
 
 @dataclass(frozen=True)
 class Tick:
-    """App progress: ``units`` done at ``t_s``; ``busy_s`` the time they took, when known."""
+    """App progress: ``units`` done at ``t_s``; ``busy_s`` the time they took, when known.
+    ``mem_slowed``: the memory knob found the frame slowed by a lower memory clock (a test
+    that failed, :mod:`.mem_frames`): its time says nothing of the load at the default
+    memory clock the knob went back to, and the throughput controller does not learn it."""
 
     t_s: float
     units: float
     busy_s: Optional[float]
     applied_mhz: float
+    mem_slowed: bool = False
 
 
 @dataclass(frozen=True)

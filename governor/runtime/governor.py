@@ -446,6 +446,7 @@ def tick_record(now_s: float, units: float, busy_s: Optional[float], applied_mhz
             "units": float(units),
             "busy_s": None if busy_s is None else float(busy_s),
             "applied_mhz": applied_mhz,
+            "mem_slowed": False,
         },
     )
 

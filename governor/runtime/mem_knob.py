@@ -298,10 +298,10 @@ class MemoryKnob:
         self.apply(self.default_mhz)
         return None
 
-    def frame(self, controller: Controller, tick: Tick) -> Optional[float]:
-        """One frame as the app reports it (the throughput knob judges it, :mod:`.mem_frames`);
-        this knob reads periods only: None, nothing set."""
-        return None
+    def frame(self, controller: Controller, tick: Tick) -> bool:
+        """One frame as the app reports it (the throughput knob judges it, :mod:`.mem_frames`):
+        whether the memory clock slowed it. This knob reads periods only: False."""
+        return False
 
     def apply(self, mem_mhz: float) -> None:
         """Lock the memory clock at ``mem_mhz`` (journaled in the governor's layer)."""
