@@ -60,7 +60,7 @@ RECHECK_S = 10.0  # busy seconds below the default before the walk is made afres
 REF_FRAMES = 30  # frames remembered per core clock at the default memory clock
 MIN_REF = 6  # frames a reference needs
 REF_AGE_S = 3.0  # the oldest reference frame a test compares with (s)
-TEST_FRAMES = 6  # frames at the lower memory clock before its verdict
+TEST_FRAMES = 12  # frames at the lower memory clock before its verdict
 FAIL_RISE = 0.25  # one frame this much slower than its reference: memory-bound, at once
 NOISE_SIGMAS = 2.0  # the test's mean may exceed the reference by this many standard errors
 NOISE_FLOOR = 0.005  # and by this share (the reference's own mean is estimated)
@@ -216,8 +216,10 @@ class FrameMemoryKnob(MemoryKnob):
             return self.mem_mhz
         ratio = sum(r for r, _, _ in self.test_frames) / n
         # the standard error of the mean ratio: the frames' own spread (their references'
-        # relative variance) over n, and each reference mean's error
+        # relative variance, or the test frames' where that is larger) over n, and each
+        # reference mean's error
         var = sum(v for _, v, _ in self.test_frames) / n
+        var = max(var, sum((r - ratio) ** 2 for r, _, _ in self.test_frames) / (n - 1))
         ref_var = sum(v / k for _, v, k in self.test_frames) / n
         if ratio > 1.0 + NOISE_FLOOR + NOISE_SIGMAS * math.sqrt(var / n + ref_var):
             return self._fail()
