@@ -91,6 +91,7 @@ def main() -> int:
 
     totals = {load: [0.0, 0.0, 0, 0, 0] for load in LOADS}  # energy two/one, late two/one, n
     worst = {load: 0.0 for load in LOADS}  # the largest late-share excess, % of frames
+    ratios = {load: [] for load in LOADS}  # energy two-knob / core-only, per run
     with temp_dirs() as data_dir:
         _, boards = memory_boards(names, "bench_mem_throughput")
         if not boards:
@@ -119,6 +120,7 @@ def main() -> int:
                     t[3] += l1
                     t[4] += n
                     worst[load] = max(worst[load], 100.0 * (l2 - l1) / n)
+                    ratios[load].append(e2 / e1)
                     mem = two.get("mean_mem_clock_mhz")
                     print(
                         f"| {name} | {load} | {seed} | {'-' if not pair else f'{pair[1]:g}'} | "
@@ -130,10 +132,12 @@ def main() -> int:
     print()
     for load in LOADS:
         e2, e1, l2, l1, n = totals[load]
+        r = ratios[load]
         print(
-            f"{load}-bound frames: energy two-knob / core-only {e2 / e1:.4f} (all runs); "
-            f"late {100.0 * l2 / n:.3f} % vs {100.0 * l1 / n:.3f} % of frames; "
-            f"largest excess on one run {worst[load]:+.3f} % of frames"
+            f"{load}-bound frames: energy two-knob / core-only per run: least {min(r):.4f}, "
+            f"mean {sum(r) / len(r):.4f}, most {max(r):.4f}; late {100.0 * l2 / n:.3f} % vs "
+            f"{100.0 * l1 / n:.3f} % of frames, the largest excess on one run "
+            f"{worst[load]:+.3f} % of frames"
         )
     return 0
 
