@@ -16,7 +16,7 @@ LOW_MEM = 665.6
 RATE_HZ = 30.0
 
 
-def _frames(workload, seconds=40.0, pin=None, load=0.45):
+def _frames(workload, seconds=40.0, pin=None, load=0.45, profile=None):
     """Frames of ``workload`` at 30 Hz (``load`` of a period at the top clock and default
     memory clock) under the throughput policy; per frame the memory clock the board ran it
     at, late frames, and the board's memory clock and lock after the governor stopped."""
@@ -27,7 +27,11 @@ def _frames(workload, seconds=40.0, pin=None, load=0.45):
     top = dev.supported_clocks_mhz()[-1]
     units = load / RATE_HZ / work.time_per_unit_s(top, DEFAULT_MEM)
     gov = Governor(
-        dev, {"policy": "throughput", "rate_hz": RATE_HZ}, background=False, handle_signals=False
+        dev,
+        {"policy": "throughput", "rate_hz": RATE_HZ},
+        profile=profile,
+        background=False,
+        handle_signals=False,
     )
     gov.start()
     clock, period = dev.clock, 1.0 / RATE_HZ
@@ -79,3 +83,17 @@ def test_a_pinned_memory_clock_is_left_alone():
     seen, _, after = _frames("compute", pin=DEFAULT_MEM)
     assert set(seen) == {DEFAULT_MEM}
     assert after == (DEFAULT_MEM, DEFAULT_MEM)  # the pin (a lock below the governor) kept
+
+
+def test_compute_bound_frames_walk_down_to_the_pairs_memory_clock(profile_of):
+    """With the profile's pair at the lowest memory clock, the knob gets there one table step
+    per test (665.6 MHz first), and holds it."""
+    from test_mem_knob import _with_pair
+
+    doc = _with_pair(profile_of(BOARD), mem_mhz=204.0, name=BOARD, core_mhz=510.0)
+    seen, late, after = _frames("compute", profile=doc)
+    first_low = seen.index(204.0)
+    assert LOW_MEM in seen[:first_low]  # the step between came first
+    last = seen[len(seen) // 2 :]
+    assert sum(m == 204.0 for m in last) > 0.6 * len(last)
+    assert after == (DEFAULT_MEM, None)
