@@ -29,6 +29,13 @@ length, whose default is the bench's for that policy):
 - ``clock``: the middle table clock on steady and bursty (60 s);
 - ``max``, ``min`` (the clock policy at the lowest table clock): steady and bursty (60 s).
 
+The throughput missions (``throughput``, ``floor``) run with the memory clock pinned at its
+default on boards with a memory axis (``simulate(..., mem_clock_mhz=...)``, as
+``--mem-clock`` pins it): the digest is the core clock's alone, as the other policies' are
+(their profiles keep no (core, memory) pair, so their memory knob does not act; the
+throughput policy's would try the next memory clock down). The second knob's decisions are
+``scripts/bench_mem_throughput.py``'s and its tests'.
+
 All catalog boards, all policies: about 3 minutes on one core, most of it calibrating the
 profiles (two missions' worth of time per board is the rest).
 """
@@ -66,6 +73,8 @@ total = hashlib.sha256()
 
 def mission(board, doc, label, spec, trace, seconds, **kw):
     seconds = duration if duration is not None else seconds
+    if spec["policy"] == "throughput" and pinned.get(board) is not None:
+        kw.setdefault("mem_clock_mhz", pinned[board])  # the core clock alone (see the doc)
     asked.clear()
     r = simulate(board, spec, trace, seconds, profile=kw.pop("profile", doc), **kw)
     clocks = hashlib.sha256("\n".join(asked).encode()).hexdigest()[:12]
@@ -79,8 +88,12 @@ def mission(board, doc, label, spec, trace, seconds, **kw):
 def camera(rate_hz, load):
     sim.FRAME_RATE_HZ, sim.FRAME_LOAD = rate_hz, load
 
+pinned = {}
 for board, doc in docs.items():
-    clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
+    dev = governor.open_device(f"sim:{board}")
+    clocks = dev.supported_clocks_mhz()
+    if len(dev.supported_mem_clocks_mhz()) > 1:  # a memory axis: its default, pinned
+        pinned[board] = dev.sample().mem_clock_mhz
     if "throughput" in policies:
         for seed in (0, 1, 2):
             spec = {"policy": "throughput", "rate_hz": 30.0}

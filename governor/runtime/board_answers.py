@@ -9,13 +9,16 @@ here too, and handed from policy to policy (:meth:`BoardAnswers._switch_mem_knob
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any, Callable, Optional
 
 from governor.devices.base import Device
 from governor.errors import GovernorError
+from governor.runtime.controller_base import Controller, Tick
 from governor.runtime.kernel_config import KernelConfigFollower
-from governor.runtime.mem_knob import MemoryKnob, next_knob
+from governor.runtime.mem_knob import MemoryKnob
+from governor.runtime.mem_knobs import next_knob
 from governor.runtime.model import ClockModel
 from governor.runtime.tuning_cache import Cached, cached_block_size_for, cached_tiles_for
 
@@ -28,6 +31,7 @@ class BoardAnswers:
     """The board's tuned answers (see the module docstring); ``device`` is the board."""
 
     device: Device
+    controller: Controller  # the policy's (the memory knob asks it)
     _dev_lock: Any  # the governor's lock around device calls
     _kernel_configs: Optional[KernelConfigFollower] = None  # made on first use
     _applied_mem: Optional[float] = None  # the memory clock this governor set
@@ -54,8 +58,21 @@ class BoardAnswers:
         self._applied_mem = mem_clock_mhz
         self._clock_moved(self.applied_clock_mhz)
 
+    def _mem_frame(self, tick: Tick) -> Tick:
+        """``tick`` handed to the memory knob as the app reports it (the throughput knob judges
+        a frame at the lower memory clock at once, :mod:`.mem_frames`); returned marked
+        ``mem_slowed`` where the knob found the lower memory clock slowed it."""
+        if self._mem is None or tick.busy_s is None:
+            return tick
+        with self._dev_lock:
+            before = self._mem.mem_mhz
+            slowed = self._mem.frame(self.controller, tick)
+            if self._mem.mem_mhz != before:
+                self._mem_clock_set(self._mem.mem_mhz)
+        return dataclasses.replace(tick, mem_slowed=True) if slowed else tick
+
     def _switch_mem_knob(self, policy_name: str, model: ClockModel) -> None:
-        """The memory knob under a new policy (:func:`.mem_knob.next_knob`: the old one
+        """The memory knob under a new policy (:func:`.mem_knobs.next_knob`: the old one
         kept, or the default memory clock back and the new policy's knob, if any) and the
         memory clock this governor holds after the switch."""
         self._mem, held = next_knob(self._mem, self.device, policy_name, model, self._applied_mem)

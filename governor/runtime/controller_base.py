@@ -62,12 +62,16 @@ class Observation:
 
 @dataclass(frozen=True)
 class Tick:
-    """App progress: ``units`` done at ``t_s``; ``busy_s`` the time they took, when known."""
+    """App progress: ``units`` done at ``t_s``; ``busy_s`` the time they took, when known.
+    ``mem_slowed``: the memory knob found the frame slowed by a lower memory clock (a test
+    that failed, :mod:`.mem_frames`): its time says nothing of the load at the default
+    memory clock the knob went back to, and the throughput controller does not learn it."""
 
     t_s: float
     units: float
     busy_s: Optional[float]
     applied_mhz: float
+    mem_slowed: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,11 +104,15 @@ class MemoryHints:
     wait, not a gap between bursts (the battery plan's :meth:`.BurstStats.waiting`).
     ``wanted_mhz``: the memory clock a controller that searches the memory axis itself
     holds (online PPW; None: none searched, the knob keeps the memory clock where it is).
+    ``unit_deadline_s``: the seconds a unit of work may take (the throughput policy's frame
+    deadline, one period of its rate; None: no deadline), what the throughput knob
+    (:mod:`.mem_frames`) holds a frame at the lower memory clock to.
     """
 
     memory_share: Optional[float] = None
     waiting: bool = False
     wanted_mhz: Optional[float] = None
+    unit_deadline_s: Optional[float] = None
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from governor.runtime.board_answers import BoardAnswers
 from governor.runtime.controller_base import Controller, Now, Observation, Tick
 from governor.runtime.exit_hooks import ExitHooks
 from governor.runtime.loop import BackgroundLoop
-from governor.runtime.mem_knob import memory_knob
+from governor.runtime.mem_knobs import knob_for
 from governor.runtime.model import ClockModel
 from governor.runtime.setup import (
     ProfileArg,
@@ -120,7 +120,7 @@ class Governor(BoardAnswers):
         self._online_saved = False
         self._unmet = UnmetWatch(device.uri, self._note)
         self.controller = self._make_controller()
-        self._mem = memory_knob(device, self.policy.name, self.model)  # None: core alone
+        self._mem = knob_for(device, self.policy.name, self.model)  # None: core alone
         self._unmet.new_policy(self.policy, self.model, *request_context(device, self.policy))
         if self.policy.budget_scope == "board" and battery is None:
             for text in filter(None, [unmetered_board_note(device)]):
@@ -354,7 +354,7 @@ class Governor(BoardAnswers):
         optionally ``busy_s``, the seconds they took (gives per-frame deadlines)."""
         now = self.device.clock.now_s()
         applied = self._applied if self._applied is not None else self.model.top_mhz
-        self._ticks.add(tick_record(now, units, busy_s, applied))
+        self._ticks.add(self._mem_frame(tick_record(now, units, busy_s, applied)))
         if busy_s is not None and self._telemetry.duty is not None and self._running:
             self._telemetry.duty_active = True
             self._telemetry.busy_reading(applied, self._dev_lock)
@@ -446,6 +446,7 @@ def tick_record(now_s: float, units: float, busy_s: Optional[float], applied_mhz
             "units": float(units),
             "busy_s": None if busy_s is None else float(busy_s),
             "applied_mhz": applied_mhz,
+            "mem_slowed": False,
         },
     )
 

@@ -56,10 +56,10 @@ from governor.errors import GovernorError
 
 if TYPE_CHECKING:
     from governor.devices.base import Device
-    from governor.runtime.controller_base import Controller, Observation
+    from governor.runtime.controller_base import Controller, Observation, Tick
     from governor.runtime.model import ClockModel
 
-__all__ = ["MemoryKnob", "memory_knob", "next_knob"]
+__all__ = ["MemoryKnob", "memory_knob", "settable_mem_clocks"]
 
 SHARE_UP = 0.04  # a memory share the controller reads above this: memory-bound, no test
 FIRST_TEST_S = 2.0  # busy seconds at the default memory clock before the first test
@@ -298,6 +298,11 @@ class MemoryKnob:
         self.apply(self.default_mhz)
         return None
 
+    def frame(self, controller: Controller, tick: Tick) -> bool:
+        """One frame as the app reports it (the throughput knob judges it, :mod:`.mem_frames`):
+        whether the memory clock slowed it. This knob reads periods only: False."""
+        return False
+
     def apply(self, mem_mhz: float) -> None:
         """Lock the memory clock at ``mem_mhz`` (journaled in the governor's layer)."""
         if mem_mhz == self.mem_mhz:
@@ -305,27 +310,6 @@ class MemoryKnob:
         self.device.lock_mem_clock(mem_mhz)
         self.mem_mhz = mem_mhz
         self.changes += 1
-
-
-def next_knob(
-    knob: Optional[MemoryKnob],
-    device: Device,
-    policy_name: str,
-    model: ClockModel,
-    held_mhz: Optional[float],
-) -> Tuple[Optional[MemoryKnob], Optional[float]]:
-    """The knob under a new policy (``Governor.set_policy``) and the memory clock the
-    governor holds after the switch (``held_mhz``: the one it held before; None: it set
-    none). ``knob`` is kept where it serves ``policy_name`` (:meth:`MemoryKnob.keep`);
-    else it puts the default memory clock back, and a new knob governs from there where
-    ``policy_name`` governs both (battery to power cap and back). A memory clock the
-    governor holds is its own lock, no pin (:func:`memory_knob`)."""
-    if knob is not None:
-        if knob.keep(policy_name) is knob:
-            return knob, held_mhz
-        if held_mhz is not None or knob.changes:
-            held_mhz = knob.default_mhz  # (keep put it back)
-    return memory_knob(device, policy_name, model, owned=held_mhz is not None), held_mhz
 
 
 def memory_knob(
@@ -342,7 +326,24 @@ def memory_knob(
     # under the power cap, only a compute-bound phase's lower memory clock (the pair's) helps
     capped = policy_name == "power-cap" and pair_mem_mhz is not None and model.pair_drop_w
     governed = policy_name == "battery" or searched or capped
-    if not governed or not device.capabilities.lock_mem_clock:
+    found = settable_mem_clocks(device, owned) if governed else None
+    if found is None:
+        return None
+    table, default = found
+    low = default if pair_mem_mhz is None or pair_mem_mhz >= default else float(pair_mem_mhz)
+    knob = MemoryKnob(device, table, default, low, model.pair_drop_w)
+    if capped and low >= default:
+        return None
+    knob.searched = searched
+    knob.capped = bool(capped)
+    return knob
+
+
+def settable_mem_clocks(device: Device, owned: bool) -> Optional[Tuple[Tuple[float, ...], float]]:
+    """(the memory clocks ``device`` offers, the one it runs now) where a policy may govern
+    the memory clock: it can be set, there are several, and no lock pins it (one the
+    governor holds itself, ``owned``, is no pin); else None."""
+    if not device.capabilities.lock_mem_clock:
         return None
     try:
         table = tuple(device.supported_mem_clocks_mhz())
@@ -351,13 +352,4 @@ def memory_knob(
         now = device.sample().mem_clock_mhz
     except (GovernorError, OSError):
         return None
-    if now is None:
-        return None
-    default = float(now)
-    low = default if pair_mem_mhz is None or pair_mem_mhz >= default else float(pair_mem_mhz)
-    knob = MemoryKnob(device, table, default, low, model.pair_drop_w)
-    if capped and low >= default:
-        return None
-    knob.searched = searched
-    knob.capped = bool(capped)
-    return knob
+    return None if now is None else (table, float(now))

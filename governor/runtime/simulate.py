@@ -61,6 +61,7 @@ __all__ = ["TRACES", "phase_list", "simulate", "trace_segments"]
 TRACES = ("steady", "bursty", "step", "memory", "memory-compute", "perception-30hz")
 FRAME_RATE_HZ = 30.0
 FRAME_LOAD = 0.45  # share of a frame period one frame needs at the top clock
+FRAME_WORKLOAD = "compute"  # the load a frame runs (the board's; "memory": memory-bound)
 
 
 PHASE_LOADS = {"compute": "compute", "memory": "memory", "idle": None}
@@ -476,9 +477,10 @@ def _run_frames(
     those the app skipped because ``gov.admit()`` said so (an app that does not ask,
     ``admit=False``, runs every frame it can)."""
     rng = random.Random(seed * 7919 + 3)
-    workload = dev.board.workloads["compute"]
+    workload = dev.board.workloads[FRAME_WORKLOAD]
     top = dev.supported_clocks_mhz()[-1]
-    mem = dev.state().mem_clock_mhz
+    mem = dev.state().mem_clock_mhz  # the frame's work is sized at the memory clock at start
+    start_mem = (mem, dev.true_mem_clock_mhz())
     period = 1.0 / FRAME_RATE_HZ
     units_per_frame = FRAME_LOAD * period / workload.time_per_unit_s(top, mem)
     clock = dev.clock
@@ -508,9 +510,12 @@ def _run_frames(
             arrival += period
             continue
         f = gov.applied_clock_mhz or top
-        busy = units_per_frame * jitter * workload.time_per_unit_s(f, mem)
+        # the memory clock the frame runs at (the throughput policy may move it)
+        busy = (
+            units_per_frame * jitter * workload.time_per_unit_s(f, _frame_mem_mhz(dev, start_mem))
+        )
         if not running:
-            dev.run_workload("compute")
+            dev.run_workload(FRAME_WORKLOAD)
             running = True
         clock.sleep(busy)
         done = clock.now_s()
@@ -524,3 +529,13 @@ def _run_frames(
     if running:
         dev.stop_workload()
     return frames, misses, skipped
+
+
+def _frame_mem_mhz(
+    dev: SimDevice, start: Tuple[Optional[float], Optional[float]]
+) -> Optional[float]:
+    """The memory clock a frame's time is taken at: as at the start (``start``: the lock
+    read then, and the clock the board ran) while the board runs the same memory clock, else
+    the one it runs now (the throughput policy moved it)."""
+    now = dev.true_mem_clock_mhz()
+    return start[0] if now == start[1] else now

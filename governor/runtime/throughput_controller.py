@@ -13,7 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Deque, List, Optional, Sequence, Tuple
 
-from governor.runtime.controller_base import Controller, Decision, Now, Observation, Tick
+from governor.runtime.controller_base import (
+    Controller,
+    Decision,
+    MemoryHints,
+    Now,
+    Observation,
+    Tick,
+)
 from governor.runtime.model import ClockModel
 from governor.runtime.throughput_parts.dither import Dither
 from governor.runtime.throughput_parts.frames import FrameStats, IdlePower, busy_seconds
@@ -215,6 +222,10 @@ class ThroughputController(Controller):
             return current_mhz, False
         self.below_since_s = None
         return current_mhz, False
+
+    def memory_hints(self) -> MemoryHints:
+        """A frame's deadline per unit, for the memory knob's test (:mod:`.mem_frames`)."""
+        return MemoryHints(unit_deadline_s=1.0 / self.policy.rate_hz)
 
     def records(self) -> Tuple[Any, ...]:
         return (RateState(self.policy.rate_hz, self.rate_hz, self.choice_mhz),)

@@ -83,7 +83,8 @@ class FrameStats:
             self.rate_units.append(tick.units)
             rel = tables.time_rel_at(tick.applied_mhz)
             if tick.busy_s is not None and tick.units > 0:
-                self._add_frame(tick.busy_s, tick.units, rel, rate_hz)
+                if not tick.mem_slowed:  # (a frame the memory clock slowed: not the load's)
+                    self._add_frame(tick.busy_s, tick.units, rel, rate_hz)
             else:
                 flat += tick.units * rel
         times, since = self.rate_times, obs.t_s - self.RATE_SPAN_S
