@@ -90,6 +90,16 @@ def constant(board, doc, clock, trace, duration, scope=None, seed=0):
     )
 
 
+def core_only(board):
+    """``simulate``'s keywords that pin a board's memory clock at its default where it has
+    several: the throughput and floor sections compare the core clock's policy with
+    constant core clocks (the memory knob's figures are ``scripts/bench_mem_throughput.py``'s)."""
+    dev = governor.open_device(f"sim:{board}")
+    if len(dev.supported_mem_clocks_mhz()) > 1:
+        return {"mem_clock_mhz": dev.sample().mem_clock_mhz}
+    return {}
+
+
 def best_lasting_clock(board, doc, clocks, trace, duration, budget, scope="board", seed=0):
     """Highest clock whose constant run fits the budget on ``scope`` (energy rises with the
     clock), brute-forced by bisection over the table."""
@@ -570,7 +580,8 @@ def bench_throughput(boards, docs, duration, seed=0):
         doc = docs[board]
         clocks = governor.open_device(f"sim:{board}").supported_clocks_mhz()
         policy = {"policy": "throughput", "rate_hz": rate_hz}
-        r = simulate(board, policy, trace, duration, profile=doc, seed=seed)
+        pin = core_only(board)
+        r = simulate(board, policy, trace, duration, profile=doc, seed=seed, **pin)
         missed = r["deadline_misses"] / r["frames"]
         runs = {}
         best = best_rate_clock(
@@ -587,7 +598,9 @@ def bench_throughput(boards, docs, duration, seed=0):
         )
         # the default learns the headroom from the frames' spread; an explicit margin keeps
         # that share of the period free at the slowest recent frame (no frame late): its cost
-        strict = simulate(board, dict(policy, margin=0.1), trace, duration, profile=doc, seed=seed)
+        strict = simulate(
+            board, dict(policy, margin=0.1), trace, duration, profile=doc, seed=seed, **pin
+        )
         ratios.append(r["energy_j"] / best["energy_j"])
         misses.append(100 * missed)
         print(
@@ -649,8 +662,9 @@ def bench_floor(boards, docs, duration, seed=0):
     for board in boards:
         doc = docs[board]
         spec = {"policy": "throughput", "rate_hz": rate_hz}
+        pin = core_only(board)
         alone = simulate(
-            board, spec, "perception-30hz", duration, profile=doc, scope="board", seed=seed
+            board, spec, "perception-30hz", duration, profile=doc, scope="board", seed=seed, **pin
         )
         floor = dict(spec, duration_s=duration)
         ample = simulate(
@@ -660,6 +674,7 @@ def bench_floor(boards, docs, duration, seed=0):
             duration,
             profile=doc,
             seed=seed,
+            **pin,
         )
         budget = 0.8 * alone["energy_j"]
         runs = [
@@ -671,6 +686,7 @@ def bench_floor(boards, docs, duration, seed=0):
                 profile=doc,
                 admit=admit,
                 seed=seed,
+                **pin,
             )
             for admit in (True, False)
         ]
