@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def memory_boards(names, prog):
     """(the catalog, the names of its boards with more than one memory clock in catalog
-    order): only those of ``names`` where given; an unknown name exits with one line."""
+    order): only those of ``names`` where given; an unknown name, or none with a memory axis,
+    exits with one line."""
     from governor.devices.sim.catalog import load_catalog
 
     catalog = load_catalog()
@@ -30,6 +31,8 @@ def memory_boards(names, prog):
     boards = [
         n for n, b in catalog.items() if len(b.mem_clocks_mhz) > 1 and (not names or n in names)
     ]
+    if not boards:
+        sys.exit(f"{prog}: none of these boards has more than one memory clock")
     return catalog, boards
 
 
